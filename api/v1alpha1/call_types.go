@@ -1,0 +1,218 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CallPhase is the call's status in the REST API.
+// +kubebuilder:validation:Enum=queued;in_progress;ended;failed
+type CallPhase string
+
+const (
+	CallQueued     CallPhase = "queued"
+	CallInProgress CallPhase = "in_progress"
+	CallEnded      CallPhase = "ended"
+	CallFailed     CallPhase = "failed"
+)
+
+// Final reports whether no further transition can happen.
+func (p CallPhase) Final() bool { return p == CallEnded || p == CallFailed }
+
+// Disposition is what happened on the wire.
+// +kubebuilder:validation:Enum=answered;answering_machine;no_answer;busy;rejected;unreachable;invalid_number;carrier_failure
+type Disposition string
+
+const (
+	DispositionAnswered         Disposition = "answered"
+	DispositionAnsweringMachine Disposition = "answering_machine"
+	DispositionNoAnswer         Disposition = "no_answer"
+	DispositionBusy             Disposition = "busy"
+	DispositionRejected         Disposition = "rejected"
+	DispositionUnreachable      Disposition = "unreachable"
+	DispositionInvalidNumber    Disposition = "invalid_number"
+	DispositionCarrierFailure   Disposition = "carrier_failure"
+)
+
+// CallSource says where a call came from.
+// +kubebuilder:validation:Enum=api;kubectl
+type CallSource string
+
+const (
+	// SourceAPI: created through POST /v1/calls.
+	SourceAPI CallSource = "api"
+	// SourceKubectl: created as a resource by a platform team.
+	SourceKubectl CallSource = "kubectl"
+)
+
+// CallSpec is what was asked for. It cannot change once the Call exists.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Call's spec cannot be changed; create a new Call instead"
+type CallSpec struct {
+	// agentID is the agent_id (a UUID) of the Agent placing the call.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	AgentID string `json:"agentID"`
+
+	// toNumber is the number dialed, in E.164 form.
+	// +required
+	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
+	ToNumber string `json:"toNumber"`
+
+	// fromNumber is the caller ID; when empty the agent's fromNumber is used.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
+	FromNumber string `json:"fromNumber,omitempty"`
+
+	// variables are the per-call values used by the agent's script.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Variables *apiextensionsv1.JSON `json:"variables,omitempty"`
+
+	// metadata is the caller's JSON object, echoed back untouched.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
+
+	// source is where the call came from: api for the REST API. Defaults to
+	// kubectl, for Calls a platform team applies directly.
+	// +optional
+	// +kubebuilder:default=kubectl
+	Source CallSource `json:"source,omitempty"`
+}
+
+// CallFailure explains why a call never went out.
+type CallFailure struct {
+	// errorCode is the REST API error_code: dnc_blocked, number_blocked,
+	// dispatch_error, dispatch_failed, agent_not_found, ...
+	// +required
+	ErrorCode string `json:"errorCode"`
+	// message is the human-readable explanation.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// CallRecording references a stored recording. Links to it are signed when
+// the call is read, never stored.
+type CallRecording struct {
+	// key locates the recording in the recording store.
+	// +required
+	Key string `json:"key"`
+	// contentType of the recording, for example audio/wav.
+	// +optional
+	ContentType string `json:"contentType,omitempty"`
+	// sizeBytes of the stored recording.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// storedAt is when the recording became available.
+	// +optional
+	StoredAt *metav1.Time `json:"storedAt,omitempty"`
+}
+
+// CallAnalysis is the post-call analysis.
+type CallAnalysis struct {
+	// summary of the call, in text.
+	// +required
+	Summary string `json:"summary"`
+	// extractedData holds exactly the agent's configured extractedData keys;
+	// a value is null when the conversation did not provide it.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	ExtractedData *apiextensionsv1.JSON `json:"extractedData,omitempty"`
+	// analyzedAt is when the analysis completed.
+	// +optional
+	AnalyzedAt *metav1.Time `json:"analyzedAt,omitempty"`
+}
+
+// CallStatus is everything the REST API's call object reports, plus
+// conditions for kubectl.
+type CallStatus struct {
+	// callID is the REST API's call_id.
+	// +optional
+	CallID string `json:"callID,omitempty"`
+	// phase is the call's status: queued, in_progress, ended or failed.
+	// +optional
+	Phase CallPhase `json:"phase,omitempty"`
+	// disposition is what happened on the wire; set when the call ends.
+	// +optional
+	Disposition Disposition `json:"disposition,omitempty"`
+	// fromNumber is the caller ID actually used.
+	// +optional
+	FromNumber string `json:"fromNumber,omitempty"`
+	// startedAt is when the call went out (microsecond precision, since the
+	// carrier's progress is computed from it).
+	// +optional
+	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
+	// endedAt is when the call ended.
+	// +optional
+	EndedAt *metav1.MicroTime `json:"endedAt,omitempty"`
+	// durationMS is the connected time in milliseconds.
+	// +optional
+	DurationMS *int64 `json:"durationMS,omitempty"`
+	// duration is durationMS for humans, for example 1m4s.
+	// +optional
+	Duration string `json:"duration,omitempty"`
+	// disconnectionReason says why the call ended, for example agent_hangup.
+	// +optional
+	DisconnectionReason string `json:"disconnectionReason,omitempty"`
+	// failure says why a failed call never went out.
+	// +optional
+	Failure *CallFailure `json:"failure,omitempty"`
+	// recording is set once the recording is stored.
+	// +optional
+	Recording *CallRecording `json:"recording,omitempty"`
+	// analysis is set once the post-call analysis is done.
+	// +optional
+	Analysis *CallAnalysis `json:"analysis,omitempty"`
+	// observedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready (True once the call is final and fully processed).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Call is one outbound phone call. Calls created through the REST API are
+// named after their call_id (call-<hex>, as call_<hex> is not a valid name).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=switchboard
+// +kubebuilder:printcolumn:name="Call ID",type=string,JSONPath=`.status.callID`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.spec.agentID`
+// +kubebuilder:printcolumn:name="To",type=string,JSONPath=`.spec.toNumber`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Disposition",type=string,JSONPath=`.status.disposition`
+// +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.disconnectionReason`,priority=1
+// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.failure.errorCode`,priority=1
+type Call struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec CallSpec `json:"spec"`
+	// +optional
+	Status CallStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// CallList is a list of Calls.
+type CallList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Call `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Call{}, &CallList{})
+}

@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Condition types. Every Switchboard resource reports Ready.
+const (
+	// ReadyCondition is True when the resource is valid and in use.
+	ReadyCondition = "Ready"
+)
+
+// Reasons for the Ready condition.
+const (
+	// ReasonReconciled: the resource was checked and is in use.
+	ReasonReconciled = "Reconciled"
+	// ReasonDuplicateAgentID: another Agent in the namespace resolves to the
+	// same agent id, so calls naming that id cannot tell them apart.
+	ReasonDuplicateAgentID = "DuplicateAgentID"
+	// ReasonInactive: the Agent is valid but spec.active is false.
+	ReasonInactive = "Inactive"
+)
+
+// Reasons for a Call's Ready condition, which turns True once the call has
+// reached a final state and every post-call step (recording, analysis) is done.
+const (
+	// ReasonQueued: accepted, not yet handed to the carrier.
+	ReasonQueued = "Queued"
+	// ReasonInProgress: the carrier is placing or carrying the call.
+	ReasonInProgress = "InProgress"
+	// ReasonAwaitingRecording: the call ended; the recording is being stored.
+	ReasonAwaitingRecording = "AwaitingRecording"
+	// ReasonAwaitingAnalysis: the call ended; the analysis is being computed.
+	ReasonAwaitingAnalysis = "AwaitingAnalysis"
+	// ReasonCompleted: the call ended and every post-call step is done.
+	ReasonCompleted = "Completed"
+	// ReasonFailed: the call never went out (see status.failure).
+	ReasonFailed = "Failed"
+)

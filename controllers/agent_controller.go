@@ -1,0 +1,98 @@
+// Package controllers holds one thin reconciler per Switchboard kind.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+)
+
+// AgentReconciler resolves each Agent's agent_id and reports whether it can
+// be used: two Agents of one namespace must not share an id.
+type AgentReconciler struct {
+	client.Client
+}
+
+// +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=agents/status,verbs=get;update;patch
+
+// Reconcile sets status.agentID and the Ready condition.
+func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var agent switchboardv1.Agent
+	if err := r.Get(ctx, req.NamespacedName, &agent); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	patch := client.MergeFrom(agent.DeepCopy())
+	id := directory.NormalizeAgentID(agent.ResolvedID())
+	agent.Status.AgentID = id
+	cond, err := r.readiness(ctx, &agent, id)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	apimeta.SetStatusCondition(&agent.Status.Conditions, cond)
+	agent.Status.ObservedGeneration = agent.Generation
+	return reconcile.Result{}, r.Status().Patch(ctx, &agent, patch)
+}
+
+func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Agent, id string) (metav1.Condition, error) {
+	cond := metav1.Condition{Type: switchboardv1.ReadyCondition, Status: metav1.ConditionTrue,
+		Reason: switchboardv1.ReasonReconciled, Message: "The agent can place calls.", ObservedGeneration: agent.Generation}
+	var same switchboardv1.AgentList
+	if err := r.List(ctx, &same, client.InNamespace(agent.Namespace),
+		client.MatchingFields{directory.AgentIDField: id}); err != nil {
+		return cond, err
+	}
+	for _, other := range same.Items {
+		if other.Name != agent.Name {
+			cond.Status, cond.Reason = metav1.ConditionFalse, switchboardv1.ReasonDuplicateAgentID
+			cond.Message = fmt.Sprintf("Agent %s also resolves to agent_id %s; calls to it are refused until one changes spec.id.", other.Name, id)
+			return cond, nil
+		}
+	}
+	switch {
+	case !agent.Spec.IsActive():
+		cond.Reason, cond.Message = switchboardv1.ReasonInactive, "The agent is inactive: calls are refused with agent_inactive."
+	case !agent.Spec.IsOutbound():
+		cond.Message = "The agent cannot place outbound calls: calls are refused with agent_not_outbound."
+	}
+	return cond, nil
+}
+
+// SetupWithManager registers the reconciler. A change to one Agent can
+// end or start a duplicate id of another, so the namespace's Agents sharing
+// its id are reconciled too.
+func (r *AgentReconciler) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&switchboardv1.Agent{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&switchboardv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.sameID)).
+		Named("agent").
+		Complete(r)
+}
+
+func (r *AgentReconciler) sameID(ctx context.Context, o client.Object) []reconcile.Request {
+	agent := o.(*switchboardv1.Agent)
+	var same switchboardv1.AgentList
+	if err := r.List(ctx, &same, client.InNamespace(agent.Namespace),
+		client.MatchingFields{directory.AgentIDField: directory.NormalizeAgentID(agent.ResolvedID())}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, a := range same.Items {
+		if a.Name != agent.Name {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
+		}
+	}
+	return reqs
+}

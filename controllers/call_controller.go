@@ -1,0 +1,270 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/analysis"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
+	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// CallReconciler moves Calls through their lifecycle on a carrier:
+// queued -> in_progress -> ended (then recording, then analysis), or
+// queued -> failed. Each step is one status patch; every step can be
+// repeated safely, so a restart at any point loses nothing and sticks nowhere.
+type CallReconciler struct {
+	client.Client
+	Directory  *directory.Directory
+	Numbers    *numberlists.Index
+	Dialer     telephony.Dialer
+	Recordings recording.Store
+	Events     events.EventRecorder
+	Clock      clock.PassiveClock
+	// MaxConcurrent bounds how many Calls are reconciled at once.
+	MaxConcurrent int
+}
+
+// +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=switchboard.dev,resources=calls/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=numberlists,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile advances one Call by one step.
+func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var call switchboardv1.Call
+	if err := r.Get(ctx, req.NamespacedName, &call); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if finished(&call) {
+		return reconcile.Result{}, nil
+	}
+	// A merge patch without optimistic locking: each step is idempotent, so
+	// redoing one from a stale cache read writes the same values again.
+	patch := client.MergeFrom(call.DeepCopy())
+	result, err := r.step(ctx, &call)
+	call.Status.ObservedGeneration = call.Generation
+	if perr := r.Status().Patch(ctx, &call, patch); perr != nil {
+		return reconcile.Result{}, errors.Join(err, perr)
+	}
+	return result, err
+}
+
+// finished: final and nothing left to do after the end.
+func finished(c *switchboardv1.Call) bool {
+	ready := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition)
+	switch c.Status.Phase {
+	case switchboardv1.CallFailed:
+		return ready != nil
+	case switchboardv1.CallEnded:
+		return c.Status.Analysis != nil
+	}
+	return false
+}
+
+func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	if c.Status.CallID == "" {
+		c.Status.CallID = callid.Of(c)
+	}
+	switch callview.Phase(c) {
+	case switchboardv1.CallQueued:
+		return r.reconcileDial(ctx, c)
+	case switchboardv1.CallInProgress:
+		return r.reconcileProgress(ctx, c)
+	case switchboardv1.CallEnded:
+		return r.reconcilePostCall(ctx, c)
+	default: // failed: recorded by the REST API, only the condition is missing
+		failure := c.Status.Failure
+		if failure == nil {
+			failure = &switchboardv1.CallFailure{ErrorCode: "unknown", Message: "The call failed."}
+		}
+		r.markFailed(c, failure.ErrorCode, failure.Message)
+		return reconcile.Result{}, nil
+	}
+}
+
+// reconcileDial runs the same policy as the REST API (Calls applied with
+// kubectl never met it, and lists may have changed), then dials.
+func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
+		r.markFailed(c, callpolicy.CodeAgentNotFound, fmt.Sprintf("No single agent %s in this namespace.", c.Spec.AgentID))
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	vars := variables(c)
+	if rej := callpolicy.Check(agent, callpolicy.Request{Namespace: c.Namespace, ToNumber: c.Spec.ToNumber,
+		FromNumber: c.Spec.FromNumber, Variables: vars}, r.Numbers); rej != nil {
+		r.markFailed(c, rej.Code, rej.Message)
+		return reconcile.Result{}, nil
+	}
+	from := agent.Spec.FromNumber
+	placedAt := r.Clock.Now()
+	req := telephony.BuildRequest(c.Status.CallID, from, c.Spec.ToNumber, vars, agent)
+	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
+		de, ok := telephony.AsDispatchError(err)
+		if !ok {
+			return reconcile.Result{}, fmt.Errorf("dialing: %w", err)
+		}
+		r.markFailed(c, de.Code, "The carrier could not place the call: "+de.Reason)
+		return reconcile.Result{}, nil
+	}
+	c.Status.Phase = switchboardv1.CallInProgress
+	c.Status.FromNumber = from
+	c.Status.StartedAt = ptr(metav1.NewMicroTime(placedAt))
+	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonInProgress, "The call is ringing or connected.")
+	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Dialing", "Dial", "Calling %s from %s", c.Spec.ToNumber, from)
+	return r.reconcileProgress(ctx, c)
+}
+
+func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	req := r.request(ctx, c)
+	p, err := r.Dialer.Progress(ctx, req, c.Status.StartedAt.Time, r.Clock.Now())
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading call progress: %w", err)
+	}
+	if p.Phase != telephony.Ended {
+		return reconcile.Result{RequeueAfter: max(p.NextCheck, 10*time.Millisecond)}, nil
+	}
+	c.Status.Phase = switchboardv1.CallEnded
+	c.Status.Disposition = switchboardv1.Disposition(p.Disposition)
+	c.Status.EndedAt = ptr(metav1.NewMicroTime(*p.EndedAt))
+	c.Status.DurationMS = ptr(p.Duration.Milliseconds())
+	c.Status.Duration = p.Duration.Round(time.Second).String()
+	c.Status.DisconnectionReason = p.DisconnectionReason
+	reason := switchboardv1.ReasonAwaitingAnalysis
+	if p.Disposition.Connected() {
+		reason = switchboardv1.ReasonAwaitingRecording
+	}
+	r.setReady(c, metav1.ConditionFalse, reason, "The call ended; post-call processing is under way.")
+	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Ended", "Hangup", "Call ended: %s (%s) after %s",
+		p.Disposition, p.DisconnectionReason, c.Status.Duration)
+	return reconcile.Result{}, nil
+}
+
+// reconcilePostCall stores the recording, then (on a later pass) analyzes.
+func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	req := r.request(ctx, c)
+	p := endedProgress(c)
+	if p.Disposition.Connected() && c.Status.Recording == nil {
+		return reconcile.Result{}, r.storeRecording(ctx, c, req, p)
+	}
+	var transcript []telephony.Turn
+	if p.Disposition.Connected() {
+		t, err := r.Dialer.Transcript(ctx, req, p)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("reading transcript: %w", err)
+		}
+		transcript = t
+	}
+	res := analysis.Analyze(req, p, transcript)
+	data, err := json.Marshal(res.ExtractedData)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("encoding extracted data: %w", err)
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	c.Status.Analysis = &switchboardv1.CallAnalysis{Summary: res.Summary,
+		ExtractedData: &apiextensionsv1.JSON{Raw: data}, AnalyzedAt: &now}
+	r.setReady(c, metav1.ConditionTrue, switchboardv1.ReasonCompleted, res.Summary)
+	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Analyzed", "Analyze", "%s", res.Summary)
+	return reconcile.Result{}, nil
+}
+
+func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Call, req telephony.Request, p telephony.Progress) error {
+	audio, err := r.Dialer.Recording(ctx, req, p)
+	if err != nil {
+		return fmt.Errorf("fetching recording: %w", err)
+	}
+	defer func() { _ = audio.Close() }()
+	key := c.Namespace + "/" + c.Status.CallID + ".wav"
+	obj, err := r.Recordings.Put(ctx, key, "audio/wav", audio)
+	if err != nil {
+		return fmt.Errorf("storing recording: %w", err)
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	c.Status.Recording = &switchboardv1.CallRecording{Key: obj.Key, ContentType: obj.ContentType,
+		SizeBytes: obj.SizeBytes, StoredAt: &now}
+	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonAwaitingAnalysis, "The recording is stored; analysis is under way.")
+	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "RecordingStored", "Record", "Recording stored (%d bytes)", obj.SizeBytes)
+	return nil
+}
+
+func (r *CallReconciler) markFailed(c *switchboardv1.Call, code, msg string) {
+	c.Status.Phase = switchboardv1.CallFailed
+	c.Status.Failure = &switchboardv1.CallFailure{ErrorCode: code, Message: msg}
+	if c.Status.FromNumber == "" {
+		c.Status.FromNumber = c.Spec.FromNumber
+	}
+	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonFailed, code+": "+msg)
+	r.Events.Eventf(c, nil, corev1.EventTypeWarning, "Failed", "Dial", "%s: %s", code, msg)
+}
+
+func (r *CallReconciler) setReady(c *switchboardv1.Call, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: switchboardv1.ReadyCondition,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
+}
+
+// request rebuilds what was dialed. The agent may be gone by now; the call
+// then carries on without its script.
+func (r *CallReconciler) request(ctx context.Context, c *switchboardv1.Call) telephony.Request {
+	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	if err != nil {
+		agent = nil
+	}
+	return telephony.BuildRequest(c.Status.CallID, c.Status.FromNumber, c.Spec.ToNumber, variables(c), agent)
+}
+
+// endedProgress is the carrier's final word, as persisted in the status.
+func endedProgress(c *switchboardv1.Call) telephony.Progress {
+	p := telephony.Progress{Phase: telephony.Ended, Disposition: telephony.Disposition(c.Status.Disposition),
+		DisconnectionReason: c.Status.DisconnectionReason}
+	if c.Status.EndedAt != nil {
+		p.EndedAt = &c.Status.EndedAt.Time
+	}
+	if c.Status.DurationMS != nil {
+		p.Duration = time.Duration(*c.Status.DurationMS) * time.Millisecond
+	}
+	return p
+}
+
+func variables(c *switchboardv1.Call) map[string]any {
+	vars := map[string]any{}
+	if c.Spec.Variables != nil {
+		_ = json.Unmarshal(c.Spec.Variables.Raw, &vars) // the schema holds an object
+	}
+	return vars
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// SetupWithManager registers the reconciler.
+func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&switchboardv1.Call{}).
+		WithOptions(ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}).
+		Named("call").
+		Complete(r)
+}

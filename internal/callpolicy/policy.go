@@ -1,0 +1,120 @@
+// Package callpolicy decides whether an agent may place a call. The REST API
+// runs it before accepting a call, and the call reconciler runs it again
+// before dialing (for Calls applied with kubectl, and for lists that changed
+// in between), so both paths refuse a call for the same reasons.
+//
+// Checks run in the order of the spec's error table: agent_not_outbound,
+// agent_inactive, missing_variables, from_number_mismatch, dnc_blocked,
+// number_blocked. The first failing check decides.
+package callpolicy
+
+import (
+	"fmt"
+	"slices"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/numberlists"
+)
+
+// Error codes of refused calls, as the REST API reports them.
+const (
+	CodeAgentNotFound      = "agent_not_found"
+	CodeAgentNotOutbound   = "agent_not_outbound"
+	CodeAgentInactive      = "agent_inactive"
+	CodeMissingVariables   = "missing_variables"
+	CodeFromNumberMismatch = "from_number_mismatch"
+	CodeDNCBlocked         = "dnc_blocked"
+	CodeNumberBlocked      = "number_blocked"
+)
+
+// Request is the part of a call the policy looks at.
+type Request struct {
+	Namespace  string
+	ToNumber   string // E.164
+	FromNumber string // E.164, or empty to use the agent's
+	Variables  map[string]any
+}
+
+// Rejection says why a call may not be placed.
+type Rejection struct {
+	Code    string
+	Message string
+	// MissingVariables lists the absent required variables (missing_variables).
+	MissingVariables []string
+	// ExpectedFromNumber is the agent's number (from_number_mismatch).
+	ExpectedFromNumber string
+}
+
+// RecordsFailedCall reports whether the spec wants a failed call record for
+// this rejection: blocked numbers leave a trace, bad requests do not.
+func (r *Rejection) RecordsFailedCall() bool {
+	return r.Code == CodeDNCBlocked || r.Code == CodeNumberBlocked
+}
+
+// Check returns why agent may not place req, or nil when it may.
+func Check(agent *switchboardv1.Agent, req Request, lists *numberlists.Index) *Rejection {
+	for _, check := range []func(*switchboardv1.Agent, Request, *numberlists.Index) *Rejection{
+		checkOutbound, checkActive, checkVariables, checkFromNumber, checkNumberLists,
+	} {
+		if r := check(agent, req, lists); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+func checkOutbound(a *switchboardv1.Agent, _ Request, _ *numberlists.Index) *Rejection {
+	if a.Spec.IsOutbound() {
+		return nil
+	}
+	return &Rejection{Code: CodeAgentNotOutbound,
+		Message: fmt.Sprintf("Agent %s cannot place outbound calls.", a.ResolvedID())}
+}
+
+func checkActive(a *switchboardv1.Agent, _ Request, _ *numberlists.Index) *Rejection {
+	if a.Spec.IsActive() {
+		return nil
+	}
+	return &Rejection{Code: CodeAgentInactive,
+		Message: fmt.Sprintf("Agent %s is not active.", a.ResolvedID())}
+}
+
+func checkVariables(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {
+	var missing []string
+	for _, name := range a.Spec.RequiredVariables {
+		if _, ok := req.Variables[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return &Rejection{Code: CodeMissingVariables, MissingVariables: missing,
+		Message: fmt.Sprintf("The agent requires variables that were not provided: %v.", missing)}
+}
+
+func checkFromNumber(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {
+	if req.FromNumber == "" || req.FromNumber == a.Spec.FromNumber {
+		return nil
+	}
+	return &Rejection{Code: CodeFromNumberMismatch, ExpectedFromNumber: a.Spec.FromNumber,
+		Message: fmt.Sprintf("from_number %s is not the agent's configured number %s.",
+			req.FromNumber, a.Spec.FromNumber)}
+}
+
+func checkNumberLists(_ *switchboardv1.Agent, req Request, lists *numberlists.Index) *Rejection {
+	if lists == nil {
+		return nil
+	}
+	m, ok := lists.Match(req.Namespace, req.ToNumber)
+	if !ok {
+		return nil
+	}
+	if m.Type == switchboardv1.DoNotCall {
+		return &Rejection{Code: CodeDNCBlocked,
+			Message: fmt.Sprintf("%s is on the do-not-call list %q.", req.ToNumber, m.List)}
+	}
+	return &Rejection{Code: CodeNumberBlocked,
+		Message: fmt.Sprintf("%s is blocked by the number list %q (entry %s).", req.ToNumber, m.List, m.Entry)}
+}

@@ -1,0 +1,125 @@
+// Package callview renders a Call resource as the REST API's call object
+// (spec section 2.1), the same shape GET /v1/calls/{call_id} returns and
+// every event carries. The transcript is never part of it, and the
+// recording link is signed at render time, never stored.
+package callview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/recording"
+)
+
+// LinkTTL is how long recording links stay valid: about one hour.
+const LinkTTL = time.Hour
+
+// Call is the call object. Nullable fields are pointers so that they render
+// as JSON null rather than disappearing.
+type Call struct {
+	CallID              string          `json:"call_id"`
+	AgentID             *string         `json:"agent_id"`
+	Direction           string          `json:"direction"`
+	Status              string          `json:"status"`
+	Disposition         *string         `json:"disposition"`
+	Source              *string         `json:"source"`
+	ToNumber            *string         `json:"to_number"`
+	FromNumber          *string         `json:"from_number"`
+	StartedAt           *string         `json:"started_at"`
+	EndedAt             *string         `json:"ended_at"`
+	DurationMS          *int64          `json:"duration_ms"`
+	DisconnectionReason *string         `json:"disconnection_reason"`
+	RecordingURL        *string         `json:"recording_url"`
+	Variables           json.RawMessage `json:"variables"`
+	Metadata            json.RawMessage `json:"metadata"`
+	Analysis            *Analysis       `json:"analysis"`
+}
+
+// Analysis is the post-call analysis.
+type Analysis struct {
+	Summary       string          `json:"summary"`
+	ExtractedData json.RawMessage `json:"extracted_data"`
+}
+
+var emptyObject = json.RawMessage(`{}`)
+
+// Render builds the call object as of now. A recording link that cannot be
+// signed (the file is gone, say) renders as null rather than failing the read.
+func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (Call, error) {
+	out := Call{
+		CallID:              callid.Of(c),
+		AgentID:             nonEmpty(c.Spec.AgentID),
+		Direction:           "outbound",
+		Status:              string(Phase(c)),
+		Disposition:         nonEmpty(string(c.Status.Disposition)),
+		Source:              nonEmpty(string(c.Spec.Source)),
+		ToNumber:            nonEmpty(c.Spec.ToNumber),
+		FromNumber:          nonEmpty(firstNonEmpty(c.Status.FromNumber, c.Spec.FromNumber)),
+		DurationMS:          c.Status.DurationMS,
+		DisconnectionReason: nonEmpty(c.Status.DisconnectionReason),
+		Variables:           object(c.Spec.Variables),
+		Metadata:            object(c.Spec.Metadata),
+	}
+	if c.Status.StartedAt != nil {
+		out.StartedAt = timestamp(c.Status.StartedAt.Time)
+	}
+	if c.Status.EndedAt != nil {
+		out.EndedAt = timestamp(c.Status.EndedAt.Time)
+	}
+	if a := c.Status.Analysis; a != nil {
+		out.Analysis = &Analysis{Summary: a.Summary, ExtractedData: object(a.ExtractedData)}
+	}
+	if c.Status.Recording != nil && store != nil {
+		link, err := store.Link(ctx, c.Status.Recording.Key, LinkTTL)
+		switch {
+		case err == nil:
+			out.RecordingURL = &link.URL
+		case !errors.Is(err, recording.ErrNotFound):
+			return Call{}, err
+		}
+	}
+	return out, nil
+}
+
+// Phase is the call's status; a Call not yet seen by the reconciler is queued.
+func Phase(c *switchboardv1.Call) switchboardv1.CallPhase {
+	if c.Status.Phase == "" {
+		return switchboardv1.CallQueued
+	}
+	return c.Status.Phase
+}
+
+// Timestamp formats t the way every timestamp of the API is written.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func timestamp(t time.Time) *string {
+	s := Timestamp(t)
+	return &s
+}
+
+func object(j *apiextensionsv1.JSON) json.RawMessage {
+	if j == nil || len(j.Raw) == 0 || string(j.Raw) == "null" {
+		return emptyObject
+	}
+	return json.RawMessage(j.Raw)
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,99 @@
+// Package httpapi is the REST API of spec sections 4.1-4.3: a chi router
+// that turns create-call requests into Call resources and renders Calls
+// back as call objects.
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// Config is what the API needs.
+type Config struct {
+	Keys       *apikeys.Index
+	Directory  *directory.Directory
+	Client     client.Client // writes Calls
+	Numbers    *numberlists.Index
+	Dialer     telephony.Dialer
+	Recordings recording.Store
+	// RecordingFiles serves signed recording links under /recordings/; nil
+	// when the store serves its own links (S3).
+	RecordingFiles http.Handler
+	// DefaultRegion reads numbers sent without "+" (ISO 3166 code, e.g. US).
+	DefaultRegion string
+	Now           func() time.Time
+	Log           logr.Logger
+}
+
+// NewRouter builds the API's handler.
+func NewRouter(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &api{cfg: cfg}
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, logRequests(cfg.Log), recoverJSON(cfg.Log))
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+	})
+	if cfg.RecordingFiles != nil {
+		r.Handle("/recordings/*", cfg.RecordingFiles)
+	}
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(authenticate(cfg.Keys, cfg.Now))
+		r.Route("/calls", func(r chi.Router) {
+			r.Post("/", a.createCall)
+			r.Get("/{callID}", a.getCall)
+			r.Get("/{callID}/recording", a.getRecording)
+		})
+	})
+	return r
+}
+
+type api struct {
+	cfg Config
+}
+
+// logRequests logs one line per request: never headers, never bodies, so
+// neither keys nor callers' data reach the log.
+func logRequests(log logr.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			log.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
+				"duration", time.Since(start), "requestID", middleware.GetReqID(r.Context()))
+		})
+	}
+}
+
+// recoverJSON turns a panic into a JSON 500 instead of a dropped connection.
+func recoverJSON(log logr.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.Error(nil, "panic serving request", "panic", v, "path", r.URL.Path)
+					writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

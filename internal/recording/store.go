@@ -1,0 +1,36 @@
+// Package recording stores call recordings and hands out signed,
+// short-lived links to them. Links are computed when a call is rendered,
+// never stored.
+package recording
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotFound is returned for a key that holds no recording.
+var ErrNotFound = errors.New("recording not found")
+
+// Object describes a stored recording.
+type Object struct {
+	Key         string
+	ContentType string
+	SizeBytes   int64
+}
+
+// Link is a signed URL and when it stops working.
+type Link struct {
+	URL       string
+	ExpiresAt time.Time
+}
+
+// Store keeps recordings.
+type Store interface {
+	// Put stores the recording under key, replacing any previous one. It is
+	// safe to call again with the same key after a crash.
+	Put(ctx context.Context, key, contentType string, r io.Reader) (Object, error)
+	// Link returns a link to key valid for ttl, or ErrNotFound.
+	Link(ctx context.Context, key string, ttl time.Duration) (Link, error)
+}

@@ -1,0 +1,216 @@
+// Package sim is Switchboard's simulated carrier: a sandbox that behaves like
+// a carrier's test credentials, so calls can be exercised end to end without
+// a SIP trunk.
+//
+// # Number plan
+//
+// The outcome is chosen by the last four digits of the destination (To):
+//
+//	0001  ended, busy
+//	0002  ended, no_answer
+//	0003  ended, answering_machine
+//	0004  ended, rejected
+//	0005  ended, unreachable
+//	0006  ended, invalid_number
+//	0007  ended, carrier_failure
+//	0008  Admit and Dial fail with dispatch_error
+//	0009  Admit and Dial fail with dispatch_failed
+//	other ended, answered
+//
+// # Timeline
+//
+// A call rings for Timings.Ring. Non-connected outcomes end when the ringing
+// ends. An answered call then talks for Timings.Talk; an answering machine
+// records a message for Timings.Voicemail. The simulator keeps no state:
+// Progress is a pure function of the destination, the timings, placedAt and
+// now, so a restarted operator picks a call up exactly where it was.
+//
+// # What the simulated callee says
+//
+// On an answered call the agent greets the callee with the agent's greeting
+// (or "Hello, this is an automated call."), then asks for each extracted-data
+// field in turn, using the field's description or else its name. The callee
+// answers every question with one sentence of the exact form
+//
+//	My <field name, underscores as spaces> is <value>.
+//
+// where value is the call variable of the same name when the field is a
+// string and that variable is a string, "simulated" for any other string
+// field, "42" for a number field and "yes" for a boolean field. The agent
+// then says goodbye.
+//
+// On an answering machine the machine says "You have reached the voicemail
+// of <To>. Please leave a message after the tone." and the agent leaves a
+// short message; no field is answered.
+//
+// The recording is a 16-bit mono 8 kHz WAV as long as the connected time,
+// with the agent and the callee rendered as alternating tones.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// Timings sets how long each stage of a simulated call lasts.
+type Timings struct {
+	// Ring is the time from placement until the call is answered, or until a
+	// non-connected outcome ends it.
+	Ring time.Duration
+	// Talk is the length of an answered conversation.
+	Talk time.Duration
+	// Voicemail is the length of the message left on an answering machine.
+	Voicemail time.Duration
+}
+
+// DefaultTimings are short enough for demos and tests, long enough to watch
+// a call go through ringing and connected.
+func DefaultTimings() Timings {
+	return Timings{Ring: time.Second, Talk: 4 * time.Second, Voicemail: 2 * time.Second}
+}
+
+// Carrier is the simulated carrier. It is safe for concurrent use because it
+// holds nothing but its timings.
+type Carrier struct {
+	t Timings
+}
+
+var _ telephony.Dialer = (*Carrier)(nil)
+
+// New returns a simulated carrier; negative timings count as zero.
+func New(t Timings) *Carrier {
+	return &Carrier{t: Timings{
+		Ring:      max(t.Ring, 0),
+		Talk:      max(t.Talk, 0),
+		Voicemail: max(t.Voicemail, 0),
+	}}
+}
+
+// errNoDestination is permanent, unlike a DispatchError: retrying cannot help.
+var errNoDestination = errors.New("sim: request has no To number")
+
+// outcomes maps the last four digits of To to a disposition.
+var outcomes = map[string]telephony.Disposition{
+	"0001": telephony.Busy,
+	"0002": telephony.NoAnswer,
+	"0003": telephony.AnsweringMachine,
+	"0004": telephony.Rejected,
+	"0005": telephony.Unreachable,
+	"0006": telephony.InvalidNumber,
+	"0007": telephony.CarrierFailure,
+}
+
+// dispatchCodes maps the last four digits of To to a dispatch failure.
+var dispatchCodes = map[string]string{
+	"0008": telephony.CodeDispatchError,
+	"0009": telephony.CodeDispatchFailed,
+}
+
+// reasons are the disconnection reasons the REST API reports.
+var reasons = map[telephony.Disposition]string{
+	telephony.Answered:         "agent_hangup",
+	telephony.AnsweringMachine: "voicemail",
+	telephony.NoAnswer:         "no_answer",
+	telephony.Busy:             "dial_busy",
+	telephony.Rejected:         "dial_rejected",
+	telephony.Unreachable:      "dial_failed",
+	telephony.InvalidNumber:    "invalid_destination",
+	telephony.CarrierFailure:   "carrier_error",
+}
+
+func suffix(to string) string {
+	if len(to) < 4 {
+		return to
+	}
+	return to[len(to)-4:]
+}
+
+// check returns the error the carrier gives for req, if any.
+func check(req telephony.Request) error {
+	if req.To == "" {
+		return errNoDestination
+	}
+	if code, ok := dispatchCodes[suffix(req.To)]; ok {
+		return &telephony.DispatchError{
+			Code:   code,
+			Reason: fmt.Sprintf("simulated carrier refused the call to %s", req.To),
+		}
+	}
+	return nil
+}
+
+// disposition is how the call to `to` ends.
+func disposition(to string) telephony.Disposition {
+	if d, ok := outcomes[suffix(to)]; ok {
+		return d
+	}
+	return telephony.Answered
+}
+
+// Admit accepts every call except the dispatch-failure numbers.
+func (c *Carrier) Admit(_ context.Context, req telephony.Request) error {
+	return check(req)
+}
+
+// Dial has nothing to start, since Progress derives everything from
+// placedAt; it only repeats Admit's verdict, which keeps it idempotent.
+func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) error {
+	return check(req)
+}
+
+// Progress reports the call as of now, computed from placedAt alone. Calls
+// to the dispatch-failure numbers never went out, so they report Admit's
+// error.
+func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, now time.Time) (telephony.Progress, error) {
+	if err := check(req); err != nil {
+		return telephony.Progress{}, err
+	}
+	d := disposition(req.To)
+	answeredAt := placedAt.Add(c.t.Ring)
+	if now.Before(answeredAt) {
+		return telephony.Progress{Phase: telephony.Ringing, NextCheck: answeredAt.Sub(now)}, nil
+	}
+	if !d.Connected() {
+		return ended(d, answeredAt, 0, nil), nil
+	}
+	talk := c.talk(d)
+	endedAt := answeredAt.Add(talk)
+	if now.Before(endedAt) {
+		return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt, NextCheck: endedAt.Sub(now)}, nil
+	}
+	return ended(d, endedAt, talk, &answeredAt), nil
+}
+
+// talk is how long a connected call of disposition d lasts.
+func (c *Carrier) talk(d telephony.Disposition) time.Duration {
+	if d == telephony.AnsweringMachine {
+		return c.t.Voicemail
+	}
+	return c.t.Talk
+}
+
+func ended(d telephony.Disposition, endedAt time.Time, talk time.Duration, answeredAt *time.Time) telephony.Progress {
+	return telephony.Progress{
+		Phase:               telephony.Ended,
+		AnsweredAt:          answeredAt,
+		EndedAt:             &endedAt,
+		Disposition:         d,
+		DisconnectionReason: reasons[d],
+		Duration:            talk,
+	}
+}
+
+// endedConnected rejects calls that have no audio (yet).
+func endedConnected(p telephony.Progress) error {
+	if p.Phase != telephony.Ended {
+		return fmt.Errorf("sim: call has not ended (phase %q)", p.Phase)
+	}
+	if !p.Disposition.Connected() {
+		return fmt.Errorf("sim: call never connected (disposition %q)", p.Disposition)
+	}
+	return nil
+}

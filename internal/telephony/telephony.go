@@ -1,0 +1,121 @@
+// Package telephony defines how Switchboard places calls on a carrier. The
+// call reconciler drives every call through a Dialer; the simulated carrier
+// (package sim) is the embedded default, real SIP trunks come later.
+package telephony
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Disposition is what happened on the wire (the REST API's disposition).
+type Disposition string
+
+const (
+	Answered         Disposition = "answered"
+	AnsweringMachine Disposition = "answering_machine"
+	NoAnswer         Disposition = "no_answer"
+	Busy             Disposition = "busy"
+	Rejected         Disposition = "rejected"
+	Unreachable      Disposition = "unreachable"
+	InvalidNumber    Disposition = "invalid_number"
+	CarrierFailure   Disposition = "carrier_failure"
+)
+
+// Connected reports whether audio flowed, so there is a recording and a
+// conversation to analyze.
+func (d Disposition) Connected() bool { return d == Answered || d == AnsweringMachine }
+
+// Field is one value the agent's post-call analysis extracts.
+type Field struct {
+	Name        string
+	Type        string // string, number or boolean
+	Description string
+}
+
+// Request is one call to place.
+type Request struct {
+	CallID    string
+	From      string // E.164
+	To        string // E.164
+	Variables map[string]any
+	Greeting  string
+	Fields    []Field
+}
+
+// Phase is where a placed call is.
+type Phase string
+
+const (
+	Ringing   Phase = "ringing"
+	Connected Phase = "connected"
+	Ended     Phase = "ended"
+)
+
+// Progress is what the carrier knows of a call as of now.
+type Progress struct {
+	Phase Phase
+	// AnsweredAt is set once the call connected.
+	AnsweredAt *time.Time
+	// The rest is set once Phase is Ended.
+	EndedAt             *time.Time
+	Disposition         Disposition
+	DisconnectionReason string
+	// Duration is the connected time (zero when the call never connected).
+	Duration time.Duration
+	// NextCheck is when the reconciler should ask again (Phase != Ended).
+	NextCheck time.Duration
+}
+
+// Turn is one utterance of the conversation.
+type Turn struct {
+	Speaker string // "agent" or "callee"
+	Text    string
+}
+
+// Dialer places calls on a carrier.
+type Dialer interface {
+	// Admit is the carrier's synchronous acceptance of a new call (its
+	// "create call" request). It returns quickly and never waits for an
+	// answer. A *DispatchError means the call cannot go out now.
+	Admit(ctx context.Context, req Request) error
+
+	// Dial places the call; placedAt is when it went out (status.startedAt).
+	// It is called again with the same placedAt after a restart, so it must
+	// be idempotent per CallID.
+	Dial(ctx context.Context, req Request, placedAt time.Time) error
+
+	// Progress reports the call placed at placedAt as of now.
+	Progress(ctx context.Context, req Request, placedAt, now time.Time) (Progress, error)
+
+	// Recording returns the WAV audio of an ended, connected call.
+	Recording(ctx context.Context, req Request, p Progress) (io.ReadCloser, error)
+
+	// Transcript returns what was said on an ended, connected call.
+	Transcript(ctx context.Context, req Request, p Progress) ([]Turn, error)
+}
+
+// Dispatch error codes, as the REST API reports them. Both are transient:
+// retrying the request is safe.
+const (
+	CodeDispatchError  = "dispatch_error"
+	CodeDispatchFailed = "dispatch_failed"
+)
+
+// DispatchError is a failure to hand a call to the carrier.
+type DispatchError struct {
+	Code   string // CodeDispatchError or CodeDispatchFailed
+	Reason string
+}
+
+func (e *DispatchError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Reason) }
+
+// AsDispatchError returns the DispatchError in err's chain, if any.
+func AsDispatchError(err error) (*DispatchError, bool) {
+	var de *DispatchError
+	ok := errors.As(err, &de)
+	return de, ok
+}
