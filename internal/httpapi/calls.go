@@ -220,5 +220,3 @@ func policyRequest(ns string, req *createCallRequest) callpolicy.Request {
 func dialRequest(call *switchboardv1.Call, agent *switchboardv1.Agent, vars map[string]any) telephony.Request {
 	return telephony.BuildRequest(callid.Of(call), call.Spec.FromNumber, call.Spec.ToNumber, vars, agent)
 }
-
-

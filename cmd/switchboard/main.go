@@ -1,0 +1,198 @@
+// Command switchboard runs the Switchboard operator: the reconcilers and the
+// REST API. With --dev it first starts an embedded control plane with demo
+// data (`make run`).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+)
+
+type flags struct {
+	dev            bool
+	devDir         string
+	apiAddr        string
+	publicURL      string
+	recordingDir   string
+	signingKeyFile string
+	region         string
+	metricsAddr    string
+	probeAddr      string
+	leaderElect    bool
+	leaderNS       string
+	qps            float64
+	burst          int
+	maxCalls       int
+	timings        sim.Timings
+}
+
+func parseFlags() (*flags, *zap.Options) {
+	f := &flags{timings: sim.DefaultTimings()}
+	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
+	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
+	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
+	flag.StringVar(&f.publicURL, "public-url", "", "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
+	flag.StringVar(&f.recordingDir, "recording-dir", "", "Directory for recordings (default /var/lib/switchboard/recordings; <dev-dir>/recordings with --dev).")
+	flag.StringVar(&f.signingKeyFile, "recording-signing-key-file", "", "File holding the key that signs recording links. Env SWITCHBOARD_RECORDING_SIGNING_KEY holds it directly.")
+	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Metrics address; 0 disables.")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
+	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader to run the reconcilers; every replica serves the REST API.")
+	flag.StringVar(&f.leaderNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's).")
+	flag.Float64Var(&f.qps, "kube-api-qps", 1000, "Requests per second to the Kubernetes API.")
+	flag.IntVar(&f.burst, "kube-api-burst", 2000, "Burst of requests to the Kubernetes API.")
+	flag.IntVar(&f.maxCalls, "max-concurrent-calls", 64, "Calls reconciled at once.")
+	flag.DurationVar(&f.timings.Ring, "sim-ring", f.timings.Ring, "Simulated carrier: ringing time.")
+	flag.DurationVar(&f.timings.Talk, "sim-talk", f.timings.Talk, "Simulated carrier: length of an answered call.")
+	flag.DurationVar(&f.timings.Voicemail, "sim-voicemail", f.timings.Voicemail, "Simulated carrier: length of a voicemail message.")
+	zopts := &zap.Options{Development: true}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return f, zopts
+}
+
+func main() {
+	f, zopts := parseFlags()
+	log := zap.New(zap.UseFlagOptions(zopts))
+	ctrl.SetLogger(log)
+	if err := run(ctrl.SetupSignalHandler(), f, log); err != nil {
+		log.Error(err, "switchboard stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, f *flags, log logr.Logger) error {
+	f.applyDefaults()
+	cfg, stop, err := controlPlane(ctx, f, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	key, err := signingKey(f)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", f.apiAddr)
+	if err != nil {
+		return fmt.Errorf("REST API address: %w", err)
+	}
+	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
+		RecordingDir: f.recordingDir, RecordingSigningKey: key, SimTimings: f.timings,
+		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls,
+		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
+		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func (f *flags) applyDefaults() {
+	if f.apiAddr == "" {
+		f.apiAddr = ":8080"
+		if f.dev {
+			f.apiAddr = "127.0.0.1:8080"
+		}
+	}
+	if f.publicURL == "" {
+		host := f.apiAddr
+		if strings.HasPrefix(host, ":") {
+			host = "localhost" + host
+		}
+		f.publicURL = "http://" + host
+	}
+	if f.recordingDir == "" {
+		f.recordingDir = "/var/lib/switchboard/recordings"
+		if f.dev {
+			f.recordingDir = filepath.Join(f.devDir, "recordings")
+		}
+	}
+	if f.dev && f.probeAddr == ":8081" {
+		f.probeAddr = "0"
+	}
+}
+
+// controlPlane returns the cluster to run against: the embedded one with
+// --dev, else the usual kubeconfig / in-cluster lookup.
+func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config, func(), error) {
+	if !f.dev {
+		cfg, err := ctrl.GetConfig()
+		return cfg, func() {}, err
+	}
+	assets := os.Getenv("SWITCHBOARD_ASSETS")
+	if assets == "" {
+		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
+	}
+	log.Info("starting embedded control plane")
+	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
+		CRDDir: "config/crd/bases", SamplesDir: "config/samples", Namespace: "demo"})
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("local instance ready",
+		"api", "http://"+f.apiAddr, "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
+		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo")
+	fmt.Fprintf(os.Stderr, "\nSwitchboard is running. In another terminal:\n"+
+		"  export KUBECONFIG=%[1]s/kubeconfig\n"+
+		"  curl -s http://%[2]s/v1/calls -H \"Authorization: Bearer $(cat %[1]s/api-key)\" \\\n"+
+		"    -d '{\"agent_id\":\"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f\",\"to_number\":\"+14155551234\",\"variables\":{\"customer_name\":\"Ada\"}}'\n"+
+		"  kubectl get calls -n demo\nCtrl-C stops everything.\n\n", f.devDir, f.apiAddr)
+	return env.Config, func() {
+		if err := env.Stop(); err != nil {
+			log.Error(err, "stopping control plane")
+		}
+	}, nil
+}
+
+// signingKey reads the recording-link key. Without one, --dev keeps a key
+// in its folder (links survive restarts); otherwise a random key is used
+// and links stop working when the process restarts.
+func signingKey(f *flags) ([]byte, error) {
+	if k := os.Getenv("SWITCHBOARD_RECORDING_SIGNING_KEY"); k != "" {
+		return []byte(k), nil
+	}
+	if f.signingKeyFile != "" {
+		return os.ReadFile(f.signingKeyFile)
+	}
+	path := filepath.Join(f.devDir, "recording-signing-key")
+	if f.dev {
+		if k, err := os.ReadFile(path); err == nil && len(k) >= 32 {
+			return k, nil
+		}
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	if f.dev {
+		return k, os.WriteFile(path, k, 0o600)
+	}
+	ctrl.Log.Info("no recording signing key configured: using a random one; recording links break on restart")
+	return k, nil
+}
+
+
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

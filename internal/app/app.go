@@ -1,0 +1,213 @@
+// Package app wires Switchboard together: the manager, its caches and
+// indexes, the reconcilers and the REST API. cmd/switchboard, `make run`
+// and the integration tests all start the operator through New, so they run
+// the same thing.
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/controllers"
+	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+)
+
+// Options configure one Switchboard process.
+type Options struct {
+	// APIListener serves the REST API (and signed recording links).
+	APIListener net.Listener
+	// PublicURL is where customers reach the REST API; recording links use it.
+	PublicURL string
+	// RecordingDir holds recordings (the local-files store).
+	RecordingDir string
+	// RecordingSigningKey signs recording links (at least 32 bytes).
+	RecordingSigningKey []byte
+	// Carrier timings of the simulated carrier.
+	SimTimings sim.Timings
+	// DefaultRegion reads numbers sent without "+".
+	DefaultRegion string
+	// Reconcilers false runs only the REST API (a benchmark, say).
+	Reconcilers bool
+	// MaxConcurrentCalls bounds concurrent Call reconciles.
+	MaxConcurrentCalls int
+
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	MetricsAddr             string
+	ProbeAddr               string
+	Log                     logr.Logger
+}
+
+// NewScheme returns the scheme with Kubernetes' and Switchboard's types.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntimeMust(clientgoscheme.AddToScheme(s))
+	utilruntimeMust(switchboardv1.AddToScheme(s))
+	return s
+}
+
+func utilruntimeMust(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// New builds the manager with everything registered; Start runs it.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                  NewScheme(),
+		Cache:                   cacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "switchboard.dev",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Logger:                  opts.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := directory.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
+	synced, err := feedIndexes(ctx, mgr.GetCache(), numbers, keys)
+	if err != nil {
+		return nil, err
+	}
+	store, err := recording.NewLocal(recording.LocalConfig{Dir: opts.RecordingDir, BaseURL: opts.PublicURL,
+		SigningKey: opts.RecordingSigningKey})
+	if err != nil {
+		return nil, fmt.Errorf("recording store: %w", err)
+	}
+	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	dialer := sim.New(opts.SimTimings)
+	if opts.Reconcilers {
+		if err := setupReconcilers(mgr, dir, numbers, dialer, store, opts); err != nil {
+			return nil, err
+		}
+	}
+	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Client: mgr.GetClient(),
+		Numbers: numbers, Dialer: dialer, Recordings: store, RecordingFiles: store.Handler(),
+		DefaultRegion: opts.DefaultRegion, Log: opts.Log.WithName("api")})
+	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
+		log: opts.Log.WithName("api")}
+	if err := mgr.Add(api); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, mgr.AddReadyzCheck("api", api.ready)
+}
+
+// cacheOptions keeps the informer caches lean: only API-key Secrets are
+// watched, and their keys are replaced by digests before they are stored.
+func cacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {
+				Field: fields.OneTermEqualSelector("type", switchboardv1.APIKeySecretType),
+				Transform: func(o any) (any, error) {
+					o, err := cache.TransformStripManagedFields()(o)
+					if err != nil {
+						return nil, err
+					}
+					return apikeys.TransformSecret(o)
+				},
+			},
+		},
+	}
+}
+
+func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *numberlists.Index,
+	dialer *sim.Carrier, store recording.Store, opts Options) error {
+	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("agent controller: %w", err)
+	}
+	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("numberlist controller: %w", err)
+	}
+	return (&controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
+		Dialer: dialer, Recordings: store, Events: mgr.GetEventRecorder("switchboard"),
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls}).SetupWithManager(mgr)
+}
+
+// apiServer serves the REST API on every replica (not only the leader),
+// once the caches and indexes it reads are filled.
+type apiServer struct {
+	listener net.Listener
+	handler  http.Handler
+	cache    cache.Cache
+	synced   []func() bool
+	log      logr.Logger
+	serving  atomic.Bool
+}
+
+func (s *apiServer) NeedLeaderElection() bool { return false }
+
+func (s *apiServer) ready(*http.Request) error {
+	if !s.serving.Load() {
+		return fmt.Errorf("REST API not serving yet")
+	}
+	return nil
+}
+
+func (s *apiServer) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("caches did not sync")
+	}
+	for _, synced := range s.synced {
+		for !synced() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.listener) }()
+	s.serving.Store(true)
+	s.log.Info("REST API serving", "addr", s.listener.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}

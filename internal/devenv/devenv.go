@@ -1,0 +1,201 @@
+// Package devenv is the embedded control plane of `make run`: a real
+// kube-apiserver and etcd (the binaries the tests use), the CRDs, a demo
+// organization with the samples and an API key, and the files a second
+// terminal needs (.dev/kubeconfig, .dev/api-key).
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// Options say where things are.
+type Options struct {
+	// AssetsDir holds kube-apiserver, etcd and kubectl (hack/setup-envtest.sh).
+	AssetsDir string
+	// StateDir receives kubeconfig and api-key (.dev).
+	StateDir string
+	// CRDDir holds the generated CRDs (config/crd/bases).
+	CRDDir string
+	// SamplesDir holds the demo resources (config/samples).
+	SamplesDir string
+	// Namespace is the demo organization.
+	Namespace string
+}
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	APIKey string
+	env    *envtest.Environment
+}
+
+// Start starts the control plane and seeds the demo organization.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: opts.AssetsDir,
+		CRDDirectoryPaths:     []string{opts.CRDDir},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane (assets in %q): %w", opts.AssetsDir, err)
+	}
+	e := &Env{Config: cfg, env: env}
+	if err := e.seed(ctx, opts); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+// Stop stops kube-apiserver and etcd.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+func (e *Env) seed(ctx context.Context, opts Options) error {
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return err
+	}
+	if err := e.writeKubeconfig(filepath.Join(opts.StateDir, "kubeconfig")); err != nil {
+		return err
+	}
+	c, err := client.New(e.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
+	if err := applySamples(ctx, c, opts.SamplesDir, opts.Namespace); err != nil {
+		return err
+	}
+	return e.createAPIKey(ctx, c, filepath.Join(opts.StateDir, "api-key"), opts.Namespace)
+}
+
+func (e *Env) writeKubeconfig(path string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "switchboard-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("creating admin user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// createAPIKey reuses the key of a previous run, so that a shell holding it
+// keeps working across restarts of `make run`.
+func (e *Env) createAPIKey(ctx context.Context, c client.Client, path, namespace string) error {
+	key := readKey(path)
+	if key == "" {
+		key = "sk_demo_" + randomHex(24)
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	e.APIKey = key
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "demo-api-key"},
+		Type:       switchboardv1.APIKeySecretType,
+		Data:       map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)},
+	}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating API key: %w", err)
+	}
+	return nil
+}
+
+func readKey(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// kindOrder creates what calls depend on before the calls.
+var kindOrder = []string{"NumberList", "Agent", "Call"}
+
+// applySamples creates every resource of the samples folder in namespace.
+func applySamples(ctx context.Context, c client.Client, dir, namespace string) error {
+	objs, err := readSamples(dir)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return slices.Index(kindOrder, a.GetKind()) - slices.Index(kindOrder, b.GetKind())
+	})
+	for _, o := range objs {
+		o.SetNamespace(namespace)
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating sample %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func readSamples(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := decodeAll(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		objs = append(objs, docs...)
+	}
+	return objs, nil
+}
+
+func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var o unstructured.Unstructured
+		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(o.Object) > 0 {
+			out = append(out, &o)
+		}
+	}
+}
