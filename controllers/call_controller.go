@@ -181,16 +181,32 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 		transcript = t
 	}
 	res := analysis.Analyze(req, p, transcript)
-	data, err := json.Marshal(res.ExtractedData)
+	data, err := extractedValues(req.Fields, res.ExtractedData)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding extracted data: %w", err)
+		return reconcile.Result{}, err
 	}
 	now := metav1.NewTime(r.Clock.Now())
-	c.Status.Analysis = &switchboardv1.CallAnalysis{Summary: res.Summary,
-		ExtractedData: &apiextensionsv1.JSON{Raw: data}, AnalyzedAt: &now}
+	c.Status.Analysis = &switchboardv1.CallAnalysis{Summary: res.Summary, ExtractedData: data, AnalyzedAt: &now}
 	r.setReady(c, metav1.ConditionTrue, switchboardv1.ReasonCompleted, res.Summary)
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Analyzed", "Analyze", "%s", res.Summary)
 	return reconcile.Result{}, nil
+}
+
+// extractedValues lists the analysis in the agent's field order.
+func extractedValues(fields []telephony.Field, data map[string]any) ([]switchboardv1.ExtractedValue, error) {
+	out := make([]switchboardv1.ExtractedValue, 0, len(fields))
+	for _, f := range fields {
+		v := switchboardv1.ExtractedValue{Name: f.Name}
+		if data[f.Name] != nil {
+			raw, err := json.Marshal(data[f.Name])
+			if err != nil {
+				return nil, fmt.Errorf("encoding extracted %s: %w", f.Name, err)
+			}
+			v.Value = &apiextensionsv1.JSON{Raw: raw}
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Call, req telephony.Request, p telephony.Progress) error {

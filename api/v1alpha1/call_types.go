@@ -117,16 +117,30 @@ type CallAnalysis struct {
 	// summary of the call, in text.
 	// +required
 	Summary string `json:"summary"`
-	// extractedData holds exactly the agent's configured extractedData keys;
-	// a value is null when the conversation did not provide it.
+	// extractedData holds one entry per extractedData field of the agent,
+	// in its order; the REST API renders them as the extracted_data object.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	ExtractedData *apiextensionsv1.JSON `json:"extractedData,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	ExtractedData []ExtractedValue `json:"extractedData,omitempty"`
 	// analyzedAt is when the analysis completed.
 	// +optional
 	AnalyzedAt *metav1.Time `json:"analyzedAt,omitempty"`
+}
+
+// ExtractedValue is one extracted field. It is a list entry rather than an
+// object key so that a null value survives status patches.
+type ExtractedValue struct {
+	// name is the agent's extractedData name.
+	// +required
+	Name string `json:"name"`
+	// value is the extracted JSON value; absent when the conversation did
+	// not provide it (null in the REST API).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
 }
 
 // CallStatus is everything the REST API's call object reports, plus

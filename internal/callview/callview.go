@@ -44,7 +44,7 @@ type Call struct {
 // Analysis is the post-call analysis.
 type Analysis struct {
 	Summary       string          `json:"summary"`
-	ExtractedData json.RawMessage `json:"extracted_data"`
+	ExtractedData map[string]json.RawMessage `json:"extracted_data"`
 }
 
 var emptyObject = json.RawMessage(`{}`)
@@ -73,7 +73,7 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 		out.EndedAt = timestamp(c.Status.EndedAt.Time)
 	}
 	if a := c.Status.Analysis; a != nil {
-		out.Analysis = &Analysis{Summary: a.Summary, ExtractedData: object(a.ExtractedData)}
+		out.Analysis = &Analysis{Summary: a.Summary, ExtractedData: extractedData(a.ExtractedData)}
 	}
 	if c.Status.Recording != nil && store != nil {
 		link, err := store.Link(ctx, c.Status.Recording.Key, LinkTTL)
@@ -108,6 +108,18 @@ func object(j *apiextensionsv1.JSON) json.RawMessage {
 		return emptyObject
 	}
 	return json.RawMessage(j.Raw)
+}
+
+// extractedData renders the stored list as one object; a missing value is null.
+func extractedData(values []switchboardv1.ExtractedValue) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(values))
+	for _, v := range values {
+		out[v.Name] = json.RawMessage("null")
+		if v.Value != nil && len(v.Value.Raw) > 0 {
+			out[v.Name] = json.RawMessage(v.Value.Raw)
+		}
+	}
+	return out
 }
 
 func nonEmpty(s string) *string {

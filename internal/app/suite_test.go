@@ -1,0 +1,332 @@
+package app_test
+
+// The integration suite: a real kube-apiserver and etcd (envtest), the whole
+// operator started through app.New, and the REST API driven over real HTTP
+// the way a customer backend calls it.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+)
+
+// Short carrier timings keep the suite fast while calls still pass through
+// every state for real.
+var testTimings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millisecond, Voicemail: 500 * time.Millisecond}
+
+var (
+	restConfig *rest.Config
+	k8s        client.Client // not cached: what the cluster really holds
+	operator   *runningOperator
+	recordDir  string
+	signingKey = []byte("0123456789abcdef0123456789abcdef")
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test`, which builds the envtest binaries (hack/setup-envtest.sh).")
+		os.Exit(1)
+	}
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	restConfig = cfg
+	if k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "switchboard-recordings-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	recordDir = dir
+	if operator, err = startOperator(true); err != nil {
+		fmt.Fprintln(os.Stderr, "starting operator:", err)
+		return 1
+	}
+	defer operator.stop()
+	return m.Run()
+}
+
+// runningOperator is one Switchboard process.
+type runningOperator struct {
+	baseURL string
+	cancel  context.CancelFunc
+	done    chan error
+	once    sync.Once
+}
+
+func startOperator(reconcilers bool) (*runningOperator, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	baseURL := "http://" + lis.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := app.New(ctx, restConfig, app.Options{
+		APIListener: lis, PublicURL: baseURL, RecordingDir: recordDir, RecordingSigningKey: signingKey,
+		SimTimings: testTimings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 32,
+		MetricsAddr: "0", ProbeAddr: "0", Log: zap.New(zap.WriteTo(io.Discard)),
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	op := &runningOperator{baseURL: baseURL, cancel: cancel, done: make(chan error, 1)}
+	go func() { op.done <- mgr.Start(ctx) }()
+	if err := waitServing(baseURL); err != nil {
+		op.stop()
+		return nil, err
+	}
+	return op, nil
+}
+
+// waitServing waits until the REST API answers (it starts once caches sync).
+func waitServing(baseURL string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(baseURL + "/v1/calls/call_0") //nolint:noctx // test polling
+		if err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("REST API at %s did not come up", baseURL)
+}
+
+func (o *runningOperator) stop() {
+	o.once.Do(func() {
+		o.cancel()
+		<-o.done
+	})
+}
+
+// org is an organization (namespace) with an API key and an outbound agent.
+type org struct {
+	ns      string
+	key     string
+	agentID string
+	agent   *switchboardv1.Agent
+}
+
+const agentFrom = "+14155550100"
+
+// newOrg creates a namespace with an API key and a ready agent that
+// requires customer_name and extracts three fields.
+func newOrg(t *testing.T) *org {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "org-"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	o := &org{ns: ns.Name, key: createKey(t, ns.Name, "")}
+	o.agent = createAgent(t, ns.Name, "reminder", func(s *switchboardv1.AgentSpec) {})
+	o.agentID = o.agent.ResolvedID()
+	return o
+}
+
+// createKey stores an API key Secret; expiresAt is an RFC 3339 time or "".
+func createKey(t *testing.T, ns, expiresAt string) string {
+	t.Helper()
+	key := "sk_test_" + randHex(16)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "api-key-"},
+		Type:       switchboardv1.APIKeySecretType,
+		Data:       map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)},
+	}
+	if expiresAt != "" {
+		s.Annotations = map[string]string{switchboardv1.APIKeyExpiresAtAnnotation: expiresAt}
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), s)).To(Succeed())
+	waitKeyUsable(t, key, expiresAt)
+	return key
+}
+
+// waitKeyUsable waits until the informer has delivered a new key.
+func waitKeyUsable(t *testing.T, key, expiresAt string) {
+	t.Helper()
+	want := http.StatusNotFound // a valid key reaches the call lookup
+	if expiresAt != "" {
+		if at, err := time.Parse(time.RFC3339, expiresAt); err == nil && at.Before(time.Now()) {
+			return // an expired key never becomes usable
+		}
+	}
+	NewWithT(t).Eventually(func() int {
+		return do(t, "GET", "/v1/calls/call_0", key, nil).status
+	}, 10*time.Second, 20*time.Millisecond).Should(Equal(want))
+}
+
+func createAgent(t *testing.T, ns, name string, mutate func(*switchboardv1.AgentSpec)) *switchboardv1.Agent {
+	t.Helper()
+	a := &switchboardv1.Agent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: switchboardv1.AgentSpec{
+			FromNumber:        agentFrom,
+			Greeting:          "Hello from the test clinic.",
+			RequiredVariables: []string{"customer_name"},
+			ExtractedData: []switchboardv1.ExtractedDataField{
+				{Name: "customer_name", Type: switchboardv1.ExtractedString},
+				{Name: "confirmed", Type: switchboardv1.ExtractedBoolean},
+				{Name: "party_size", Type: switchboardv1.ExtractedNumber},
+			},
+		},
+	}
+	mutate(&a.Spec)
+	NewWithT(t).Expect(k8s.Create(context.Background(), a)).To(Succeed())
+	return a
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// response is an HTTP answer with its JSON decoded.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+// do sends a request to the running operator. body may be a string (sent
+// as is) or any value (sent as JSON).
+func do(t *testing.T, method, path, key string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, operator.baseURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s %s: invalid JSON %q: %v", method, path, raw, err)
+		}
+		r.body, _ = v.(map[string]any)
+	}
+	return r
+}
+
+// createCall posts a call for o's agent to number and expects 201.
+func (o *org) createCall(t *testing.T, number string, extra map[string]any) string {
+	t.Helper()
+	body := map[string]any{"agent_id": o.agentID, "to_number": number,
+		"variables": map[string]any{"customer_name": "Ada"}}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := do(t, "POST", "/v1/calls", o.key, body)
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST /v1/calls = %d %s, want 201", r.status, r.raw)
+	}
+	return r.body["call_id"].(string)
+}
+
+// getCall reads a call object and expects 200.
+func (o *org) getCall(t *testing.T, id string) map[string]any {
+	t.Helper()
+	r := do(t, "GET", "/v1/calls/"+id, o.key, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /v1/calls/%s = %d %s", id, r.status, r.raw)
+	}
+	return r.body
+}
+
+// waitAnalyzed waits until the call is final and analyzed, and returns it.
+func (o *org) waitAnalyzed(t *testing.T, id string) map[string]any {
+	t.Helper()
+	var call map[string]any
+	NewWithT(t).Eventually(func() any {
+		call = o.getCall(t, id)
+		return call["analysis"]
+	}, 20*time.Second, 50*time.Millisecond).ShouldNot(BeNil(), "call %s never analyzed", id)
+	return call
+}
+
+// detail returns the `detail` object of an error response.
+func detail(t *testing.T, r response) map[string]any {
+	t.Helper()
+	d, ok := r.body["detail"].(map[string]any)
+	if !ok {
+		t.Fatalf("detail is not an object: %s", r.raw)
+	}
+	return d
+}
+
+// countCalls returns how many Call resources namespace holds.
+func countCalls(t *testing.T, ns string) int {
+	t.Helper()
+	var calls switchboardv1.CallList
+	NewWithT(t).Expect(k8s.List(context.Background(), &calls, client.InNamespace(ns))).To(Succeed())
+	return len(calls.Items)
+}
