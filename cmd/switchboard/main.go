@@ -188,8 +188,6 @@ func signingKey(f *flags) ([]byte, error) {
 	return k, nil
 }
 
-
-
 func envOr(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {
 		return v

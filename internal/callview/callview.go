@@ -43,7 +43,7 @@ type Call struct {
 
 // Analysis is the post-call analysis.
 type Analysis struct {
-	Summary       string          `json:"summary"`
+	Summary       string                     `json:"summary"`
 	ExtractedData map[string]json.RawMessage `json:"extracted_data"`
 }
 
