@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -54,6 +55,11 @@ type Options struct {
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
 	MaxConcurrentCalls int
 
+	// SkipNameValidation lets one process start a manager again after
+	// stopping one (the restart test); controller names are otherwise
+	// unique per process, for metrics.
+	SkipNameValidation bool
+
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	MetricsAddr             string
@@ -86,6 +92,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		LeaderElectionID:        "switchboard.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Logger:                  opts.Log,
+		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

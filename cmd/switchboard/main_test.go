@@ -1,0 +1,168 @@
+package main
+
+// TestLocalRunContract starts the real binary the way `make run` does and
+// checks DESIGN.md's local run contract: a user can curl the REST API with
+// .dev/api-key at once, kubectl works with .dev/kubeconfig, and Ctrl-C
+// (SIGINT) stops everything, leaving no kube-apiserver or etcd behind.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLocalRunContract(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`")
+	}
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	devDir, addr := t.TempDir(), freeAddr(t)
+	cmd := exec.Command(bin, "--dev", "--dev-dir", devDir)
+	cmd.Dir = filepath.Join("..", "..") // the checkout root, as `make run`
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_ASSETS="+assets, "SWITCHBOARD_ADDR="+addr)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+
+	key := waitForFile(t, filepath.Join(devDir, "api-key"), &logs)
+	status, body := waitForAPI(t, "http://"+addr+"/v1/calls", key, &logs)
+	if status != http.StatusCreated {
+		t.Fatalf("POST /v1/calls with the demo key = %d %s", status, body)
+	}
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
+		"get", "calls,agents,numberlists", "-n", "demo").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "appointment-reminder") || !strings.Contains(string(out), "do-not-call") {
+		t.Fatalf("kubectl get with .dev/kubeconfig: %v\n%s", err, out)
+	}
+
+	children := descendants(cmd.Process.Pid)
+	if len(children) < 2 {
+		t.Fatalf("expected kube-apiserver and etcd under the process, found pids %v", children)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after Ctrl-C: %v\n%s", err, tail(logs.String()))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("still running 60 s after Ctrl-C\n%s", tail(logs.String()))
+	}
+	for _, pid := range children {
+		if alive(pid) {
+			t.Errorf("process %d (%s) survived Ctrl-C", pid, comm(pid))
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+func waitForFile(t *testing.T, path string, logs *bytes.Buffer) string {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("%s never appeared\n%s", path, tail(logs.String()))
+	return ""
+}
+
+// waitForAPI places the README's first call as soon as the API answers.
+func waitForAPI(t *testing.T, url, key string, logs *bytes.Buffer) (int, string) {
+	body := `{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(context.Background(), "POST", url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	t.Fatalf("REST API never answered\n%s", tail(logs.String()))
+	return 0, ""
+}
+
+// descendants lists every process below pid, from /proc.
+func descendants(pid int) []int {
+	parents := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 {
+			ppid, _ := strconv.Atoi(fields[1])
+			parents[ppid] = append(parents[ppid], child)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		out = append(out, parents[p]...)
+		queue = append(queue, parents[p]...)
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" // a zombie has exited
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}

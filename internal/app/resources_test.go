@@ -1,0 +1,714 @@
+package app_test
+
+// What platform teams and operators on call see of the custom resources:
+// CRD validation at apply time and the printed tables, through the real
+// kubectl binary; Calls applied as resources; and the status the
+// reconcilers report on Agents, NumberLists and Calls.
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// Polling of the resource tests: long enough for a whole answered call
+// (ring + talk + recording + analysis), polled often.
+const (
+	resWait = 20 * time.Second
+	resPoll = 25 * time.Millisecond
+)
+
+// sampleAgentID is the agent id pinned by config/samples.
+const sampleAgentID = "7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f"
+
+// kubectlCLI runs the real kubectl binary of the envtest assets against the
+// test API server, as a cluster admin.
+type kubectlCLI struct {
+	bin        string
+	kubeconfig string
+	cacheDir   string
+}
+
+// newKubectlCLI writes an admin kubeconfig for the test API server built
+// from restConfig, into a temporary folder of t.
+func newKubectlCLI(t *testing.T) *kubectlCLI {
+	t.Helper()
+	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no kubectl in KUBEBUILDER_ASSETS: %v", err)
+	}
+	dir := t.TempDir()
+	server := restConfig.Host
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server,
+		CertificateAuthorityData: restConfig.CAData, CertificateAuthority: restConfig.CAFile}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: restConfig.CertData, ClientKeyData: restConfig.KeyData,
+		ClientCertificate: restConfig.CertFile, ClientKey: restConfig.KeyFile, Token: restConfig.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	cfg.CurrentContext = "envtest"
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("writing kubeconfig: %v", err)
+	}
+	return &kubectlCLI{bin: bin, kubeconfig: path, cacheDir: filepath.Join(dir, "cache")}
+}
+
+// kubectlResult is one kubectl invocation.
+type kubectlResult struct {
+	args           []string
+	stdout, stderr string
+	exitCode       int
+}
+
+func (r kubectlResult) String() string {
+	return "kubectl " + strings.Join(r.args, " ") + "\n--- stdout:\n" + r.stdout + "--- stderr:\n" + r.stderr
+}
+
+// run executes kubectl with args and returns what it printed and its exit code.
+func (k *kubectlCLI) run(t *testing.T, args ...string) kubectlResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	full := append([]string{"--cache-dir=" + k.cacheDir, "--request-timeout=20s"}, args...)
+	cmd := exec.CommandContext(ctx, k.bin, full...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := kubectlResult{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	if err != nil {
+		exitErr, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running kubectl %v: %v", args, err)
+		}
+		res.exitCode = exitErr.ExitCode()
+	}
+	return res
+}
+
+// mustRun runs kubectl and fails t unless it exits 0.
+func (k *kubectlCLI) mustRun(t *testing.T, args ...string) kubectlResult {
+	t.Helper()
+	res := k.run(t, args...)
+	if res.exitCode != 0 {
+		t.Fatalf("exit code %d:\n%s", res.exitCode, res)
+	}
+	return res
+}
+
+// apply writes manifest to a file and runs `kubectl apply -n ns -f file`.
+func (k *kubectlCLI) apply(t *testing.T, ns, manifest string) kubectlResult {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "manifest-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(manifest); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return k.run(t, "apply", "-n", ns, "-f", f.Name())
+}
+
+// resNamespace creates a fresh namespace (an organization without a key).
+func resNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "res-"}}
+	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// resCallResource creates a Call the way a platform team does: a resource
+// with no source and no call id, named by them.
+func resCallResource(t *testing.T, ns, name, agentID, to string) *switchboardv1.Call {
+	t.Helper()
+	c := &switchboardv1.Call{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: switchboardv1.CallSpec{AgentID: agentID, ToNumber: to,
+			Variables: &apiextensionsv1.JSON{Raw: []byte(`{"customer_name":"Ada"}`)}},
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), c)).To(Succeed())
+	return c
+}
+
+// resWaitCall waits until the Call is final and its Ready condition says it
+// is fully processed (Completed) or failed, and returns it.
+func resWaitCall(t *testing.T, ns, name string) *switchboardv1.Call {
+	t.Helper()
+	var c switchboardv1.Call
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &c)).To(Succeed())
+		ready := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(BeElementOf(switchboardv1.ReasonCompleted, switchboardv1.ReasonFailed))
+	}, resWait, resPoll).Should(Succeed(), "Call %s/%s never finished", ns, name)
+	return &c
+}
+
+// resReady returns the Ready condition of conds, failing when absent.
+func resReady(g Gomega, conds []metav1.Condition) metav1.Condition {
+	ready := apimeta.FindStatusCondition(conds, switchboardv1.ReadyCondition)
+	g.Expect(ready).NotTo(BeNil(), "no Ready condition in %v", conds)
+	return *ready
+}
+
+// resExpectAbsent checks that a refused apply left nothing behind.
+func resExpectAbsent(t *testing.T, obj client.Object, ns, name string) {
+	t.Helper()
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+	NewWithT(t).Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s/%s exists after a refused apply (err %v)", obj, ns, name, err)
+}
+
+// --- 1. CRD validation at apply time ---------------------------------------
+
+func TestKubectlApplyRejectsInvalidResources(t *testing.T) {
+	kc := newKubectlCLI(t)
+	ns := resNamespace(t)
+	tests := []struct {
+		name     string
+		obj      client.Object
+		manifest string
+		// stderr must contain all of these.
+		want []string
+	}{
+		{
+			name: "agent-from-number-not-e164", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-from-number-not-e164
+spec:
+  fromNumber: "555-1234"
+`,
+			want: []string{"spec.fromNumber", "555-1234", "should match"},
+		},
+		{
+			name: "numberlist-type-allowlist", obj: &switchboardv1.NumberList{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: NumberList
+metadata:
+  name: numberlist-type-allowlist
+spec:
+  type: Allowlist
+  numbers: ["+14155550199"]
+`,
+			want: []string{"spec.type", "Allowlist", "DoNotCall", "Blocked"},
+		},
+		{
+			name: "agent-extracted-type-date", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-extracted-type-date
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: appointment
+    type: date
+`,
+			want: []string{"spec.extractedData[0].type", "date", "string", "number", "boolean"},
+		},
+		{
+			name: "agent-extracted-duplicate-names", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-extracted-duplicate-names
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+  - name: party_size
+    type: number
+  - name: confirmed
+    type: string
+`,
+			want: []string{"spec", "extractedData names must be unique"},
+		},
+		{
+			name: "numberlist-empty", obj: &switchboardv1.NumberList{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: NumberList
+metadata:
+  name: numberlist-empty
+spec:
+  type: DoNotCall
+`,
+			want: []string{"spec", "a NumberList needs at least one number or prefix"},
+		},
+		{
+			name: "numberlist-empty-lists", obj: &switchboardv1.NumberList{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: NumberList
+metadata:
+  name: numberlist-empty-lists
+spec:
+  type: Blocked
+  numbers: []
+  prefixes: []
+`,
+			want: []string{"spec", "a NumberList needs at least one number or prefix"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			res := kc.apply(t, ns, tt.manifest)
+			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tt.name, res)
+			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
+			for _, w := range tt.want {
+				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
+			}
+			resExpectAbsent(t, tt.obj, ns, tt.name)
+		})
+	}
+}
+
+func TestKubectlApplyCallSpecIsImmutable(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	o := newOrg(t)
+	manifest := func(to, labels string) string {
+		return `apiVersion: switchboard.dev/v1alpha1
+kind: Call
+metadata:
+  name: trunk-check` + labels + `
+spec:
+  agentID: ` + o.agentID + `
+  toNumber: "` + to + `"
+  variables:
+    customer_name: Ada
+`
+	}
+	res := kc.apply(t, o.ns, manifest("+14155551234", ""))
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	g.Expect(res.stdout).To(ContainSubstring("call.switchboard.dev/trunk-check created"))
+
+	// Re-applying the same file, or changing only metadata, is fine:
+	// `self == oldSelf` must hold for the defaulted spec.
+	res = kc.apply(t, o.ns, manifest("+14155551234", ""))
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	g.Expect(res.stdout).To(ContainSubstring("unchanged"))
+	res = kc.apply(t, o.ns, manifest("+14155551234", "\n  labels:\n    team: platform"))
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	g.Expect(res.stdout).To(ContainSubstring("configured"))
+
+	// Changing the spec is refused with the rule's message.
+	res = kc.apply(t, o.ns, manifest("+14155559876", "\n  labels:\n    team: platform"))
+	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply changed a Call's spec:\n%s", res)
+	g.Expect(res.stderr).To(ContainSubstring(`Call "trunk-check" is invalid`), res.String())
+	g.Expect(res.stderr).To(ContainSubstring("spec"), res.String())
+	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed; create a new Call instead"), res.String())
+
+	var c switchboardv1.Call
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: o.ns, Name: "trunk-check"}, &c)).To(Succeed())
+	g.Expect(c.Spec.ToNumber).To(Equal("+14155551234"))
+	g.Expect(c.Labels).To(HaveKeyWithValue("team", "platform"))
+}
+
+func TestKubectlApplyValidAgentGetsDefaults(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	ns := resNamespace(t)
+	res := kc.apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: minimal
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+`)
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	g.Expect(res.stdout).To(ContainSubstring("agent.switchboard.dev/minimal created"))
+
+	out := kc.mustRun(t, "get", "agent", "minimal", "-n", ns, "-o", "jsonpath={.spec.active} {.spec.outbound}")
+	g.Expect(out.stdout).To(Equal("true true"))
+	var a switchboardv1.Agent
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "minimal"}, &a)).To(Succeed())
+	g.Expect(a.Spec.Active).To(HaveValue(BeTrue()))
+	g.Expect(a.Spec.Outbound).To(HaveValue(BeTrue()))
+
+	// The printed table shows the agent ready, with its resolved id.
+	g.Eventually(func() string {
+		return kc.mustRun(t, "get", "agents", "-n", ns).stdout
+	}, resWait, resPoll).Should(MatchRegexp(`(?m)^minimal\s+` + string(a.UID) + `\s+\+14155550100\s+true\s+true\s+True\s+\S+\s*$`))
+}
+
+// --- 2. kubectl get / describe ---------------------------------------------
+
+func TestKubectlGetCallsShowsColumns(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	o := newOrg(t)
+	id := o.createCall(t, "+14155551234", nil)
+	o.waitAnalyzed(t, id)
+	name := "call-" + strings.TrimPrefix(id, "call_")
+
+	out := kc.mustRun(t, "get", "calls", "-n", o.ns).stdout
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	g.Expect(lines).To(HaveLen(2), out)
+	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s*$`), out)
+	fields := strings.Fields(lines[1])
+	g.Expect(fields).To(HaveLen(8), out)
+	g.Expect(fields[:7]).To(Equal([]string{name, id, o.agentID, "+14155551234", "ended", "answered",
+		testTimings.Talk.Round(time.Second).String()}), out)
+
+	// -o wide adds source, reason and error.
+	wide := kc.mustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").stdout
+	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s*$`), wide)
+	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s+<none>\s*$`), wide)
+}
+
+func TestKubectlGetSwitchboardCategory(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	o := newOrg(t)
+	list := &switchboardv1.NumberList{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "do-not-call"},
+		Spec: switchboardv1.NumberListSpec{Type: switchboardv1.DoNotCall, Numbers: []string{"+14155550199"}}}
+	g.Expect(k8s.Create(context.Background(), list)).To(Succeed())
+	id := o.createCall(t, "+14155551234", nil)
+	name := "call-" + strings.TrimPrefix(id, "call_")
+
+	out := kc.mustRun(t, "get", "switchboard", "-n", o.ns).stdout
+	g.Expect(out).To(ContainSubstring("agent.switchboard.dev/reminder"), out)
+	g.Expect(out).To(ContainSubstring("call.switchboard.dev/"+name), out)
+	g.Expect(out).To(ContainSubstring("numberlist.switchboard.dev/do-not-call"), out)
+	// Nothing but Switchboard's kinds.
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] != "NAME" {
+			g.Expect(f[0]).To(MatchRegexp(`^(agent|call|numberlist)\.switchboard\.dev/`), out)
+		}
+	}
+}
+
+func TestKubectlDescribeCallShowsEvents(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	o := newOrg(t)
+	id := o.createCall(t, "+14155551234", nil)
+	o.waitAnalyzed(t, id)
+	name := "call-" + strings.TrimPrefix(id, "call_")
+
+	var out string
+	g.Eventually(func(g Gomega) {
+		out = kc.mustRun(t, "describe", "call", name, "-n", o.ns).stdout
+		g.Expect(out).To(MatchRegexp(`(?m)^Events:\s*$`))
+		for _, reason := range []string{"Dialing", "Ended", "RecordingStored", "Analyzed"} {
+			g.Expect(out).To(MatchRegexp(`(?m)^\s+Normal\s+`+reason+`\s+`), "no %s event", reason)
+		}
+	}, resWait, 100*time.Millisecond).Should(Succeed(), func() string { return out })
+	g.Expect(out).To(ContainSubstring("Calling +14155551234 from " + agentFrom))
+	g.Expect(out).To(ContainSubstring("Call ended: answered (agent_hangup)"))
+	g.Expect(out).NotTo(MatchRegexp(`(?m)^\s+Warning\s+`))
+}
+
+// --- 3. Calls applied as resources ------------------------------------------
+
+func TestSampleCallAppliedWithKubectl(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	ns := resNamespace(t)
+	key := createKey(t, ns, "")
+	samples := filepath.Join("..", "..", "config", "samples")
+	kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_agent.yaml"))
+	kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_numberlist.yaml"))
+	res := kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_call.yaml"))
+	g.Expect(res.stdout).To(ContainSubstring("call.switchboard.dev/smoke-test created"))
+
+	var created switchboardv1.Call
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "smoke-test"}, &created)).To(Succeed())
+	g.Expect(created.Spec.Source).To(Equal(switchboardv1.SourceKubectl), "spec.source default")
+
+	c := resWaitCall(t, ns, "smoke-test")
+	g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallEnded))
+	g.Expect(c.Status.Disposition).To(Equal(switchboardv1.DispositionAnswered))
+	g.Expect(c.Status.DisconnectionReason).To(Equal("agent_hangup"))
+	g.Expect(c.Status.FromNumber).To(Equal(agentFrom))
+	g.Expect(c.Status.Recording).NotTo(BeNil())
+	g.Expect(c.Status.Analysis).NotTo(BeNil())
+	g.Expect(c.Status.CallID).To(MatchRegexp(`^call_[0-9a-f]{32}$`))
+	g.Expect(c.Status.CallID).To(Equal("call_" + strings.ReplaceAll(string(c.UID), "-", "")))
+	ready := resReady(g, c.Status.Conditions)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonCompleted))
+
+	// The REST API knows it by its call_id, with the org's key.
+	r := do(t, "GET", "/v1/calls/"+c.Status.CallID, key, nil)
+	g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
+	g.Expect(r.body).To(HaveKeyWithValue("call_id", c.Status.CallID))
+	g.Expect(r.body).To(HaveKeyWithValue("source", "kubectl"))
+	g.Expect(r.body).To(HaveKeyWithValue("status", "ended"))
+	g.Expect(r.body).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(r.body).To(HaveKeyWithValue("agent_id", sampleAgentID))
+	g.Expect(r.body).To(HaveKeyWithValue("to_number", "+14155551234"))
+	g.Expect(r.body).To(HaveKeyWithValue("from_number", agentFrom))
+	g.Expect(r.body).To(HaveKeyWithValue("variables", map[string]any{"customer_name": "Ada"}))
+	g.Expect(r.body).To(HaveKeyWithValue("metadata", map[string]any{"ticket": "OPS-42"}))
+	g.Expect(r.body["recording_url"]).To(HavePrefix(operator.baseURL + "/recordings/"))
+	analysis, ok := r.body["analysis"].(map[string]any)
+	g.Expect(ok).To(BeTrue(), "analysis is not an object: %s", r.raw)
+	g.Expect(analysis["summary"]).To(ContainSubstring("answered"))
+	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{
+		"customer_name": "Ada", "confirmed": true, "party_size": 42.0}))
+
+	// Another organization's key does not see it.
+	other := newOrg(t)
+	g.Expect(do(t, "GET", "/v1/calls/"+c.Status.CallID, other.key, nil).status).To(Equal(http.StatusNotFound))
+}
+
+func TestCallResourceRefusedByNumberLists(t *testing.T) {
+	o := newOrg(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &switchboardv1.NumberList{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "do-not-call"},
+		Spec: switchboardv1.NumberListSpec{Type: switchboardv1.DoNotCall, Numbers: []string{"+14155550199"}}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &switchboardv1.NumberList{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "premium-rate"},
+		Spec: switchboardv1.NumberListSpec{Type: switchboardv1.Blocked, Prefixes: []string{"+1900"}}})).To(Succeed())
+	// Wait until the operator's number index holds both lists (the REST API
+	// reads the same index as the reconciler).
+	for number, code := range map[string]string{"+14155550199": "dnc_blocked", "+19005550123": "number_blocked"} {
+		g.Eventually(func() any {
+			r := do(t, "POST", "/v1/calls", o.key, map[string]any{"agent_id": o.agentID, "to_number": number,
+				"variables": map[string]any{"customer_name": "Ada"}})
+			if r.status != http.StatusUnprocessableEntity {
+				return r.status
+			}
+			return detail(t, r)["error_code"]
+		}, resWait, resPoll).Should(Equal(code))
+	}
+
+	tests := []struct{ name, to, code string }{
+		{"dnc", "+14155550199", "dnc_blocked"},
+		{"premium", "+19005550123", "number_blocked"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			g := NewWithT(t)
+			resCallResource(t, o.ns, tt.name, o.agentID, tt.to)
+			c := resWaitCall(t, o.ns, tt.name)
+			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallFailed))
+			g.Expect(c.Status.Failure).NotTo(BeNil())
+			g.Expect(c.Status.Failure.ErrorCode).To(Equal(tt.code))
+			g.Expect(c.Status.Failure.Message).To(ContainSubstring(tt.to))
+			g.Expect(c.Status.StartedAt).To(BeNil(), "a refused call never went out")
+			g.Expect(c.Status.Disposition).To(BeEmpty())
+			ready := resReady(g, c.Status.Conditions)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
+			g.Expect(ready.Message).To(HavePrefix(tt.code + ": "))
+
+			call := o.getCall(t, c.Status.CallID)
+			g.Expect(call).To(HaveKeyWithValue("status", "failed"))
+			g.Expect(call).To(HaveKeyWithValue("source", "kubectl"))
+		})
+	}
+}
+
+func TestCallResourceFailures(t *testing.T) {
+	o := newOrg(t)
+	tests := []struct{ name, agentID, to, code string }{
+		{"unknown-agent", "00000000-0000-4000-8000-000000000001", "+14155551234", "agent_not_found"},
+		{"dispatch-failed", o.agentID, "+14155550009", "dispatch_failed"},
+		{"dispatch-error", o.agentID, "+14155550008", "dispatch_error"},
+	}
+	for _, tt := range tests {
+		resCallResource(t, o.ns, tt.name, tt.agentID, tt.to)
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			g := NewWithT(t)
+			c := resWaitCall(t, o.ns, tt.name)
+			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallFailed))
+			g.Expect(c.Status.Failure).NotTo(BeNil())
+			g.Expect(c.Status.Failure.ErrorCode).To(Equal(tt.code))
+			g.Expect(c.Status.Failure.Message).NotTo(BeEmpty())
+			g.Expect(c.Status.CallID).To(MatchRegexp(`^call_[0-9a-f]{32}$`))
+			ready := resReady(g, c.Status.Conditions)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+
+			call := o.getCall(t, c.Status.CallID)
+			g.Expect(call).To(HaveKeyWithValue("status", "failed"))
+			g.Expect(call["analysis"]).To(BeNil())
+		})
+	}
+}
+
+// --- 4. Agent status --------------------------------------------------------
+
+func TestAgentStatusResolvesID(t *testing.T) {
+	ns := resNamespace(t)
+	byUID := createAgent(t, ns, "by-uid", func(*switchboardv1.AgentSpec) {})
+	const pinned = "0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D"
+	byID := createAgent(t, ns, "by-id", func(s *switchboardv1.AgentSpec) { s.ID = pinned })
+
+	for _, tt := range []struct {
+		agent *switchboardv1.Agent
+		want  string
+	}{
+		{byUID, string(byUID.UID)},
+		{byID, strings.ToLower(pinned)},
+	} {
+		t.Run(tt.agent.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				var a switchboardv1.Agent
+				g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(tt.agent), &a)).To(Succeed())
+				g.Expect(a.Status.AgentID).To(Equal(tt.want))
+				g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
+				ready := resReady(g, a.Status.Conditions)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonReconciled))
+			}, resWait, resPoll).Should(Succeed())
+		})
+	}
+}
+
+func TestDuplicateAgentIDs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := resNamespace(t)
+	key := createKey(t, ns, "")
+	const id = "5d6e7f80-1a2b-4c3d-8e4f-a0b1c2d3e4f5"
+	first := createAgent(t, ns, "first", func(s *switchboardv1.AgentSpec) { s.ID = id })
+	second := createAgent(t, ns, "second", func(s *switchboardv1.AgentSpec) { s.ID = strings.ToUpper(id) })
+
+	readyOf := func(a *switchboardv1.Agent) func(Gomega) metav1.Condition {
+		return func(g Gomega) metav1.Condition {
+			var cur switchboardv1.Agent
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), &cur)).To(Succeed())
+			g.Expect(cur.Status.AgentID).To(Equal(id))
+			return resReady(g, cur.Status.Conditions)
+		}
+	}
+	duplicate := And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", switchboardv1.ReasonDuplicateAgentID))
+	g.Eventually(readyOf(first), resWait, resPoll).Should(duplicate)
+	g.Eventually(readyOf(second), resWait, resPoll).Should(duplicate)
+	g.Expect(readyOf(first)(g).Message).To(ContainSubstring("second"))
+	g.Expect(readyOf(second)(g).Message).To(ContainSubstring("first"))
+
+	// The REST API cannot tell them apart.
+	body := map[string]any{"agent_id": id, "to_number": "+14155551234", "variables": map[string]any{"customer_name": "Ada"}}
+	r := do(t, "POST", "/v1/calls", key, body)
+	g.Expect(r.status).To(Equal(http.StatusNotFound), string(r.raw))
+	g.Expect(detail(t, r)).To(HaveKeyWithValue("error_code", "agent_not_found"))
+	g.Expect(countCalls(t, ns)).To(BeZero())
+
+	// Deleting one makes the other usable again.
+	g.Expect(k8s.Delete(ctx, second)).To(Succeed())
+	g.Eventually(readyOf(first), resWait, resPoll).Should(And(
+		HaveField("Status", metav1.ConditionTrue),
+		HaveField("Reason", switchboardv1.ReasonReconciled)))
+	g.Eventually(func() int {
+		return do(t, "POST", "/v1/calls", key, body).status
+	}, resWait, resPoll).Should(Equal(http.StatusCreated))
+}
+
+// --- 5. NumberList status ---------------------------------------------------
+
+func TestNumberListStatus(t *testing.T) {
+	ns := resNamespace(t)
+	ctx := context.Background()
+	lists := []*switchboardv1.NumberList{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mixed"}, Spec: switchboardv1.NumberListSpec{
+			Type: switchboardv1.DoNotCall, Numbers: []string{"+14155550199", "+14155550198", "+442071838750"},
+			Prefixes: []string{"+1900", "+1976"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prefixes-only"}, Spec: switchboardv1.NumberListSpec{
+			Type: switchboardv1.Blocked, Prefixes: []string{"+1900"}}},
+	}
+	for _, l := range lists {
+		NewWithT(t).Expect(k8s.Create(ctx, l)).To(Succeed())
+	}
+	for _, l := range lists {
+		t.Run(l.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			want := len(l.Spec.Numbers) + len(l.Spec.Prefixes)
+			g.Eventually(func(g Gomega) {
+				var cur switchboardv1.NumberList
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(l), &cur)).To(Succeed())
+				g.Expect(cur.Status.Entries).To(Equal(want))
+				g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+				ready := resReady(g, cur.Status.Conditions)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonReconciled))
+			}, resWait, resPoll).Should(Succeed())
+		})
+	}
+
+	// An edit is reflected in the count.
+	g := NewWithT(t)
+	var cur switchboardv1.NumberList
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lists[1]), &cur)).To(Succeed())
+	cur.Spec.Numbers = []string{"+14155550100"}
+	g.Expect(k8s.Update(ctx, &cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lists[1]), &cur)).To(Succeed())
+		g.Expect(cur.Status.Entries).To(Equal(2))
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+	}, resWait, resPoll).Should(Succeed())
+}
+
+// --- 6. Call Ready condition ------------------------------------------------
+
+func TestCallReadyConditionCompleted(t *testing.T) {
+	o := newOrg(t)
+	tests := []struct{ name, to, disposition string }{
+		{"answered", "+14155551234", "answered"},
+		{"voicemail", "+14155550003", "answering_machine"},
+		{"busy", "+14155550001", "busy"},
+	}
+	ids := map[string]string{}
+	for _, tt := range tests {
+		ids[tt.name] = o.createCall(t, tt.to, nil)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			id := ids[tt.name]
+			name := "call-" + strings.TrimPrefix(id, "call_")
+			c := resWaitCall(t, o.ns, name)
+			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallEnded))
+			g.Expect(string(c.Status.Disposition)).To(Equal(tt.disposition))
+			g.Expect(c.Status.Analysis).NotTo(BeNil())
+			g.Expect(c.Status.CallID).To(Equal(id))
+			ready := resReady(g, c.Status.Conditions)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonCompleted))
+			g.Expect(ready.Message).To(Equal(c.Status.Analysis.Summary))
+			g.Expect(ready.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(c.Status.ObservedGeneration).To(BeNumerically(">", 0))
+		})
+	}
+}
