@@ -40,7 +40,6 @@ func BenchmarkCreateCall(b *testing.B) {
 	}
 }
 
-
 // rawCall is the Call the REST API would create for the benchmark request.
 func rawCall(o *org) *switchboardv1.Call {
 	return &switchboardv1.Call{
