@@ -281,6 +281,7 @@ spec:
 			g := NewWithT(t)
 			res := kc.apply(t, ns, tt.manifest)
 			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tt.name, res)
+			t.Logf("kubectl apply: exit %d: %s", res.exitCode, strings.TrimSpace(res.stderr))
 			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
 			for _, w := range tt.want {
 				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
@@ -384,7 +385,7 @@ func TestKubectlGetCallsShowsColumns(t *testing.T) {
 	// -o wide adds source, reason and error.
 	wide := kc.mustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").stdout
 	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s*$`), wide)
-	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s+<none>\s*$`), wide)
+	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s*$`), wide)
 }
 
 func TestKubectlGetSwitchboardCategory(t *testing.T) {
@@ -561,6 +562,19 @@ func TestCallResourceFailures(t *testing.T) {
 			g.Expect(call["analysis"]).To(BeNil())
 		})
 	}
+
+	// On call, kubectl shows why each call failed.
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	wide := kc.mustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").stdout
+	for _, tt := range tests {
+		g.Expect(wide).To(MatchRegexp(`(?m)^`+tt.name+`\s+call_[0-9a-f]{32}\s+\S+\s+\`+tt.to+`\s+failed\s+\S+\s+kubectl\s+`+tt.code+`\s*$`), wide)
+	}
+	var out string
+	g.Eventually(func(g Gomega) {
+		out = kc.mustRun(t, "describe", "call", "dispatch-failed", "-n", o.ns).stdout
+		g.Expect(out).To(MatchRegexp(`(?m)^\s+Warning\s+Failed\s+.*dispatch_failed: `))
+	}, resWait, 100*time.Millisecond).Should(Succeed(), func() string { return out })
 }
 
 // --- 4. Agent status --------------------------------------------------------
@@ -633,6 +647,29 @@ func TestDuplicateAgentIDs(t *testing.T) {
 	g.Eventually(func() int {
 		return do(t, "POST", "/v1/calls", key, body).status
 	}, resWait, resPoll).Should(Equal(http.StatusCreated))
+
+	// So does changing spec.id of one of them, as the condition advises.
+	third := createAgent(t, ns, "third", func(s *switchboardv1.AgentSpec) { s.ID = id })
+	g.Eventually(readyOf(first), resWait, resPoll).Should(duplicate)
+	g.Eventually(readyOf(third), resWait, resPoll).Should(duplicate)
+	const moved = "6e7f8091-2b3c-4d4e-9f50-b1c2d3e4f506"
+	g.Eventually(func() error {
+		var cur switchboardv1.Agent
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(third), &cur); err != nil {
+			return err
+		}
+		cur.Spec.ID = moved
+		return k8s.Update(ctx, &cur)
+	}, resWait, resPoll).Should(Succeed())
+	g.Eventually(readyOf(first), resWait, resPoll).Should(And(
+		HaveField("Status", metav1.ConditionTrue),
+		HaveField("Reason", switchboardv1.ReasonReconciled)))
+	g.Eventually(func(g Gomega) {
+		var cur switchboardv1.Agent
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(third), &cur)).To(Succeed())
+		g.Expect(cur.Status.AgentID).To(Equal(moved))
+		g.Expect(resReady(g, cur.Status.Conditions).Status).To(Equal(metav1.ConditionTrue))
+	}, resWait, resPoll).Should(Succeed())
 }
 
 // --- 5. NumberList status ---------------------------------------------------
@@ -711,4 +748,35 @@ func TestCallReadyConditionCompleted(t *testing.T) {
 			g.Expect(c.Status.ObservedGeneration).To(BeNumerically(">", 0))
 		})
 	}
+}
+
+func TestDuplicateAgentIDsSettle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := resNamespace(t)
+	const id = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d"
+	names := []string{"dup-a", "dup-b", "dup-c"}
+	for _, n := range names {
+		createAgent(t, ns, n, func(s *switchboardv1.AgentSpec) { s.ID = id })
+	}
+	versions := func(g Gomega) map[string]string {
+		var list switchboardv1.AgentList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		out := map[string]string{}
+		for _, a := range list.Items {
+			ready := resReady(g, a.Status.Conditions)
+			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonDuplicateAgentID))
+			out[a.Name] = a.ResourceVersion
+		}
+		g.Expect(out).To(HaveLen(len(names)))
+		return out
+	}
+	g.Eventually(versions, resWait, resPoll).Should(HaveLen(len(names)))
+	settled := versions(g)
+	n := 0
+	g.Consistently(func(g Gomega) {
+		n++
+		g.Expect(versions(g)).To(Equal(settled))
+	}, 2*time.Second, 50*time.Millisecond).Should(Succeed())
+	t.Logf("checked %d times", n)
 }

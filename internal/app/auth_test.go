@@ -1,0 +1,266 @@
+package app_test
+
+// Authentication and organization scoping (spec section 5): what a caller
+// with a missing, wrong, expired, revoked or foreign key gets.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// doWithAuthorization is do with a raw Authorization header ("" for none).
+func doWithAuthorization(t *testing.T, method, path, authorization string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, operator.baseURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s %s: invalid JSON %q: %v", method, path, raw, err)
+		}
+		r.body, _ = v.(map[string]any)
+	}
+	return r
+}
+
+// keySecret returns the API-key Secret of ns that holds key.
+func keySecret(t *testing.T, ns, key string) *corev1.Secret {
+	t.Helper()
+	var secrets corev1.SecretList
+	NewWithT(t).Expect(k8s.List(context.Background(), &secrets, client.InNamespace(ns))).To(Succeed())
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		if s.Type == switchboardv1.APIKeySecretType && string(s.Data[switchboardv1.APIKeySecretKey]) == key {
+			return s
+		}
+	}
+	t.Fatalf("no API-key Secret in %s holds the key", ns)
+	return nil
+}
+
+// keyStatus is the status GET /v1/calls/call_0 gives key: 404 for a key
+// that works (the call does not exist), 401 for one that does not.
+func keyStatus(t *testing.T, key string) int {
+	t.Helper()
+	return do(t, "GET", "/v1/calls/call_0", key, nil).status
+}
+
+func TestAuthRejectsBadCredentials(t *testing.T) {
+	o := newOrg(t)
+	id := o.createCall(t, "+14155551234", nil)
+	endpoints := []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/calls", o.callBody("+14155551234", nil)},
+		{"GET", "/v1/calls/" + id, nil},
+		{"GET", "/v1/calls/" + id + "/recording", nil},
+	}
+	credentials := []struct{ name, authorization string }{
+		{"no Authorization header", ""},
+		{"Basic scheme", "Basic " + o.key},
+		{"Token scheme", "Token " + o.key},
+		{"key without a scheme", o.key},
+		{"Bearer without a key", "Bearer"},
+		{"Bearer with a blank key", "Bearer    "},
+		{"unknown key", "Bearer sk_test_" + randHex(16)},
+		{"key with a character changed", "Bearer " + o.key[:len(o.key)-1] + "x"},
+		{"key with a suffix", "Bearer " + o.key + "0"},
+	}
+	for _, ep := range endpoints {
+		for _, cred := range credentials {
+			t.Run(ep.method+" "+strings.Replace(ep.path, id, "{id}", 1)+" "+cred.name, func(t *testing.T) {
+				before := countCalls(t, o.ns)
+				r := doWithAuthorization(t, ep.method, ep.path, cred.authorization, ep.body)
+				msg := expectStringDetail(t, r, http.StatusUnauthorized)
+				NewWithT(t).Expect(msg).NotTo(ContainSubstring(o.key), "the detail echoes the key")
+				NewWithT(t).Expect(countCalls(t, o.ns)).To(Equal(before), "an unauthenticated request left a Call behind")
+			})
+		}
+	}
+	// The same key, correctly sent, works: the failures above are the credentials'.
+	t.Run("control", func(t *testing.T) {
+		r := doWithAuthorization(t, "GET", "/v1/calls/"+id, "Bearer "+o.key, nil)
+		expectStatusJSON(t, r, http.StatusOK)
+	})
+}
+
+func TestExpiredKeys(t *testing.T) {
+	o := newOrg(t)
+	t.Run("expired key", func(t *testing.T) {
+		g := NewWithT(t)
+		expired := createKey(t, o.ns, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+		// Until the informer delivers it the key is merely unknown.
+		g.Eventually(func() string {
+			r := do(t, "GET", "/v1/calls/call_0", expired, nil)
+			msg, _ := r.body["detail"].(string)
+			return strings.ToLower(msg)
+		}, 10*time.Second, 20*time.Millisecond).Should(ContainSubstring("expire"))
+		before := countCalls(t, o.ns)
+		for _, ep := range []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", "/v1/calls", o.callBody("+14155551234", nil)},
+			{"GET", "/v1/calls/call_0", nil},
+			{"GET", "/v1/calls/call_0/recording", nil},
+		} {
+			msg := expectStringDetail(t, do(t, ep.method, ep.path, expired, ep.body), http.StatusUnauthorized)
+			g.Expect(strings.ToLower(msg)).To(ContainSubstring("expire"), "%s %s", ep.method, ep.path)
+		}
+		g.Expect(countCalls(t, o.ns)).To(Equal(before), "an expired key placed a call")
+	})
+	t.Run("key expiring in the future", func(t *testing.T) {
+		g := NewWithT(t)
+		future := createKey(t, o.ns, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		r := do(t, "POST", "/v1/calls", future, o.callBody("+14155551234", nil))
+		expectStatusJSON(t, r, http.StatusCreated)
+		g.Expect(r.body["call_id"]).To(MatchRegexp(callIDPattern))
+		// The call belongs to the organization, not to the key.
+		g.Expect(o.getCall(t, r.body["call_id"].(string))).To(HaveKeyWithValue("status", BeElementOf("queued", "in_progress")))
+	})
+	t.Run("key expiring while in use", func(t *testing.T) {
+		g := NewWithT(t)
+		at := time.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+		soon := createKey(t, o.ns, at.UTC().Format(time.RFC3339))
+		g.Expect(keyStatus(t, soon)).To(Equal(http.StatusNotFound), "the key should work until %s", at)
+		g.Eventually(func() int { return keyStatus(t, soon) }, 10*time.Second, 50*time.Millisecond).
+			Should(Equal(http.StatusUnauthorized))
+		g.Expect(time.Now()).To(BeTemporally(">=", at), "the key stopped working before its expiry")
+		msg := expectStringDetail(t, do(t, "GET", "/v1/calls/call_0", soon, nil), http.StatusUnauthorized)
+		g.Expect(strings.ToLower(msg)).To(ContainSubstring("expire"))
+	})
+	t.Run("unreadable expiry fails closed", func(t *testing.T) {
+		g := NewWithT(t)
+		key := "sk_test_" + randHex(16)
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, GenerateName: "api-key-",
+				Annotations: map[string]string{switchboardv1.APIKeyExpiresAtAnnotation: "next tuesday"}},
+			Type: switchboardv1.APIKeySecretType,
+			Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)},
+		}
+		g.Expect(k8s.Create(context.Background(), s)).To(Succeed())
+		g.Eventually(func() string {
+			msg, _ := do(t, "GET", "/v1/calls/call_0", key, nil).body["detail"].(string)
+			return strings.ToLower(msg)
+		}, 10*time.Second, 20*time.Millisecond).Should(ContainSubstring("expire"))
+		expectStringDetail(t, do(t, "GET", "/v1/calls/call_0", key, nil), http.StatusUnauthorized)
+	})
+}
+
+func TestRevokedKey(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	other := createKey(t, o.ns, "")
+	id := o.createCall(t, "+14155551234", nil)
+
+	g.Expect(k8s.Delete(context.Background(), keySecret(t, o.ns, o.key))).To(Succeed())
+	g.Eventually(func() int { return keyStatus(t, o.key) }, 5*time.Second, 20*time.Millisecond).
+		Should(Equal(http.StatusUnauthorized), "a deleted key kept working")
+
+	before := countCalls(t, o.ns)
+	expectStringDetail(t, do(t, "POST", "/v1/calls", o.key, o.callBody("+14155551234", nil)), http.StatusUnauthorized)
+	expectStringDetail(t, do(t, "GET", "/v1/calls/"+id, o.key, nil), http.StatusUnauthorized)
+	expectStringDetail(t, do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil), http.StatusUnauthorized)
+	g.Expect(countCalls(t, o.ns)).To(Equal(before), "a revoked key placed a call")
+
+	// The organization's other key is untouched.
+	r := do(t, "GET", "/v1/calls/"+id, other, nil)
+	expectStatusJSON(t, r, http.StatusOK)
+	g.Expect(r.body).To(HaveKeyWithValue("call_id", id))
+}
+
+func TestKeyChangedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	old := o.key
+	s := keySecret(t, o.ns, old)
+	fresh := "sk_test_" + randHex(16)
+	s.Data[switchboardv1.APIKeySecretKey] = []byte(fresh)
+	g.Expect(k8s.Update(context.Background(), s)).To(Succeed())
+
+	g.Eventually(func() []int { return []int{keyStatus(t, old), keyStatus(t, fresh)} }, 5*time.Second, 20*time.Millisecond).
+		Should(Equal([]int{http.StatusUnauthorized, http.StatusNotFound}), "statuses of the old and the new key")
+	expectStringDetail(t, do(t, "GET", "/v1/calls/call_0", old, nil), http.StatusUnauthorized)
+
+	o.key = fresh
+	id := o.createCall(t, "+14155551234", nil)
+	g.Expect(o.getCall(t, id)).To(HaveKeyWithValue("call_id", id))
+	before := countCalls(t, o.ns)
+	expectStringDetail(t, do(t, "POST", "/v1/calls", old, o.callBody("+14155551234", nil)), http.StatusUnauthorized)
+	g.Expect(countCalls(t, o.ns)).To(Equal(before))
+}
+
+func TestOrganizationsAreIsolated(t *testing.T) {
+	g := NewWithT(t)
+	a, b := newOrg(t), newOrg(t)
+	answered := a.createCall(t, "+14155551234", nil)
+	failed := do(t, "POST", "/v1/calls", a.key, a.callBody("+14155550008", nil))
+	expectStatusJSON(t, failed, http.StatusBadGateway)
+	failedID := detail(t, failed)["call_id"].(string)
+	a.waitAnalyzed(t, answered)
+	rec := do(t, "GET", "/v1/calls/"+answered+"/recording", a.key, nil)
+	expectStatusJSON(t, rec, http.StatusOK)
+
+	for _, path := range []string{
+		"/v1/calls/" + answered, "/v1/calls/" + answered + "/recording",
+		"/v1/calls/" + failedID, "/v1/calls/" + failedID + "/recording",
+	} {
+		r := do(t, "GET", path, b.key, nil)
+		msg := expectStringDetail(t, r, http.StatusNotFound)
+		g.Expect(msg).NotTo(ContainSubstring(a.ns), "%s: the detail reveals the other organization", path)
+		g.Expect(string(r.raw)).NotTo(ContainSubstring("recordings/"), path)
+	}
+
+	beforeA, beforeB := countCalls(t, a.ns), countCalls(t, b.ns)
+	r := do(t, "POST", "/v1/calls", b.key, b.callBody("+14155551234", func(body map[string]any) {
+		body["agent_id"] = a.agentID
+	}))
+	d := expectErrorDetail(t, r, http.StatusNotFound, "agent_not_found")
+	g.Expect(d["call_id"]).To(BeNil())
+	g.Expect(countCalls(t, a.ns)).To(Equal(beforeA), "org B placed a call in org A")
+	g.Expect(countCalls(t, b.ns)).To(Equal(beforeB), "a refused call left a Call behind")
+
+	// And each organization still sees its own.
+	g.Expect(a.getCall(t, answered)).To(HaveKeyWithValue("status", "ended"))
+	g.Expect(a.getCall(t, failedID)).To(HaveKeyWithValue("status", "failed"))
+}

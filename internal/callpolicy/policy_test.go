@@ -1,0 +1,80 @@
+package callpolicy
+
+import (
+	"testing"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/numberlists"
+)
+
+func TestCheckOrderAndCodes(t *testing.T) {
+	no := false
+	lists := numberlists.NewIndex()
+	lists.Set("org", "dnc", switchboardv1.DoNotCall, []string{"+14155550199"}, nil)
+	lists.Set("org", "blocked", switchboardv1.Blocked, []string{"+14155550199", "+14155550198"}, []string{"+1900"})
+	agent := func(mutate func(*switchboardv1.AgentSpec)) *switchboardv1.Agent {
+		a := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{FromNumber: "+14155550100",
+			RequiredVariables: []string{"b", "a"}}}
+		mutate(&a.Spec)
+		return a
+	}
+	ok := Request{Namespace: "org", ToNumber: "+14155551234", Variables: map[string]any{"a": 1, "b": nil}}
+	tests := []struct {
+		name  string
+		agent *switchboardv1.Agent
+		req   Request
+		want  string
+	}{
+		{"allowed", agent(func(*switchboardv1.AgentSpec) {}), ok, ""},
+		{"not outbound before inactive", agent(func(s *switchboardv1.AgentSpec) { s.Outbound, s.Active = &no, &no }), ok, CodeAgentNotOutbound},
+		{"inactive", agent(func(s *switchboardv1.AgentSpec) { s.Active = &no }), ok, CodeAgentInactive},
+		{"missing variables before number checks", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+14155550199"}, CodeMissingVariables},
+		{"from mismatch", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+14155551234", FromNumber: "+14155550111", Variables: ok.Variables}, CodeFromNumberMismatch},
+		{"same from is fine", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+14155551234", FromNumber: "+14155550100", Variables: ok.Variables}, ""},
+		{"dnc wins over blocked", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+14155550199", Variables: ok.Variables}, CodeDNCBlocked},
+		{"blocked number", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+14155550198", Variables: ok.Variables}, CodeNumberBlocked},
+		{"blocked prefix", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "org", ToNumber: "+19005550123", Variables: ok.Variables}, CodeNumberBlocked},
+		{"other org's lists do not apply", agent(func(*switchboardv1.AgentSpec) {}),
+			Request{Namespace: "other", ToNumber: "+14155550199", Variables: ok.Variables}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rej := Check(tt.agent, tt.req, lists)
+			got := ""
+			if rej != nil {
+				got = rej.Code
+				if rej.Message == "" {
+					t.Error("rejection without a message")
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("Check() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissingVariablesListsSortedKeys(t *testing.T) {
+	a := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{RequiredVariables: []string{"zip", "name", "age"}}}
+	rej := Check(a, Request{Variables: map[string]any{"age": 3}}, nil)
+	if rej == nil || len(rej.MissingVariables) != 2 || rej.MissingVariables[0] != "name" || rej.MissingVariables[1] != "zip" {
+		t.Fatalf("Check() = %+v, want missing [name zip]", rej)
+	}
+	if rej.RecordsFailedCall() {
+		t.Fatal("missing_variables must not leave a call record")
+	}
+}
+
+func TestFromMismatchNamesExpectedNumber(t *testing.T) {
+	a := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{FromNumber: "+14155550100"}}
+	rej := Check(a, Request{FromNumber: "+14155550111"}, nil)
+	if rej == nil || rej.ExpectedFromNumber != "+14155550100" {
+		t.Fatalf("Check() = %+v, want expected_from_number +14155550100", rej)
+	}
+}
