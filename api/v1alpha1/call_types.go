@@ -226,7 +226,3 @@ type CallList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Call `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Call{}, &CallList{})
-}

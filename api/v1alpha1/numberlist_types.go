@@ -81,7 +81,3 @@ type NumberListList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NumberList `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&NumberList{}, &NumberListList{})
-}

@@ -89,7 +89,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", f.apiAddr)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.apiAddr)
 	if err != nil {
 		return fmt.Errorf("REST API address: %w", err)
 	}

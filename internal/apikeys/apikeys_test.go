@@ -322,7 +322,7 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}()
 	for range 2000 {
-		ix.Authenticate(keyA, now)
+		_, _ = ix.Authenticate(keyA, now)
 	}
 	<-done
 }

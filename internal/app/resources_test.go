@@ -755,7 +755,7 @@ func TestDuplicateAgentIDsSettle(t *testing.T) {
 	ctx := context.Background()
 	ns := resNamespace(t)
 	const id = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d"
-	names := []string{"dup-a", "dup-b", "dup-c"}
+	names := []string{"dup-a", "dup-b", "dup-c", "dup-d", "dup-e", "dup-f"}
 	for _, n := range names {
 		createAgent(t, ns, n, func(s *switchboardv1.AgentSpec) { s.ID = id })
 	}
@@ -766,7 +766,7 @@ func TestDuplicateAgentIDsSettle(t *testing.T) {
 		for _, a := range list.Items {
 			ready := resReady(g, a.Status.Conditions)
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonDuplicateAgentID))
-			out[a.Name] = a.ResourceVersion
+			out[a.Name] = a.ResourceVersion + " " + ready.Message
 		}
 		g.Expect(out).To(HaveLen(len(names)))
 		return out
@@ -778,5 +778,5 @@ func TestDuplicateAgentIDsSettle(t *testing.T) {
 		n++
 		g.Expect(versions(g)).To(Equal(settled))
 	}, 2*time.Second, 50*time.Millisecond).Should(Succeed())
-	t.Logf("checked %d times", n)
+	t.Logf("checked %d times: %v", n, settled)
 }

@@ -142,7 +142,9 @@ func waitServing(baseURL string) error {
 func (o *runningOperator) stop() {
 	o.once.Do(func() {
 		o.cancel()
-		<-o.done
+		if err := <-o.done; err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
+		}
 	})
 }
 

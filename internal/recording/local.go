@@ -274,7 +274,7 @@ func openRegular(root *os.Root, key string) (*os.File, fs.FileInfo, error) {
 		err = ErrNotFound // e.g. key names a directory
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close() // the Stat error is the one worth reporting
 		return nil, nil, err
 	}
 	return f, fi, nil
