@@ -540,7 +540,10 @@ func TestCreateCallNormalisesToNumber(t *testing.T) {
 func TestGetCallErrors(t *testing.T) {
 	o := newOrg(t)
 	unknown := "call_" + randHex(16)
-	for _, path := range []string{"/v1/calls/" + unknown, "/v1/calls/" + unknown + "/recording", "/v1/calls/call_test_00000000"} {
+	for _, path := range []string{
+		"/v1/calls/" + unknown, "/v1/calls/" + unknown + "/recording", "/v1/calls/call_test_00000000",
+		"/v1/calls/call_abc_", "/v1/calls/call__", "/v1/calls/call_" + strings.Repeat("z", 64),
+	} {
 		t.Run("unknown "+path, func(t *testing.T) {
 			expectStringDetail(t, do(t, "GET", path, o.key, nil), http.StatusNotFound)
 		})
@@ -591,3 +594,4 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 }
+

@@ -13,6 +13,9 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 )
 
+// API keys are Secrets; only those of type switchboard.dev/api-key are cached.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // feedIndexes keeps the number-list and API-key indexes in step with the
 // informers, on every replica. Deleting a key's Secret revokes it at once.
 // It returns functions that report when each index holds the initial list.
