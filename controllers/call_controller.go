@@ -95,8 +95,11 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 		return r.reconcileProgress(ctx, c)
 	case switchboardv1.CallEnded:
 		return r.reconcilePostCall(ctx, c)
-	default: // failed: recorded by the REST API, only the condition is missing
-		failure := c.Status.Failure
+	default: // refused by the REST API: record why, never dial
+		failure := callview.Refusal(c)
+		if failure == nil {
+			failure = c.Status.Failure
+		}
 		if failure == nil {
 			failure = &switchboardv1.CallFailure{ErrorCode: "unknown", Message: "The call failed."}
 		}
@@ -231,9 +234,6 @@ func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Ca
 func (r *CallReconciler) markFailed(c *switchboardv1.Call, code, msg string) {
 	c.Status.Phase = switchboardv1.CallFailed
 	c.Status.Failure = &switchboardv1.CallFailure{ErrorCode: code, Message: msg}
-	if c.Status.FromNumber == "" {
-		c.Status.FromNumber = c.Spec.FromNumber
-	}
 	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonFailed, code+": "+msg)
 	r.Events.Eventf(c, nil, corev1.EventTypeWarning, "Failed", "Dial", "%s: %s", code, msg)
 }

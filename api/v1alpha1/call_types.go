@@ -45,6 +45,15 @@ const (
 	SourceKubectl CallSource = "kubectl"
 )
 
+// Annotations the REST API puts on the record of a call it refused (a
+// blocked number, a carrier that would not accept it), so that the record
+// is failed from the moment it exists: the reconciler copies them into
+// status.failure and never dials.
+const (
+	RefusalCodeAnnotation    = "switchboard.dev/refusal-code"
+	RefusalMessageAnnotation = "switchboard.dev/refusal-message"
+)
+
 // CallSpec is what was asked for. It cannot change once the Call exists.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Call's spec cannot be changed; create a new Call instead"
 type CallSpec struct {
@@ -58,7 +67,8 @@ type CallSpec struct {
 	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
 	ToNumber string `json:"toNumber"`
 
-	// fromNumber is the caller ID; when empty the agent's fromNumber is used.
+	// fromNumber is the caller ID asked for; it must equal the agent's
+	// fromNumber. When empty, the agent's fromNumber at dial time is used.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
 	FromNumber string `json:"fromNumber,omitempty"`

@@ -87,12 +87,26 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 	return out, nil
 }
 
-// Phase is the call's status; a Call not yet seen by the reconciler is queued.
+// Phase is the call's status. A Call the reconciler has not seen yet is
+// queued, or failed when the REST API refused it.
 func Phase(c *switchboardv1.Call) switchboardv1.CallPhase {
-	if c.Status.Phase == "" {
+	switch {
+	case c.Status.Phase != "":
+		return c.Status.Phase
+	case Refusal(c) != nil:
+		return switchboardv1.CallFailed
+	default:
 		return switchboardv1.CallQueued
 	}
-	return c.Status.Phase
+}
+
+// Refusal is the REST API's reason for refusing c, or nil.
+func Refusal(c *switchboardv1.Call) *switchboardv1.CallFailure {
+	code := c.Annotations[switchboardv1.RefusalCodeAnnotation]
+	if code == "" {
+		return nil
+	}
+	return &switchboardv1.CallFailure{ErrorCode: code, Message: c.Annotations[switchboardv1.RefusalMessageAnnotation]}
 }
 
 // Timestamp formats t the way every timestamp of the API is written.

@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
@@ -54,7 +53,7 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		a.agentLookupFailed(w, req.AgentID, err)
 		return
 	}
-	call := newCall(ns, req, agent)
+	call := newCall(ns, req)
 	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
 		a.refuse(w, r, call, rej)
 		return
@@ -71,7 +70,7 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
-		FromNumber: ptr(call.Spec.FromNumber),
+		FromNumber: ptr(agent.Spec.FromNumber),
 	})
 }
 
@@ -117,19 +116,15 @@ func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switc
 	writeErrorDetail(w, http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
 }
 
-// recordFailedCall creates the call record of a call that never went out.
-// It reports false, having answered the request, when it could not.
+// recordFailedCall creates the record of a call that never went out, failed
+// from the start: one write, so no reader ever sees it queued. It reports
+// false, having answered the request, when it could not.
 func (a *api) recordFailedCall(w http.ResponseWriter, ctx context.Context, call *switchboardv1.Call, code, msg string) bool {
-	err := a.cfg.Client.Create(ctx, call)
-	if err == nil {
-		patch := client.MergeFrom(call.DeepCopy())
-		call.Status.CallID = callid.Of(call)
-		call.Status.Phase = switchboardv1.CallFailed
-		call.Status.FromNumber = call.Spec.FromNumber
-		call.Status.Failure = &switchboardv1.CallFailure{ErrorCode: code, Message: msg}
-		err = a.cfg.Client.Status().Patch(ctx, call, patch)
+	call.Annotations = map[string]string{
+		switchboardv1.RefusalCodeAnnotation:    code,
+		switchboardv1.RefusalMessageAnnotation: msg,
 	}
-	if err != nil {
+	if err := a.cfg.Client.Create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
 		writeDetail(w, http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
 		return false
@@ -193,14 +188,14 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 	return call, true
 }
 
-func newCall(ns string, req *createCallRequest, agent *switchboardv1.Agent) *switchboardv1.Call {
+func newCall(ns string, req *createCallRequest) *switchboardv1.Call {
 	id := callid.New()
 	call := &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id)},
 		Spec: switchboardv1.CallSpec{
 			AgentID:    req.AgentID,
 			ToNumber:   req.ToNumber,
-			FromNumber: agent.Spec.FromNumber,
+			FromNumber: req.FromNumber,
 			Source:     switchboardv1.SourceAPI,
 		},
 	}
@@ -218,5 +213,5 @@ func policyRequest(ns string, req *createCallRequest) callpolicy.Request {
 }
 
 func dialRequest(call *switchboardv1.Call, agent *switchboardv1.Agent, vars map[string]any) telephony.Request {
-	return telephony.BuildRequest(callid.Of(call), call.Spec.FromNumber, call.Spec.ToNumber, vars, agent)
+	return telephony.BuildRequest(callid.Of(call), agent.Spec.FromNumber, call.Spec.ToNumber, vars, agent)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/nyaruka/phonenumbers"
@@ -82,6 +84,9 @@ func (d *decoder) parseObject(body []byte) []ValidationItem {
 	if err := json.Unmarshal(body, &top); err != nil {
 		return []ValidationItem{jsonInvalid(err)}
 	}
+	if top == nil {
+		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
+	}
 	if err := json.Unmarshal(body, &d.fields); err != nil {
 		return []ValidationItem{{Type: "model_attributes_type", Loc: []any{"body"},
 			Msg: "Input should be a valid dictionary or object to extract fields from", Input: top}}
@@ -99,10 +104,11 @@ func jsonInvalid(err error) ValidationItem {
 	return item
 }
 
-// lookup returns the first present field among names (aliases).
+// lookup returns the first field among names (aliases) that holds a value;
+// null counts as absent, so `"variables": null` does not hide an alias.
 func (d *decoder) lookup(names []string) (string, json.RawMessage, bool) {
 	for _, n := range names {
-		if raw, ok := d.fields[n]; ok {
+		if raw, ok := d.fields[n]; ok && string(raw) != "null" {
 			return n, raw, true
 		}
 	}
@@ -120,7 +126,7 @@ func (d *decoder) fail(typ, field, msg string, input json.RawMessage) {
 // str decodes a string field; ok is false when absent, null or invalid.
 func (d *decoder) str(names []string, required bool) (name, value string, ok bool) {
 	name, raw, present := d.lookup(names)
-	if !present || string(raw) == "null" {
+	if !present {
 		if required {
 			d.fail("missing", name, "Field required", nil)
 		}
@@ -146,6 +152,12 @@ func (d *decoder) agentID() string {
 	return id.String()
 }
 
+// phoneChars are the characters a dialable number may be written with.
+// Letters are refused rather than read as a keypad (1-800-FLOWERS): a typo
+// must not place a call to someone else. So are extensions, which a
+// carrier cannot dial.
+var phoneChars = regexp.MustCompile(`^\+?[0-9 ().-]+$`)
+
 // phone validates a number with libphonenumber's rules and returns E.164.
 // A number without "+" is read in the server's default region.
 func (d *decoder) phone(field string, required bool) string {
@@ -154,7 +166,8 @@ func (d *decoder) phone(field string, required bool) string {
 		return ""
 	}
 	num, err := phonenumbers.Parse(s, d.region)
-	if err != nil || !phonenumbers.IsValidNumber(num) {
+	if err != nil || !phoneChars.MatchString(strings.TrimSpace(s)) || num.GetExtension() != "" ||
+		!phonenumbers.IsValidNumber(num) {
 		d.fail("value_error", name, "Value error, "+name+" is not a valid phone number; use E.164, for example +14155551234", mustJSON(s))
 		return ""
 	}
@@ -173,7 +186,7 @@ func (d *decoder) variables() (json.RawMessage, map[string]any) {
 // object decodes an optional JSON object field; null counts as absent.
 func (d *decoder) object(names []string) json.RawMessage {
 	name, raw, present := d.lookup(names)
-	if !present || string(raw) == "null" {
+	if !present {
 		return nil
 	}
 	var obj map[string]json.RawMessage

@@ -48,6 +48,15 @@ func TestDecodeCreateCall(t *testing.T) {
 			}},
 		{name: "nulls are absent", body: `{"agent_id":"` + agent + `","to_number":"+14155551234","from_number":null,"variables":null,"metadata":null}`},
 		{name: "empty body", body: ``, wantErrs: []string{"missing@"}},
+		{name: "null body", body: `null`, wantErrs: []string{"missing@"}},
+		{name: "null variables do not hide the alias", body: `{"agent_id":"` + agent + `","to_number":"+14155551234","variables":null,"retell_llm_dynamic_variables":{"a":"1"}}`,
+			check: func(t *testing.T, r *createCallRequest) {
+				if r.Variables["a"] != "1" {
+					t.Fatalf("variables = %v", r.Variables)
+				}
+			}},
+		{name: "letters and extensions are not dialable", body: `{"agent_id":"` + agent + `","to_number":"+1 415 CALL NOW","from_number":"+14155551234 ext. 55"}`,
+			wantErrs: []string{"value_error@to_number", "value_error@from_number"}},
 		{name: "malformed", body: `{"agent_id":`, wantErrs: []string{"json_invalid@"}},
 		{name: "array body", body: `[1]`, wantErrs: []string{"model_attributes_type@"}},
 		{name: "missing both", body: `{}`, wantErrs: []string{"missing@agent_id", "missing@to_number"}},
