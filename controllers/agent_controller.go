@@ -4,6 +4,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,12 +56,19 @@ func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Ag
 		client.MatchingFields{directory.AgentIDField: id}); err != nil {
 		return cond, err
 	}
+	var others []string
 	for _, other := range same.Items {
 		if other.Name != agent.Name {
-			cond.Status, cond.Reason = metav1.ConditionFalse, switchboardv1.ReasonDuplicateAgentID
-			cond.Message = fmt.Sprintf("Agent %s also resolves to agent_id %s; calls to it are refused until one changes spec.id.", other.Name, id)
-			return cond, nil
+			others = append(others, other.Name)
 		}
+	}
+	if len(others) > 0 {
+		// Sorted, so the message is stable and rewriting it settles.
+		slices.Sort(others)
+		cond.Status, cond.Reason = metav1.ConditionFalse, switchboardv1.ReasonDuplicateAgentID
+		cond.Message = fmt.Sprintf("Agents %s also resolve to agent_id %s; calls to it are refused until only one does (change spec.id).",
+			strings.Join(others, ", "), id)
+		return cond, nil
 	}
 	switch {
 	case !agent.Spec.IsActive():
@@ -76,7 +85,8 @@ func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Ag
 func (r *AgentReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Agent{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&switchboardv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.sameID)).
+		Watches(&switchboardv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.sameID),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("agent").
 		Complete(r)
 }

@@ -140,7 +140,7 @@ func waitCallSettled(t *testing.T, ns, id string) {
 }
 
 // expectFailedCall asserts that call_id id reads as a failed call that
-// never went out, both right away and once the reconciler is done with it.
+// never went out once the reconciler is done with it.
 func expectFailedCall(t *testing.T, o *org, id, toNumber string) {
 	t.Helper()
 	g := NewWithT(t)
@@ -156,7 +156,8 @@ func expectFailedCall(t *testing.T, o *org, id, toNumber string) {
 		rec := do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil)
 		expectStringDetail(t, rec, http.StatusNotFound)
 	}
-	check("right after the refusal")
+	// Whether it reads failed at once, right after the refusal, is
+	// TestRefusedCallReadsFailedAtOnce's business: here, the final state.
 	waitCallSettled(t, o.ns, id)
 	check("once the reconciler is done")
 }
@@ -397,6 +398,41 @@ func TestCreateCallDispatchFailures(t *testing.T) {
 	}
 }
 
+// TestRefusedCallReadsFailedAtOnce: a 422 dnc_blocked or a 502 dispatch
+// error hands out a call_id whose record is failed (spec sections 3 and 7).
+// A customer backend that reads it straight away must see failed, never
+// queued. The race is narrow, so it is tried many times.
+func TestRefusedCallReadsFailedAtOnce(t *testing.T) {
+	o := newOrg(t)
+	createNumberList(t, o.ns, "dnc", switchboardv1.DoNotCall, []string{"+14155550142"}, nil)
+	waitRefused(t, o, "+14155550142", "dnc_blocked")
+	const tries = 100
+	for _, tt := range []struct {
+		number, code string
+		status       int
+	}{
+		{"+14155550142", "dnc_blocked", http.StatusUnprocessableEntity},
+		{"+14155550008", "dispatch_error", http.StatusBadGateway},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			var wrong []string
+			for range tries {
+				r := do(t, "POST", "/v1/calls", o.key, o.callBody(tt.number, nil))
+				id := expectErrorDetail(t, r, tt.status, tt.code)["call_id"].(string)
+				got := do(t, "GET", "/v1/calls/"+id, o.key, nil)
+				if got.status != http.StatusOK || got.body["status"] != "failed" {
+					wrong = append(wrong, fmt.Sprintf("%d %v", got.status, got.body["status"]))
+				}
+			}
+			NewWithT(t).Expect(wrong).To(BeEmpty(),
+				"GET /v1/calls/{call_id} right after a %d %s did not read status failed in %d of %d tries; "+
+					"the record was created, then marked failed by a second (status) write, and GET reads "+
+					"the informer cache, which can still hold the first version (rendered queued)",
+				tt.status, tt.code, len(wrong), tries)
+		})
+	}
+}
+
 func TestCreateCallAliases(t *testing.T) {
 	o := newOrg(t)
 	tests := []struct {
@@ -594,4 +630,3 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 }
-

@@ -8,6 +8,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -167,6 +168,19 @@ func resWaitCall(t *testing.T, ns, name string) *switchboardv1.Call {
 		g.Expect(ready.Reason).To(BeElementOf(switchboardv1.ReasonCompleted, switchboardv1.ReasonFailed))
 	}, resWait, resPoll).Should(Succeed(), "Call %s/%s never finished", ns, name)
 	return &c
+}
+
+// resWaitRESTStatus waits until GET /v1/calls/{id} reports status, and
+// returns the call object. The REST API reads the operator's informer cache,
+// which may be a moment behind what the uncached k8s client has just seen.
+func resWaitRESTStatus(t *testing.T, key, id, status string) map[string]any {
+	t.Helper()
+	var r response
+	NewWithT(t).Eventually(func() any {
+		r = do(t, "GET", "/v1/calls/"+id, key, nil)
+		return r.body["status"]
+	}, resWait, resPoll).Should(Equal(status), func() string { return string(r.raw) })
+	return r.body
 }
 
 // resReady returns the Ready condition of conds, failing when absent.
@@ -461,8 +475,13 @@ func TestSampleCallAppliedWithKubectl(t *testing.T) {
 	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonCompleted))
 
-	// The REST API knows it by its call_id, with the org's key.
-	r := do(t, "GET", "/v1/calls/"+c.Status.CallID, key, nil)
+	// The REST API knows it by its call_id, with the org's key, once the
+	// operator's cache has caught up with the analysis.
+	var r response
+	g.Eventually(func() any {
+		r = do(t, "GET", "/v1/calls/"+c.Status.CallID, key, nil)
+		return r.body["analysis"]
+	}, resWait, resPoll).ShouldNot(BeNil(), func() string { return string(r.raw) })
 	g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
 	g.Expect(r.body).To(HaveKeyWithValue("call_id", c.Status.CallID))
 	g.Expect(r.body).To(HaveKeyWithValue("source", "kubectl"))
@@ -526,8 +545,8 @@ func TestCallResourceRefusedByNumberLists(t *testing.T) {
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
 			g.Expect(ready.Message).To(HavePrefix(tt.code + ": "))
 
-			call := o.getCall(t, c.Status.CallID)
-			g.Expect(call).To(HaveKeyWithValue("status", "failed"))
+			// The REST API reads the operator's cache, a moment behind.
+			call := resWaitRESTStatus(t, o.key, c.Status.CallID, "failed")
 			g.Expect(call).To(HaveKeyWithValue("source", "kubectl"))
 		})
 	}
@@ -557,8 +576,7 @@ func TestCallResourceFailures(t *testing.T) {
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
 
-			call := o.getCall(t, c.Status.CallID)
-			g.Expect(call).To(HaveKeyWithValue("status", "failed"))
+			call := resWaitRESTStatus(t, o.key, c.Status.CallID, "failed")
 			g.Expect(call["analysis"]).To(BeNil())
 		})
 	}
@@ -759,7 +777,10 @@ func TestDuplicateAgentIDStatusSettles(t *testing.T) {
 	ctx := context.Background()
 	ns := resNamespace(t)
 	const id = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d"
-	names := []string{"dup-a", "dup-b", "dup-c", "dup-d", "dup-e", "dup-f"}
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("dup-%02d", i))
+	}
 	for _, n := range names {
 		a := createAgent(t, ns, n, func(s *switchboardv1.AgentSpec) { s.ID = id })
 		// Stop any status churn once the test is over, so that it cannot
