@@ -80,16 +80,20 @@ func (d *decoder) parseObject(body []byte) []ValidationItem {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
 	}
-	var top any
-	if err := json.Unmarshal(body, &top); err != nil {
-		return []ValidationItem{jsonInvalid(err)}
-	}
-	if top == nil {
-		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
-	}
-	if err := json.Unmarshal(body, &d.fields); err != nil {
+	// One parse on the hot path; the error path re-reads the body to
+	// tell malformed JSON from JSON that is not an object.
+	err := json.Unmarshal(body, &d.fields)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		var top any
+		_ = json.Unmarshal(body, &top)
 		return []ValidationItem{{Type: "model_attributes_type", Loc: []any{"body"},
 			Msg: "Input should be a valid dictionary or object to extract fields from", Input: top}}
+	case err != nil:
+		return []ValidationItem{jsonInvalid(err)}
+	case d.fields == nil: // the body is null
+		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
 	}
 	return nil
 }
