@@ -23,7 +23,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/analysis"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
-	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -88,7 +87,7 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	if c.Status.CallID == "" {
 		c.Status.CallID = callid.Of(c)
 	}
-	switch callview.Phase(c) {
+	switch c.CurrentPhase() {
 	case switchboardv1.CallQueued:
 		return r.reconcileDial(ctx, c)
 	case switchboardv1.CallInProgress:
@@ -96,7 +95,7 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	case switchboardv1.CallEnded:
 		return r.reconcilePostCall(ctx, c)
 	default: // refused by the REST API: record why, never dial
-		failure := callview.Refusal(c)
+		failure := c.Refusal()
 		if failure == nil {
 			failure = c.Status.Failure
 		}

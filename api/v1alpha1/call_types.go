@@ -54,6 +54,28 @@ const (
 	RefusalMessageAnnotation = "switchboard.dev/refusal-message"
 )
 
+// CurrentPhase is the call's status. A Call the reconciler has not seen yet
+// is queued, or failed when the REST API refused it.
+func (c *Call) CurrentPhase() CallPhase {
+	switch {
+	case c.Status.Phase != "":
+		return c.Status.Phase
+	case c.Refusal() != nil:
+		return CallFailed
+	default:
+		return CallQueued
+	}
+}
+
+// Refusal is the REST API's reason for refusing the call, or nil.
+func (c *Call) Refusal() *CallFailure {
+	code := c.Annotations[RefusalCodeAnnotation]
+	if code == "" {
+		return nil
+	}
+	return &CallFailure{ErrorCode: code, Message: c.Annotations[RefusalMessageAnnotation]}
+}
+
 // CallSpec is what was asked for. It cannot change once the Call exists.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Call's spec cannot be changed; create a new Call instead"
 type CallSpec struct {

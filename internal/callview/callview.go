@@ -56,7 +56,7 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 		CallID:              callid.Of(c),
 		AgentID:             nonEmpty(c.Spec.AgentID),
 		Direction:           "outbound",
-		Status:              string(Phase(c)),
+		Status:              string(c.CurrentPhase()),
 		Disposition:         nonEmpty(string(c.Status.Disposition)),
 		Source:              nonEmpty(string(c.Spec.Source)),
 		ToNumber:            nonEmpty(c.Spec.ToNumber),
@@ -85,28 +85,6 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 		}
 	}
 	return out, nil
-}
-
-// Phase is the call's status. A Call the reconciler has not seen yet is
-// queued, or failed when the REST API refused it.
-func Phase(c *switchboardv1.Call) switchboardv1.CallPhase {
-	switch {
-	case c.Status.Phase != "":
-		return c.Status.Phase
-	case Refusal(c) != nil:
-		return switchboardv1.CallFailed
-	default:
-		return switchboardv1.CallQueued
-	}
-}
-
-// Refusal is the REST API's reason for refusing c, or nil.
-func Refusal(c *switchboardv1.Call) *switchboardv1.CallFailure {
-	code := c.Annotations[switchboardv1.RefusalCodeAnnotation]
-	if code == "" {
-		return nil
-	}
-	return &switchboardv1.CallFailure{ErrorCode: code, Message: c.Annotations[switchboardv1.RefusalMessageAnnotation]}
 }
 
 // Timestamp formats t the way every timestamp of the API is written.
