@@ -17,8 +17,9 @@ const (
 
 // NumberListSpec lists numbers and prefixes that calls may not be placed to.
 // Every NumberList in a namespace applies to every call of that namespace.
-// A list is stored in etcd, whose default object limit (1.5 MiB) holds about
-// 80,000 numbers: split larger lists into several NumberLists.
+// A list holds at most 100,000 numbers, which is also about what etcd's
+// default object limit (1.5 MiB) holds: split larger lists into several
+// NumberLists.
 // +kubebuilder:validation:XValidation:rule="(has(self.numbers) && size(self.numbers) > 0) || (has(self.prefixes) && size(self.prefixes) > 0)",message="a NumberList needs at least one number or prefix"
 type NumberListSpec struct {
 	// type is DoNotCall or Blocked.
