@@ -7,6 +7,8 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+BENCHSTAT_VERSION ?= v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT ?= $(LOCALBIN)/benchstat-$(BENCHSTAT_VERSION)
 KUSTOMIZE ?= kubectl kustomize
 # Test and run flags. TEST_FLAGS can add -run, -v, -count ...
 TEST_FLAGS ?=
@@ -60,9 +62,16 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 test: manifests generate vet ## Run every test, envtest included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
+BENCH_COUNT ?= 5
+
 .PHONY: bench
-bench: ## Benchmark POST /v1/calls against raw Call creates (envtest).
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test ./internal/app/ -run '^$$' -bench '$(BENCH)' -benchtime 3000x -count 1
+bench: $(BENCHSTAT) ## Benchmark POST /v1/calls against raw Call creates (envtest); medians by benchstat.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; rm -f bench.out; \
+	for i in $$(seq $(BENCH_COUNT)); do \
+		SWITCHBOARD_BENCH_API_FIRST=$$( [ $$((i % 2)) = 0 ] && echo 1 ) \
+		go test ./internal/app/ -run '^$$' -bench '$(BENCH)' -benchtime 3000x -count 1 | tee -a bench.out; \
+	done
+	$(BENCHSTAT) -col /path bench.out
 
 ##@ Build
 
@@ -106,6 +115,10 @@ undeploy: ## Remove the operator from the cluster.
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(BENCHSTAT):
+	GOBIN=$(LOCALBIN) go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	mv $(LOCALBIN)/benchstat $@
 
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
