@@ -4,10 +4,7 @@ package app_test
 // with a missing, wrong, expired, revoked or foreign key gets.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,47 +17,6 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
-
-// doWithAuthorization is do with a raw Authorization header ("" for none).
-func doWithAuthorization(t *testing.T, method, path, authorization string, body any) response {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		j, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, operator.baseURL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			t.Fatalf("%s %s: invalid JSON %q: %v", method, path, raw, err)
-		}
-		r.body, _ = v.(map[string]any)
-	}
-	return r
-}
 
 // keySecret returns the API-key Secret of ns that holds key.
 func keySecret(t *testing.T, ns, key string) *corev1.Secret {

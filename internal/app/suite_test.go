@@ -239,9 +239,19 @@ type response struct {
 	body   map[string]any
 }
 
-// do sends a request to the running operator. body may be a string (sent
-// as is) or any value (sent as JSON).
+// do sends a request to the running operator with key as bearer ("" for
+// none). body may be a string (sent as is) or any value (sent as JSON).
 func do(t testing.TB, method, path, key string, body any) response {
+	t.Helper()
+	authorization := ""
+	if key != "" {
+		authorization = "Bearer " + key
+	}
+	return doWithAuthorization(t, method, path, authorization, body)
+}
+
+// doWithAuthorization is do with a raw Authorization header ("" for none).
+func doWithAuthorization(t testing.TB, method, path, authorization string, body any) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -261,8 +271,8 @@ func do(t testing.TB, method, path, key string, body any) response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
