@@ -97,7 +97,7 @@ func (a *api) refuse(w http.ResponseWriter, r *http.Request, call *switchboardv1
 		status = http.StatusBadRequest
 	}
 	if rej.RecordsFailedCall() {
-		if !a.recordFailedCall(w, r.Context(), call, rej.Code, rej.Message) {
+		if !a.recordFailedCall(r.Context(), w, call, rej.Code, rej.Message) {
 			return
 		}
 		d.CallID = ptr(callid.Of(call))
@@ -110,7 +110,7 @@ func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switc
 	if de, ok := telephony.AsDispatchError(err); ok {
 		code, msg = de.Code, "The carrier could not accept the call ("+de.Reason+"); it is safe to retry."
 	}
-	if !a.recordFailedCall(w, r.Context(), call, code, msg) {
+	if !a.recordFailedCall(r.Context(), w, call, code, msg) {
 		return
 	}
 	writeErrorDetail(w, http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
@@ -119,7 +119,7 @@ func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switc
 // recordFailedCall creates the record of a call that never went out, failed
 // from the start: one write, so no reader ever sees it queued. It reports
 // false, having answered the request, when it could not.
-func (a *api) recordFailedCall(w http.ResponseWriter, ctx context.Context, call *switchboardv1.Call, code, msg string) bool {
+func (a *api) recordFailedCall(ctx context.Context, w http.ResponseWriter, call *switchboardv1.Call, code, msg string) bool {
 	call.Annotations = map[string]string{
 		switchboardv1.RefusalCodeAnnotation:    code,
 		switchboardv1.RefusalMessageAnnotation: msg,
