@@ -627,6 +627,7 @@ func TestRoutes(t *testing.T) {
 			r := do(t, tt.method, tt.path, tt.key, nil)
 			expectStatusJSON(t, r, tt.status)
 			NewWithT(t).Expect(string(r.raw)).To(MatchJSON(tt.body))
+			NewWithT(t).Expect(r.header.Get("X-Request-Id")).NotTo(BeEmpty(), "every answer carries a request id")
 		})
 	}
 }

@@ -43,7 +43,7 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	a := &api{cfg: cfg}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, logRequests(cfg.Log), recoverJSON(cfg.Log))
+	r.Use(middleware.RequestID, echoRequestID, logRequests(cfg.Log), recoverJSON(cfg.Log))
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
@@ -64,6 +64,15 @@ func NewRouter(cfg Config) http.Handler {
 
 type api struct {
 	cfg Config
+}
+
+// echoRequestID returns the request id the log line carries, so a customer
+// can quote it to support.
+func echoRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // logRequests logs one line per request: never headers, never bodies, so
