@@ -275,7 +275,11 @@ func variables(c *switchboardv1.Call) map[string]any {
 
 func ptr[T any](v T) *T { return &v }
 
-// SetupWithManager registers the reconciler.
+// SetupWithManager registers the reconciler. Unlike the other kinds, Calls
+// are not filtered with GenerationChangedPredicate: a Call's spec never
+// changes, and each status write is what moves it to its next step, read
+// back from the cache rather than from a requeue racing the cache. A Call
+// that is final and fully processed returns at once.
 func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Call{}).
