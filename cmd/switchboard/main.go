@@ -97,11 +97,23 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, SimTimings: f.timings,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
-		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log})
+		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// banner tells a `make run` user what to type next, once it works.
+func (f *flags) banner() {
+	if !f.dev {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "\nSwitchboard is running. In another terminal:\n"+
+		"  export KUBECONFIG=%[1]s/kubeconfig\n"+
+		"  curl -s http://%[2]s/v1/calls -H \"Authorization: Bearer $(cat %[1]s/api-key)\" \\\n"+
+		"    -d '{\"agent_id\":\"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f\",\"to_number\":\"+14155551234\",\"variables\":{\"customer_name\":\"Ada\"}}'\n"+
+		"  kubectl get calls -n demo\nCtrl-C stops everything.\n\n", f.devDir, f.apiAddr)
 }
 
 func (f *flags) applyDefaults() {
@@ -146,14 +158,8 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 	if err != nil {
 		return nil, nil, err
 	}
-	log.Info("local instance ready",
-		"api", "http://"+f.apiAddr, "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
+	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
 		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo")
-	fmt.Fprintf(os.Stderr, "\nSwitchboard is running. In another terminal:\n"+
-		"  export KUBECONFIG=%[1]s/kubeconfig\n"+
-		"  curl -s http://%[2]s/v1/calls -H \"Authorization: Bearer $(cat %[1]s/api-key)\" \\\n"+
-		"    -d '{\"agent_id\":\"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f\",\"to_number\":\"+14155551234\",\"variables\":{\"customer_name\":\"Ada\"}}'\n"+
-		"  kubectl get calls -n demo\nCtrl-C stops everything.\n\n", f.devDir, f.apiAddr)
 	return env.Config, func() {
 		if err := env.Stop(); err != nil {
 			log.Error(err, "stopping control plane")

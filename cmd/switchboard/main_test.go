@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestLocalRunContract(t *testing.T) {
 	cmd := exec.Command(bin, "--dev", "--dev-dir", devDir)
 	cmd.Dir = filepath.Join("..", "..") // the checkout root, as `make run`
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_ASSETS="+assets, "SWITCHBOARD_ADDR="+addr)
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestLocalRunContract(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/calls with the demo key = %d %s", status, body)
 	}
+	waitForLog(t, &logs, "Switchboard is running. In another terminal:")
 	out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
 		"get", "calls,agents,numberlists", "-n", "demo").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "appointment-reminder") || !strings.Contains(string(out), "do-not-call") {
@@ -78,6 +80,24 @@ func TestLocalRunContract(t *testing.T) {
 	}
 }
 
+// syncBuffer collects the process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,7 +107,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func waitForFile(t *testing.T, path string, logs *bytes.Buffer) string {
+func waitForFile(t *testing.T, path string, logs *syncBuffer) string {
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			return strings.TrimSpace(string(b))
@@ -97,8 +117,19 @@ func waitForFile(t *testing.T, path string, logs *bytes.Buffer) string {
 	return ""
 }
 
+// waitForLog waits for the process to print text (the banner follows the
+// API's first answer by microseconds).
+func waitForLog(t *testing.T, logs *syncBuffer, text string) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(logs.String(), text) {
+			return
+		}
+	}
+	t.Fatalf("never printed %q\n%s", text, tail(logs.String()))
+}
+
 // waitForAPI places the README's first call as soon as the API answers.
-func waitForAPI(t *testing.T, url, key string, logs *bytes.Buffer) (int, string) {
+func waitForAPI(t *testing.T, url, key string, logs *syncBuffer) (int, string) {
 	body := `{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		req, _ := http.NewRequestWithContext(context.Background(), "POST", url, strings.NewReader(body))

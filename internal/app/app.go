@@ -55,6 +55,8 @@ type Options struct {
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
 	MaxConcurrentCalls int
 
+	// OnServing, if set, is called once the REST API accepts requests.
+	OnServing func()
 	// SkipNameValidation lets one process start a manager again after
 	// stopping one (the restart test); controller names are otherwise
 	// unique per process, for metrics.
@@ -121,7 +123,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		Numbers: numbers, Dialer: dialer, Recordings: store, RecordingFiles: store.Handler(),
 		DefaultRegion: opts.DefaultRegion, Log: opts.Log.WithName("api")})
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
-		log: opts.Log.WithName("api")}
+		log: opts.Log.WithName("api"), onServing: opts.OnServing}
 	if err := mgr.Add(api); err != nil {
 		return nil, err
 	}
@@ -167,12 +169,13 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 // apiServer serves the REST API on every replica (not only the leader),
 // once the caches and indexes it reads are filled.
 type apiServer struct {
-	listener net.Listener
-	handler  http.Handler
-	cache    cache.Cache
-	synced   []func() bool
-	log      logr.Logger
-	serving  atomic.Bool
+	listener  net.Listener
+	handler   http.Handler
+	cache     cache.Cache
+	synced    []func() bool
+	log       logr.Logger
+	onServing func()
+	serving   atomic.Bool
 }
 
 func (s *apiServer) NeedLeaderElection() bool { return false }
@@ -209,6 +212,9 @@ func (s *apiServer) Start(ctx context.Context) error {
 	go func() { errc <- srv.Serve(s.listener) }()
 	s.serving.Store(true)
 	s.log.Info("REST API serving", "addr", s.listener.Addr().String())
+	if s.onServing != nil {
+		s.onServing()
+	}
 	select {
 	case err := <-errc:
 		return err
