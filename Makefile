@@ -60,7 +60,7 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 
 .PHONY: test
 test: manifests generate vet ## Run every test, envtest included.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 BENCH_COUNT ?= 5
 
