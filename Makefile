@@ -12,7 +12,7 @@ BENCHSTAT ?= $(LOCALBIN)/benchstat-$(BENCHSTAT_VERSION)
 KUSTOMIZE ?= kubectl kustomize
 # Test and run flags. TEST_FLAGS can add -run, -v, -count ...
 TEST_FLAGS ?=
-BENCH ?= .
+BENCH ?= CreateCall
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +24,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/analysis"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
+	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -49,6 +51,8 @@ type CallReconciler struct {
 // +kubebuilder:rbac:groups=switchboard.dev,resources=calls/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=numberlists,verbs=get;list;watch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=webhookdeliveries,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile advances one Call by one step.
@@ -57,18 +61,36 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Get(ctx, req.NamespacedName, &call); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if finished(&call) {
+	done := finished(&call)
+	if done && len(deliveries.Unemitted(&call)) == 0 {
 		return reconcile.Result{}, nil
 	}
 	// A merge patch without optimistic locking: each step is idempotent, so
 	// redoing one from a stale cache read writes the same values again.
 	patch := client.MergeFrom(call.DeepCopy())
-	result, err := r.step(ctx, &call)
+	var result reconcile.Result
+	var err error
+	if !done {
+		result, err = r.step(ctx, &call)
+	}
+	// The deliveries of the state reached are created before the status
+	// that records it, in the same pass, so that no event is lost to a
+	// crash in between; a delivery waits until its call's state is stored.
+	err = errors.Join(err, r.emitEvents(ctx, &call))
 	call.Status.ObservedGeneration = call.Generation
-	if perr := r.Status().Patch(ctx, &call, patch); perr != nil {
+	if perr := r.patchStatus(ctx, &call, patch); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
 	}
 	return result, err
+}
+
+// patchStatus writes the status unless nothing changed (a ringing call
+// checked again), sparing the apiserver a request per check.
+func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call, patch client.Patch) error {
+	if data, err := patch.Data(c); err == nil && string(data) == "{}" {
+		return nil
+	}
+	return r.Status().Patch(ctx, c, patch)
 }
 
 // finished: final and nothing left to do after the end.
@@ -105,6 +127,36 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 		r.markFailed(c, failure.ErrorCode, failure.Message)
 		return reconcile.Result{}, nil
 	}
+}
+
+// emitEvents creates the deliveries of every event the call has reached
+// and not yet announced, one per endpoint subscribed now, in lifecycle
+// order, and notes each event as emitted once all its deliveries exist.
+// Creating a delivery that exists (a crash before the status write) finds
+// it: nothing is sent twice.
+func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) error {
+	kinds := deliveries.Unemitted(c)
+	if len(kinds) == 0 {
+		return nil
+	}
+	var endpoints switchboardv1.WebhookEndpointList
+	if err := r.List(ctx, &endpoints, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("listing webhook endpoints: %w", err)
+	}
+	id := callid.Of(c)
+	for _, kind := range kinds {
+		for i := range endpoints.Items {
+			ep := &endpoints.Items[i]
+			if !deliveries.Receives(ep, kind) {
+				continue
+			}
+			if err := r.Create(ctx, deliveries.ForCall(c, kind, ep, id)); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s delivery for %s: %w", kind, ep.Name, err)
+			}
+		}
+		c.Status.EmittedEvents = append(c.Status.EmittedEvents, kind)
+	}
+	return nil
 }
 
 // reconcileDial runs the same policy as the REST API (Calls applied with
@@ -167,12 +219,15 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	return reconcile.Result{}, nil
 }
 
-// reconcilePostCall stores the recording, then (on a later pass) analyzes.
+// reconcilePostCall stores the recording and analyzes the call. Both are
+// idempotent, so a failure in between redoes the recording (same key).
 func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
 	req := r.request(ctx, c)
 	p := endedProgress(c)
 	if p.Disposition.Connected() && c.Status.Recording == nil {
-		return reconcile.Result{}, r.storeRecording(ctx, c, req, p)
+		if err := r.storeRecording(ctx, c, req, p); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	var transcript []telephony.Turn
 	if p.Disposition.Connected() {

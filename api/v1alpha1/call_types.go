@@ -215,6 +215,12 @@ type CallStatus struct {
 	// analysis is set once the post-call analysis is done.
 	// +optional
 	Analysis *CallAnalysis `json:"analysis,omitempty"`
+	// emittedEvents are the event kinds whose deliveries have been created
+	// for every endpoint subscribed at the time.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	EmittedEvents []string `json:"emittedEvents,omitempty"`
 	// observedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

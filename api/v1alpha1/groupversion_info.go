@@ -27,6 +27,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Agent{}, &AgentList{},
 		&Call{}, &CallList{},
 		&NumberList{}, &NumberListList{},
+		&WebhookEndpoint{}, &WebhookEndpointList{},
+		&WebhookDelivery{}, &WebhookDeliveryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -6,6 +6,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -22,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 type flags struct {
@@ -40,6 +44,9 @@ type flags struct {
 	burst          int
 	maxCalls       int
 	timings        sim.Timings
+	webhooks       app.WebhookOptions
+	insecureHooks  string // "auto": on with --dev
+	webhookCAFile  string
 }
 
 func parseFlags() (*flags, *zap.Options) {
@@ -61,6 +68,18 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.timings.Ring, "sim-ring", f.timings.Ring, "Simulated carrier: ringing time.")
 	flag.DurationVar(&f.timings.Talk, "sim-talk", f.timings.Talk, "Simulated carrier: length of an answered call.")
 	flag.DurationVar(&f.timings.Voicemail, "sim-voicemail", f.timings.Voicemail, "Simulated carrier: length of a voicemail message.")
+	flag.StringVar(&f.insecureHooks, "webhook-allow-insecure", "auto", "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
+	flag.StringVar(&f.webhookCAFile, "webhook-ca-file", "", "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")
+	flag.DurationVar(&f.webhooks.Timeout, "webhook-timeout", 10*time.Second, "Time a receiver has to answer an attempt.")
+	flag.Func("webhook-retry-schedule", "Delays before each attempt (default "+webhook.DefaultSchedule.String()+").", func(v string) error {
+		s, err := webhook.ParseSchedule(v)
+		f.webhooks.Schedule = s
+		return err
+	})
+	flag.DurationVar(&f.webhooks.Retention, "webhook-delivery-retention", 7*24*time.Hour, "How long finished deliveries are kept.")
+	flag.DurationVar(&f.webhooks.RotationOverlap, "webhook-rotation-overlap", 24*time.Hour, "How long a rotated-out signing secret keeps signing.")
+	flag.DurationVar(&f.webhooks.DisableAfter, "webhook-disable-after", 5*24*time.Hour, "Disable an endpoint whose deliveries have all failed this long (negative: never).")
+	flag.IntVar(&f.webhooks.MaxConcurrent, "max-concurrent-deliveries", 128, "Webhook attempts in flight.")
 	zopts := &zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -93,15 +112,49 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("REST API address: %w", err)
 	}
+	if err := f.webhookOptions(); err != nil {
+		return err
+	}
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, SimTimings: f.timings,
-		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls,
+		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// webhookOptions resolves the development-mode switch and the extra CAs.
+func (f *flags) webhookOptions() error {
+	switch f.insecureHooks {
+	case "auto":
+		f.webhooks.AllowInsecure = f.dev
+	case "true", "false":
+		f.webhooks.AllowInsecure = f.insecureHooks == "true"
+	default:
+		return fmt.Errorf("--webhook-allow-insecure: want true, false or auto, got %q", f.insecureHooks)
+	}
+	if f.webhooks.AllowInsecure {
+		ctrl.Log.Info("webhook receivers may use http and loopback or private addresses: development mode")
+	}
+	if f.webhookCAFile == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(f.webhookCAFile)
+	if err != nil {
+		return fmt.Errorf("--webhook-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("--webhook-ca-file: no PEM certificate in %s", f.webhookCAFile)
+	}
+	f.webhooks.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return nil
 }
 
 // banner tells a `make run` user what to type next, once it works.

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -29,11 +30,13 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // Options configure one Switchboard process.
@@ -54,6 +57,8 @@ type Options struct {
 	Reconcilers bool
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
 	MaxConcurrentCalls int
+	// Webhooks configures event delivery.
+	Webhooks WebhookOptions
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -67,6 +72,51 @@ type Options struct {
 	MetricsAddr             string
 	ProbeAddr               string
 	Log                     logr.Logger
+}
+
+// WebhookOptions configure event delivery; zero values take the defaults.
+type WebhookOptions struct {
+	// AllowInsecure permits http and loopback or private receivers: local
+	// development only.
+	AllowInsecure bool
+	// TLSConfig for connections to receivers; nil trusts the system roots.
+	TLSConfig *tls.Config
+	// Timeout per attempt (default 10 s, spec section 8).
+	Timeout time.Duration
+	// Schedule of attempts (default webhook.DefaultSchedule).
+	Schedule webhook.Schedule
+	// Retention of finished deliveries (default 7 days).
+	Retention time.Duration
+	// RotationOverlap is how long a rotated-out secret keeps signing
+	// (default 24 h).
+	RotationOverlap time.Duration
+	// DisableAfter disables an endpoint that has failed this long (default
+	// 5 days; negative: never).
+	DisableAfter time.Duration
+	// MaxConcurrent bounds attempts in flight (default 128).
+	MaxConcurrent int
+}
+
+func (o WebhookOptions) withDefaults() WebhookOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if len(o.Schedule) == 0 {
+		o.Schedule = webhook.DefaultSchedule
+	}
+	if o.Retention <= 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	if o.RotationOverlap <= 0 {
+		o.RotationOverlap = deliveries.DefaultRotationOverlap
+	}
+	if o.DisableAfter == 0 {
+		o.DisableAfter = 5 * 24 * time.Hour
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 128
+	}
+	return o
 }
 
 // NewScheme returns the scheme with Kubernetes' and Switchboard's types.
@@ -114,14 +164,23 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	dialer := sim.New(opts.SimTimings)
+	opts.Webhooks = opts.Webhooks.withDefaults()
+	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
+	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
+		TLSConfig: opts.Webhooks.TLSConfig})
 	if opts.Reconcilers {
 		if err := setupReconcilers(mgr, dir, numbers, dialer, store, opts); err != nil {
 			return nil, err
 		}
+		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.Webhooks); err != nil {
+			return nil, err
+		}
 	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Client: mgr.GetClient(),
-		Numbers: numbers, Dialer: dialer, Recordings: store, RecordingFiles: store.Handler(),
-		DefaultRegion: opts.DefaultRegion, Log: opts.Log.WithName("api")})
+		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
+		RecordingFiles: store.Handler(), DefaultRegion: opts.DefaultRegion,
+		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},
+		Log:      opts.Log.WithName("api")})
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
 		log: opts.Log.WithName("api"), onServing: opts.OnServing}
 	if err := mgr.Add(api); err != nil {
@@ -164,6 +223,40 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	return (&controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: mgr.GetEventRecorder("switchboard"),
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls}).SetupWithManager(mgr)
+}
+
+func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
+	store recording.Store, opts WebhookOptions) error {
+	health := deliveries.NewHealth()
+	recorder := mgr.GetEventRecorder("switchboard")
+	secrets, err := signingSecretCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
+		DisableAfter: opts.DisableAfter}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("webhook endpoint controller: %w", err)
+	}
+	return (&controllers.WebhookDeliveryReconciler{Client: mgr.GetClient(),
+		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
+		Sender:  sender, Recordings: store, Schedule: opts.Schedule, Retention: opts.Retention, Health: health,
+		Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrent}).SetupWithManager(mgr)
+}
+
+// signingSecretCache watches the signing Secrets Switchboard generates, so
+// that a delivery reads its secret from memory yet sees a rotation at once.
+// The manager's own cache holds only API-key Secrets (one field selector
+// per type), hence a second cache.
+func signingSecretCache(mgr manager.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+			Field: fields.OneTermEqualSelector("type", switchboardv1.WebhookSecretType)}}})
+	if err != nil {
+		return nil, fmt.Errorf("signing secret cache: %w", err)
+	}
+	return c, mgr.Add(c)
 }
 
 // apiServer serves the REST API on every replica (not only the leader),

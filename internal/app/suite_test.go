@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -15,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,11 +38,25 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // Short carrier timings keep the suite fast while calls still pass through
 // every state for real.
 var testTimings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millisecond, Voicemail: 500 * time.Millisecond}
+
+// testSchedule retries failed deliveries quickly; the timeout per attempt
+// stays the spec's 10 s.
+var testSchedule = webhook.Schedule{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
+
+// receiverTLS trusts the test HTTPS receivers (httptest's certificate).
+var receiverTLS = func() *tls.Config {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}()
 
 var (
 	restConfig *rest.Config
@@ -103,18 +120,26 @@ type runningOperator struct {
 	once    sync.Once
 }
 
-func startOperator(reconcilers bool) (*runningOperator, error) {
+// startOperator starts a Switchboard process against the suite's control
+// plane; tweaks adjust its options (the benchmarks' timings, say).
+func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOperator, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	baseURL := "http://" + lis.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := app.New(ctx, restConfig, app.Options{
+	opts := app.Options{
 		APIListener: lis, PublicURL: baseURL, RecordingDir: recordDir, RecordingSigningKey: signingKey,
 		SimTimings: testTimings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 32,
+		// Development mode: the test receivers listen on loopback.
+		Webhooks:    app.WebhookOptions{AllowInsecure: true, TLSConfig: receiverTLS, Schedule: testSchedule},
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Log: zap.New(zap.WriteTo(io.Discard)),
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	mgr, err := app.New(ctx, restConfig, opts)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -1,5 +1,5 @@
-// Package directory finds Agents by agent_id and Calls by call_id within an
-// organization (namespace). Reads come from the informer cache through field
+// Package directory finds Agents by agent_id, Calls by call_id and
+// WebhookEndpoints by endpoint id within an organization (namespace). Reads come from the informer cache through field
 // indexes; a cache miss falls back to a live read, so a GET right after a
 // POST, or a call right after `kubectl apply` of its agent, never 404s.
 package directory
@@ -19,8 +19,9 @@ import (
 
 // Field index names.
 const (
-	AgentIDField = "agentID"
-	CallIDField  = "callID"
+	AgentIDField    = "agentID"
+	CallIDField     = "callID"
+	EndpointIDField = "endpointID"
 )
 
 var (
@@ -41,6 +42,11 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{callid.Of(o.(*switchboardv1.Call))}
 	}); err != nil {
 		return fmt.Errorf("indexing calls by id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &switchboardv1.WebhookEndpoint{}, EndpointIDField, func(o client.Object) []string {
+		return []string{o.(*switchboardv1.WebhookEndpoint).ResolvedID()}
+	}); err != nil {
+		return fmt.Errorf("indexing webhook endpoints by id: %w", err)
 	}
 	return nil
 }
@@ -114,4 +120,28 @@ func (d *Directory) Call(ctx context.Context, namespace, id string) (*switchboar
 		return nil, ErrNotFound
 	}
 	return &live, nil
+}
+
+// Endpoint returns the WebhookEndpoint of namespace whose REST id is id.
+func (d *Directory) Endpoint(ctx context.Context, namespace, id string) (*switchboardv1.WebhookEndpoint, error) {
+	var cached switchboardv1.WebhookEndpointList
+	if err := d.Cache.List(ctx, &cached, client.InNamespace(namespace),
+		client.MatchingFields{EndpointIDField: id}); err != nil {
+		return nil, err
+	}
+	if len(cached.Items) > 0 {
+		return &cached.Items[0], nil
+	}
+	// The id derives from the UID, not the name (endpoints applied as YAML
+	// have names of their own): a miss lists the namespace live.
+	var live switchboardv1.WebhookEndpointList
+	if err := d.Live.List(ctx, &live, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	for i := range live.Items {
+		if live.Items[i].ResolvedID() == id {
+			return &live.Items[i], nil
+		}
+	}
+	return nil, ErrNotFound
 }

@@ -17,13 +17,17 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // Config is what the API needs.
 type Config struct {
-	Keys       *apikeys.Index
-	Directory  *directory.Directory
-	Client     client.Client // writes Calls
+	Keys      *apikeys.Index
+	Directory *directory.Directory
+	Client    client.Client // writes Calls, WebhookEndpoints, Secrets
+	// Live reads straight from the API server: signing Secrets, which the
+	// cache does not hold.
+	Live       client.Reader
 	Numbers    *numberlists.Index
 	Dialer     telephony.Dialer
 	Recordings recording.Store
@@ -32,8 +36,20 @@ type Config struct {
 	RecordingFiles http.Handler
 	// DefaultRegion reads numbers sent without "+" (ISO 3166 code, e.g. US).
 	DefaultRegion string
-	Now           func() time.Time
-	Log           logr.Logger
+	// Webhooks is what the webhook-endpoint API needs.
+	Webhooks WebhookConfig
+	Now      func() time.Time
+	Log      logr.Logger
+}
+
+// WebhookConfig configures the webhook-endpoint API.
+type WebhookConfig struct {
+	// Sender sends test events (one attempt, no retries).
+	Sender *webhook.Sender
+	// Policy checks receiver URLs when endpoints are saved or tested.
+	Policy webhook.URLPolicy
+	// RotationOverlap is how long a rotated-out secret keeps signing.
+	RotationOverlap time.Duration
 }
 
 // NewRouter builds the API's handler.
@@ -58,6 +74,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
 		})
+		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
 	return r
 }

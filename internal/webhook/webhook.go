@@ -1,0 +1,49 @@
+// Package webhook is the sending side of Switchboard's webhooks: event
+// kinds and the envelope, signing secrets and Standard Webhooks signatures,
+// the receiver URL guard, the HTTP sender and the retry schedule. It knows
+// nothing about Kubernetes; the deliveries package decides what to send when.
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Event kinds, in lifecycle order.
+const (
+	EventCallStarted  = "call.started"
+	EventCallEnded    = "call.ended"
+	EventCallAnalyzed = "call.analyzed"
+	// EventTest is how test deliveries appear in the delivery log; it cannot
+	// be subscribed to.
+	EventTest = "test"
+)
+
+// Kinds lists the subscribable kinds in lifecycle order.
+var Kinds = []string{EventCallStarted, EventCallEnded, EventCallAnalyzed}
+
+// ValidKind reports whether s is one of Kinds.
+func ValidKind(s string) bool {
+	return slices.Contains(Kinds, s)
+}
+
+type envelope struct {
+	Event string `json:"event"`
+	Call  any    `json:"call"`
+}
+
+// Envelope is the exact body sent for an event: {"event":...,"call":...}.
+// The signature covers these bytes, so they are sent as they are.
+func Envelope(event string, call any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Calls carry links; receivers are programs, not browsers, so "&" stays
+	// "&" rather than "\u0026".
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(envelope{Event: event, Call: call}); err != nil {
+		return nil, fmt.Errorf("webhook: encode %s envelope: %w", event, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
