@@ -118,11 +118,13 @@ func (r *WebhookDeliveryReconciler) attempt(ctx context.Context, d *switchboardv
 		d.Status.RetryHandled = d.Annotations[switchboardv1.DeliveryRetryAnnotation]
 	}
 	outcome := deliveries.Record(&d.Status, res, sentAt, trigger, r.Schedule)
+	// Observed before the write whose watch event wakes the endpoint's
+	// reconciler, so that it finds the result.
+	r.Health.Observe(types.NamespacedName{Namespace: ep.Namespace, Name: ep.Name}, sentAt, res.Succeeded(),
+		deliveries.ResultText(res))
 	if err := r.Status().Patch(ctx, d, patch); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording attempt: %w", err)
 	}
-	r.Health.Observe(types.NamespacedName{Namespace: ep.Namespace, Name: ep.Name}, sentAt, res.Succeeded(),
-		deliveries.ResultText(res))
 	if err := r.afterAttempt(ctx, d, &ep, outcome); err != nil {
 		return reconcile.Result{}, err
 	}

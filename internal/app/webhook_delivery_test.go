@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
 )
 
 // TestWebhookEventsOfAnsweredCall follows an answered call: the receiver
@@ -438,4 +439,100 @@ func succeededAt(t testing.TB, ns, id string) bool {
 	var d switchboardv1.WebhookDelivery
 	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dlv-" + strings.TrimPrefix(id, "dlv_")}, &d)
 	return err == nil && d.Status.Phase == switchboardv1.DeliverySucceeded
+}
+
+// TestWebhookRotationSignsWithBoth: after rotate-secret, deliveries carry
+// two signatures, so a receiver verifies with the old secret until it has
+// switched, and with the new one from the moment it has.
+func TestWebhookRotationSignsWithBoth(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	ep, old := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
+		s.Events = []switchboardv1.WebhookEventType{"call.started"}
+	})
+	r := do(t, "POST", "/v1/webhook-endpoints/"+ep.ResolvedID()+"/rotate-secret", o.key, nil)
+	g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
+	fresh, _ := r.body["secret"].(string)
+	g.Expect(fresh).To(HavePrefix("whsec_"))
+	g.Expect(fresh).NotTo(Equal(old))
+	rc.trust(old, fresh)
+
+	id := o.createCall(t, "+14155551234", nil)
+	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
+	d := rc.forCall(id)[0]
+	expectSigned(g, d) // verifies with each secret alone
+	g.Expect(strings.Fields(d.header.Get("webhook-signature"))).To(HaveLen(2))
+}
+
+// TestWebhookManualRetry: a delivery that gave up is sent again when asked,
+// under the same id, and succeeds once the receiver is back.
+func TestWebhookManualRetry(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	o := newOrg(t)
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ep, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
+		s.Events = []switchboardv1.WebhookEventType{"call.started"}
+	})
+	rc.trust(secret)
+	id := o.createCall(t, "+14155551234", nil)
+	var failed switchboardv1.WebhookDelivery
+	g.Eventually(func() switchboardv1.DeliveryPhase {
+		if ds := deliveriesOf(t, o.ns, callName(id)); len(ds) == 1 {
+			failed = ds[0]
+		}
+		return failed.Status.Phase
+	}, 15*time.Second, 50*time.Millisecond).Should(Equal(switchboardv1.DeliveryFailed))
+
+	down.Store(false)
+	path := "/v1/webhook-endpoints/" + ep.ResolvedID() + "/deliveries/" + failed.Spec.DeliveryID
+	r := do(t, "POST", path+"/retry", o.key, nil)
+	g.Expect(r.status).To(Equal(http.StatusAccepted), string(r.raw))
+	g.Eventually(func() any { return do(t, "GET", path, o.key, nil).body["status"] }, 10*time.Second, 50*time.Millisecond).
+		Should(Equal("succeeded"))
+	got := do(t, "GET", path, o.key, nil).body
+	attempts := got["attempts"].([]any)
+	g.Expect(attempts).To(HaveLen(len(testSchedule) + 1))
+	g.Expect(attempts[len(attempts)-1]).To(HaveKeyWithValue("trigger", "manual"))
+	g.Expect(attempts[len(attempts)-1]).To(HaveKeyWithValue("status_code", 200.0))
+	last := rc.forCall(id)[len(rc.forCall(id))-1]
+	g.Expect(last.id).To(Equal(failed.Spec.DeliveryID))
+	expectSigned(g, last)
+}
+
+// TestWebhookDeliveryRetention: finished deliveries are deleted once the
+// retention period is over. It runs its own operator with a retention of
+// one second (the default is seven days).
+func TestWebhookDeliveryRetention(t *testing.T) {
+	g := NewWithT(t)
+	operator.stop()
+	short, err := startOperator(true, func(o *app.Options) { o.Webhooks.Retention = time.Second })
+	g.Expect(err).NotTo(HaveOccurred())
+	operator = short
+	defer func() {
+		operator.stop()
+		restored, err := startOperator(true)
+		g.Expect(err).NotTo(HaveOccurred())
+		operator = restored
+	}()
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
+		s.Events = []switchboardv1.WebhookEventType{"call.started"}
+	})
+	id := o.createCall(t, "+14155551234", nil)
+	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
+	g.Eventually(func() []switchboardv1.WebhookDelivery { return deliveriesOf(t, o.ns, callName(id)) },
+		10*time.Second, 100*time.Millisecond).Should(BeEmpty())
+	g.Expect(o.getCall(t, id)["status"]).NotTo(BeEmpty(), "the call itself stays")
 }
