@@ -55,8 +55,8 @@ spec:
 	g.Eventually(func() string {
 		out = kc.mustRun(t, "get", "webhookendpoints", "-n", o.ns).stdout
 		return out
-	}, 10*time.Second, 100*time.Millisecond).Should(MatchRegexp(`(?m)^crm\s+we_[0-9a-f]{32}\s+`+
-		regexp.QuoteMeta(rc.url())+`\s+True\s+False\s+200\s+\S+\s+\S+\s*$`))
+	}, 10*time.Second, 100*time.Millisecond).Should(MatchRegexp(`(?m)^crm\s+we_[0-9a-f]{32}\s+` +
+		regexp.QuoteMeta(rc.url()) + `\s+True\s+False\s+200\s+\S+\s+\S+\s*$`))
 	g.Expect(out).To(MatchRegexp(`^NAME\s+ID\s+URL\s+READY\s+DEGRADED\s+LAST RESULT\s+LAST DELIVERY\s+AGE\s*\n`))
 
 	deliveries := kc.mustRun(t, "get", "webhookdeliveries", "-n", o.ns).stdout
