@@ -59,8 +59,12 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test
-test: manifests generate vet ## Run every test, envtest included.
+test: manifests generate vet examples/receivers/node/node_modules ## Run every test, envtest included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+
+# The Node example receiver's dependencies, which its test runs against.
+examples/receivers/node/node_modules: examples/receivers/node/package-lock.json
+	npm ci --prefix examples/receivers/node
 
 BENCH_COUNT ?= 5
 
@@ -72,6 +76,14 @@ bench: $(BENCHSTAT) ## Benchmark POST /v1/calls against raw Call creates (envtes
 		go test ./internal/app/ -run '^$$' -bench '$(BENCH)' -benchtime 3000x -count 1 | tee -a bench.out; \
 	done
 	$(BENCHSTAT) -col /path bench.out
+
+WEBHOOK_BENCH_DELIVERIES ?= 1500
+
+.PHONY: bench-webhooks
+bench-webhooks: ## Benchmark webhook deliveries per second and event latency (envtest, local HTTPS receiver).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	go test ./internal/app/ -run '^$$' -bench 'WebhookDeliveries' -benchtime $(WEBHOOK_BENCH_DELIVERIES)x -count 1 -timeout 30m; \
+	go test ./internal/app/ -run '^$$' -bench 'WebhookLatency' -benchtime 1x -count 1 -timeout 30m
 
 ##@ Build
 

@@ -45,6 +45,10 @@ type CallReconciler struct {
 	Clock      clock.PassiveClock
 	// MaxConcurrent bounds how many Calls are reconciled at once.
 	MaxConcurrent int
+	// Live reads a Call the cache has not caught up on.
+	Live client.Reader
+
+	writes ownWrites
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=get;list;watch;create
@@ -59,10 +63,15 @@ type CallReconciler struct {
 func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var call switchboardv1.Call
 	if err := r.Get(ctx, req.NamespacedName, &call); err != nil {
+		r.writes.forget(req.NamespacedName)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.writes.refresh(ctx, r.Live, &call); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	done := finished(&call)
 	if done && len(deliveries.Unemitted(&call)) == 0 {
+		r.writes.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	// A merge patch without optimistic locking: each step is idempotent, so
@@ -90,7 +99,11 @@ func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call,
 	if data, err := patch.Data(c); err == nil && string(data) == "{}" {
 		return nil
 	}
-	return r.Status().Patch(ctx, c, patch)
+	if err := r.Status().Patch(ctx, c, patch); err != nil {
+		return err
+	}
+	r.writes.record(c)
+	return nil
 }
 
 // finished: final and nothing left to do after the end.
@@ -336,6 +349,9 @@ func ptr[T any](v T) *T { return &v }
 // back from the cache rather than from a requeue racing the cache. A Call
 // that is final and fully processed returns at once.
 func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.Live == nil {
+		return errors.New("call reconciler needs a live reader")
+	}
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Call{}).
 		WithOptions(ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}).

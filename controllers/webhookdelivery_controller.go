@@ -56,6 +56,10 @@ type WebhookDeliveryReconciler struct {
 	// MaxConcurrent bounds attempts in flight (each may wait for its
 	// receiver up to the timeout).
 	MaxConcurrent int
+	// Live reads a delivery the cache has not caught up on.
+	Live client.Reader
+
+	writes ownWrites
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookdeliveries,verbs=get;list;watch;delete
@@ -66,6 +70,10 @@ type WebhookDeliveryReconciler struct {
 func (r *WebhookDeliveryReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var d switchboardv1.WebhookDelivery
 	if err := r.Get(ctx, req.NamespacedName, &d); err != nil {
+		r.writes.forget(req.NamespacedName)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.writes.refresh(ctx, r.Live, &d); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
@@ -125,24 +133,27 @@ func (r *WebhookDeliveryReconciler) attempt(ctx context.Context, d *switchboardv
 	if err := r.Status().Patch(ctx, d, patch); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording attempt: %w", err)
 	}
+	r.writes.record(d)
 	if err := r.afterAttempt(ctx, d, &ep, outcome); err != nil {
 		return reconcile.Result{}, err
 	}
 	return r.next(d, r.Clock.Now())
 }
 
-// send makes one signed POST of the call as it is now.
+// send makes one signed POST of the call as it is now. The attempt's time
+// is taken when the request goes out, after the secrets and the body are
+// ready, so that the retry schedule counts from the request.
 func (r *WebhookDeliveryReconciler) send(ctx context.Context, d *switchboardv1.WebhookDelivery,
 	call *switchboardv1.Call, ep *switchboardv1.WebhookEndpoint) (webhook.Result, time.Time) {
-	sentAt := r.Clock.Now()
-	secrets, err := r.signingSecrets(ctx, ep, sentAt)
+	secrets, err := r.signingSecrets(ctx, ep, r.Clock.Now())
 	if err != nil {
-		return webhook.Result{Err: err.Error()}, sentAt
+		return webhook.Result{Err: err.Error()}, r.Clock.Now()
 	}
 	body, err := deliveries.Body(ctx, d.Spec.Event, call, r.Recordings)
 	if err != nil {
-		return webhook.Result{Err: "rendering the call: " + err.Error()}, sentAt
+		return webhook.Result{Err: "rendering the call: " + err.Error()}, r.Clock.Now()
 	}
+	sentAt := r.Clock.Now()
 	return r.Sender.Send(ctx, webhook.Message{URL: ep.Spec.URL, DeliveryID: d.Spec.DeliveryID,
 		Event: d.Spec.Event, Timestamp: sentAt, Body: body, Secrets: secrets}), sentAt
 }
@@ -212,6 +223,7 @@ func (r *WebhookDeliveryReconciler) abandon(ctx context.Context, d *switchboardv
 	if err := r.Status().Patch(ctx, d, patch); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.writes.record(d)
 	return r.next(d, r.Clock.Now())
 }
 
@@ -228,6 +240,7 @@ func (r *WebhookDeliveryReconciler) expire(ctx context.Context, d *switchboardv1
 	if at := r.expiresAt(d); now.Before(at) {
 		return reconcile.Result{RequeueAfter: at.Sub(now)}, nil
 	}
+	r.writes.forget(client.ObjectKeyFromObject(d))
 	return reconcile.Result{}, client.IgnoreNotFound(r.Delete(ctx, d))
 }
 
@@ -259,8 +272,8 @@ func disableEndpoint(ctx context.Context, c client.Client, rec events.EventRecor
 // SetupWithManager registers the reconciler. Status writes requeue the
 // delivery, which then finds its next attempt not yet due and waits.
 func (r *WebhookDeliveryReconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.Sender == nil || r.Health == nil {
-		return errors.New("webhook delivery reconciler needs a sender and a health tracker")
+	if r.Sender == nil || r.Health == nil || r.Live == nil {
+		return errors.New("webhook delivery reconciler needs a sender, a health tracker and a live reader")
 	}
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.WebhookDelivery{}).

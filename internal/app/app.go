@@ -222,7 +222,7 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	}
 	return (&controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: mgr.GetEventRecorder("switchboard"),
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls}).SetupWithManager(mgr)
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 
 func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
@@ -241,7 +241,8 @@ func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, send
 	return (&controllers.WebhookDeliveryReconciler{Client: mgr.GetClient(),
 		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
 		Sender:  sender, Recordings: store, Schedule: opts.Schedule, Retention: opts.Retention, Health: health,
-		Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrent}).SetupWithManager(mgr)
+		Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrent,
+		Live: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 
 // signingSecretCache watches the signing Secrets Switchboard generates, so

@@ -284,7 +284,8 @@ func TestWebhookHonoursRetryAfter(t *testing.T) {
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(2))
 	got := rc.forCall(id)
-	g.Expect(got[1].at.Sub(got[0].at)).To(BeNumerically(">=", 2*time.Second-50*time.Millisecond))
+	g.Expect(got[1].at.Sub(got[0].at)).To(BeNumerically(">=", 2*time.Second-50*time.Millisecond),
+		"%+v", deliveriesOf(t, o.ns, callName(id))[0].Status)
 }
 
 // TestWebhookReceiverThatHangs: an attempt gets 10 seconds, then counts as

@@ -56,8 +56,10 @@ func Record(st *switchboardv1.WebhookDeliveryStatus, res webhook.Result, at time
 		st.LastError = fmt.Sprintf("gave up after %d attempts: %s", st.ScheduledAttempts, FailureText(res))
 		return Outcome{Exhausted: true}
 	}
+	// Delays count from the answer (Retry-After means "after this
+	// response"), not from when the request went out.
 	st.Phase = switchboardv1.DeliveryPending
-	st.NextAttemptAt = &metav1.MicroTime{Time: at.Add(delay)}
+	st.NextAttemptAt = &metav1.MicroTime{Time: at.Add(res.Duration + delay)}
 	return Outcome{}
 }
 

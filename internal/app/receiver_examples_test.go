@@ -1,0 +1,257 @@
+package app_test
+
+// The example receivers of examples/receivers, run as real processes the way
+// a customer runs them, receiving real deliveries from the running operator.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/switchboard-dev/switchboard/internal/webhook"
+)
+
+// repoRoot is the module root, seen from this package's directory (where
+// go test runs the tests).
+const repoRoot = "../.."
+
+// TestReceiverExampleGo builds examples/receivers/go and runs it against
+// real deliveries.
+func TestReceiverExampleGo(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "receiver")
+	build := exec.Command(goTool, "build", "-o", bin, "./examples/receivers/go")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/receivers/go: %v\n%s", err, out)
+	}
+	testReceiverExample(t, bin)
+}
+
+// TestReceiverExampleNode runs examples/receivers/node/server.js against
+// real deliveries.
+func TestReceiverExampleNode(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(repoRoot, "examples", "receivers", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks")); err != nil {
+		t.Fatalf("examples/receivers/node/node_modules is missing: run `npm ci --prefix examples/receivers/node` "+
+			"(make test does it): %v", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (the Node example needs Node.js 18 or later): %v", err)
+	}
+	testReceiverExample(t, node, filepath.Join(dir, "server.js"))
+}
+
+// testReceiverExample starts an example receiver (argv) for a new
+// WebhookEndpoint and checks that it rejects forged requests, logs each
+// event of a real call once, and that Switchboard records every delivery
+// as succeeded on the first attempt.
+func testReceiverExample(t *testing.T, argv ...string) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	// The receiver needs the endpoint's secret to start, and the endpoint
+	// needs the receiver's URL: reserve a port first.
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	_, secret := applyEndpoint(t, o.ns, base+"/webhooks/switchboard", nil)
+	out := startReceiver(t, port, secret, argv...)
+
+	// Forged, tampered and replayed requests are refused, and not logged.
+	post := func(secret, id string, at time.Time, signed, sent string) int {
+		t.Helper()
+		return postSigned(t, base+"/webhooks/switchboard", secret, id, at, []byte(signed), []byte(sent))
+	}
+	forged := `{"event":"call.ended","call":{"call_id":"call_forged","status":"ended"}}`
+	otherSecret, err := webhook.NewSecret()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(post(otherSecret, "dlv_wrong_secret", time.Now(), forged, forged)).
+		To(Equal(http.StatusUnauthorized), "wrong secret")
+	g.Expect(post(secret, "dlv_tampered", time.Now(), forged,
+		strings.Replace(forged, "ended", "failed", 1))).To(Equal(http.StatusUnauthorized), "tampered body")
+	g.Expect(post(secret, "dlv_replayed", time.Now().Add(-10*time.Minute), forged, forged)).
+		To(Equal(http.StatusUnauthorized), "timestamp out of tolerance")
+	g.Expect(post(secret, "", time.Now(), forged, forged)).To(Equal(http.StatusUnauthorized), "no webhook-id")
+
+	// A real call: three events, each logged once, with the call's fields.
+	id := o.createCall(t, "+14155551234", nil)
+	g.Eventually(func() []string { return eventsLogged(out.String(), id) }, 20*time.Second, 50*time.Millisecond).
+		Should(ConsistOf("call.started", "call.ended", "call.analyzed"), "receiver output:\n%s", out)
+	lines := linesLogged(out.String(), id)
+	g.Expect(lines["call.started"].status).NotTo(BeEmpty())
+	g.Expect(lines["call.ended"].status).To(Equal("ended"))
+	g.Expect(lines["call.ended"].disposition).To(Equal("answered"))
+	g.Expect(lines["call.analyzed"].status).To(Equal("ended"))
+
+	// Switchboard's side: each event delivered on the first attempt, answered
+	// 204, under the webhook-id the receiver logged.
+	g.Eventually(func() []string {
+		var got []string
+		for _, d := range deliveriesOf(t, o.ns, callName(id)) {
+			got = append(got, fmt.Sprintf("%s=%s code=%d attempts=%d logged=%t", d.Spec.Event, d.Status.Phase,
+				d.Status.LastStatusCode, d.Status.AttemptCount, lines[d.Spec.Event].webhookID == d.Spec.DeliveryID))
+		}
+		return got
+	}, 10*time.Second, 50*time.Millisecond).Should(ConsistOf(
+		"call.started=succeeded code=204 attempts=1 logged=true",
+		"call.ended=succeeded code=204 attempts=1 logged=true",
+		"call.analyzed=succeeded code=204 attempts=1 logged=true"))
+
+	// At least once: a redelivery (same webhook-id) is acknowledged but not
+	// processed again.
+	again := `{"event":"call.ended","call":{"call_id":"call_redelivered","status":"ended","disposition":"answered"}}`
+	for range 2 {
+		g.Expect(post(secret, "dlv_redelivered", time.Now(), again, again)).To(Equal(http.StatusNoContent))
+	}
+	g.Expect(eventsLogged(out.String(), "call_redelivered")).To(Equal([]string{"call.ended"}))
+	g.Expect(out.String()).NotTo(ContainSubstring("call_forged"))
+}
+
+// freePort reserves a loopback port and frees it for the receiver to take.
+func freePort(t *testing.T) int {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := lis.Addr().(*net.TCPAddr).Port
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// startReceiver runs argv with the example's environment, waits until it
+// accepts connections on port, and returns its standard output, where the
+// examples log. The process is killed when the test ends.
+func startReceiver(t *testing.T, port int, secret string, argv ...string) *syncBuffer {
+	t.Helper()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_WEBHOOK_SECRET="+secret, fmt.Sprintf("PORT=%d", port))
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %v: %v", argv, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("receiver %v stdout:\n%s\nstderr:\n%s", argv, out, errOut)
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case <-exited:
+			t.Fatalf("receiver %v exited before listening on %s", argv, addr)
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			_ = conn.Close()
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver %v never listened on %s", argv, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// postSigned posts sent, with the webhook-* headers Switchboard would send
+// for signed under secret, and returns the status code.
+func postSigned(t *testing.T, url, secret, id string, at time.Time, signed, sent []byte) int {
+	t.Helper()
+	signature, err := webhook.Sign([]string{secret}, id, at, signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", fmt.Sprint(at.Unix()))
+	req.Header.Set("webhook-signature", signature)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// loggedLine is one event line of an example receiver.
+type loggedLine struct {
+	event, callID, status, disposition, webhookID string
+}
+
+// Both examples log "<event> call_id=... status=... disposition=...
+// webhook-id=..." (the Go one as slog's msg=<event>, after time and level).
+var logLine = regexp.MustCompile(`(call\.[a-z]+) call_id=(\S*) status=(\S*) disposition=(\S*) webhook-id=(\S*)`)
+
+func parseLog(output, callID string) []loggedLine {
+	var out []loggedLine
+	for _, m := range logLine.FindAllStringSubmatch(output, -1) {
+		if m[2] == callID {
+			out = append(out, loggedLine{event: m[1], callID: m[2], status: m[3], disposition: m[4], webhookID: m[5]})
+		}
+	}
+	return out
+}
+
+// eventsLogged lists the events logged for a call, in order.
+func eventsLogged(output, callID string) []string {
+	var events []string
+	for _, l := range parseLog(output, callID) {
+		events = append(events, l.event)
+	}
+	return events
+}
+
+// linesLogged maps each event logged for a call to its line.
+func linesLogged(output, callID string) map[string]loggedLine {
+	lines := map[string]loggedLine{}
+	for _, l := range parseLog(output, callID) {
+		lines[l.event] = l
+	}
+	return lines
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
