@@ -135,7 +135,7 @@ type WebhookDeliveryStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attemptCount`
 // +kubebuilder:printcolumn:name="Code",type=integer,JSONPath=`.status.lastStatusCode`
-// +kubebuilder:printcolumn:name="Next Attempt",type=date,JSONPath=`.status.nextAttemptAt`
+// +kubebuilder:printcolumn:name="Next Attempt",type=string,JSONPath=`.status.nextAttemptAt`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Delivery ID",type=string,JSONPath=`.spec.deliveryID`,priority=1
 // +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.lastError`,priority=1
