@@ -279,6 +279,17 @@ func do(t testing.TB, method, path, key string, body any) response {
 // doWithAuthorization is do with a raw Authorization header ("" for none).
 func doWithAuthorization(t testing.TB, method, path, authorization string, body any) response {
 	t.Helper()
+	return send(t, operator.baseURL, method, path, authorization, body)
+}
+
+// doAt is do against another Switchboard process than the suite's.
+func doAt(t testing.TB, baseURL, method, path, key string, body any) response {
+	t.Helper()
+	return send(t, baseURL, method, path, "Bearer "+key, body)
+}
+
+func send(t testing.TB, baseURL, method, path, authorization string, body any) response {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -293,7 +304,7 @@ func doWithAuthorization(t testing.TB, method, path, authorization string, body 
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequestWithContext(context.Background(), method, operator.baseURL+path, rd)
+	req, err := http.NewRequestWithContext(context.Background(), method, baseURL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -537,3 +537,85 @@ func TestWebhookDeliveryRetention(t *testing.T) {
 		10*time.Second, 100*time.Millisecond).Should(BeEmpty())
 	g.Expect(o.getCall(t, id)["status"]).NotTo(BeEmpty(), "the call itself stays")
 }
+
+// TestWebhookEndpointDisabledAfterLongFailure: an endpoint whose every
+// delivery has failed for longer than --webhook-disable-after is disabled,
+// with the reason. It runs its own operator with that set to one second.
+func TestWebhookEndpointDisabledAfterLongFailure(t *testing.T) {
+	g := NewWithT(t)
+	operator.stop()
+	short, err := startOperator(true, func(o *app.Options) { o.Webhooks.DisableAfter = time.Second })
+	g.Expect(err).NotTo(HaveOccurred())
+	operator = short
+	defer func() {
+		operator.stop()
+		restored, err := startOperator(true)
+		g.Expect(err).NotTo(HaveOccurred())
+		operator = restored
+	}()
+	o := newOrg(t)
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	ep, _ := applyEndpoint(t, o.ns, rc.url(), nil)
+	o.createCall(t, "+14155551234", nil)
+	g.Eventually(func() bool {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ep), ep)).To(Succeed())
+		return ep.Spec.Disabled
+	}, 15*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Expect(ep.Annotations[switchboardv1.WebhookDisabledReasonAnnotation]).To(HavePrefix("Every delivery has failed since"))
+	g.Eventually(func() []string { return eventReasons(t, o.ns, ep.Name) }, 5*time.Second, 50*time.Millisecond).
+		Should(ContainElement("Disabled"))
+
+	// Re-enabling over REST clears the reason.
+	r := do(t, "PATCH", "/v1/webhook-endpoints/"+ep.ResolvedID(), o.key, map[string]any{"disabled": false})
+	g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
+	g.Expect(r.body).To(HaveKeyWithValue("disabled", false))
+	g.Expect(r.body).To(HaveKeyWithValue("disabled_reason", BeNil()))
+}
+
+// TestWebhookURLSafetyInProduction: outside development mode, a receiver
+// on loopback, a private network or the cloud metadata address, or over
+// plain http, is refused when saved and when tested. It runs an API-only
+// replica (as every replica serves the REST API) without the development
+// switch.
+func TestWebhookURLSafetyInProduction(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	strict, err := startOperator(false, func(o *app.Options) { o.Webhooks.AllowInsecure = false })
+	g.Expect(err).NotTo(HaveOccurred())
+	defer strict.stop()
+	o := newOrg(t)
+	post := func(path string, body any) response {
+		t.Helper()
+		return doAt(t, strict.baseURL, "POST", path, o.key, body)
+	}
+	for url, reason := range map[string]string{
+		"https://localhost/hook":                   "loopback",
+		"https://127.0.0.1/hook":                   "loopback",
+		"https://[::1]/hook":                       "loopback",
+		"https://10.0.0.7/hook":                    "private",
+		"https://192.168.1.20/hook":                "private",
+		"https://169.254.169.254/latest/meta-data": "metadata",
+		"https://100.64.0.1/hook":                  "",
+		"http://93.184.216.34/hook":                "https",
+		"https://user:pass@93.184.216.34/hook":     "",
+	} {
+		r := post("/v1/webhook-endpoints", map[string]any{"url": url})
+		g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity), "%s: %s", url, r.raw)
+		items, _ := r.body["detail"].([]any)
+		g.Expect(items).To(HaveLen(1), string(r.raw))
+		item := items[0].(map[string]any)
+		g.Expect(item).To(HaveKeyWithValue("type", "url_not_allowed"), url)
+		g.Expect(item["msg"]).To(ContainSubstring(reason), url)
+	}
+	// A public https URL is accepted (nothing listens there; it is not called).
+	r := post("/v1/webhook-endpoints", map[string]any{"url": "https://93.184.216.34/hook"})
+	g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+
+	// An endpoint saved by a development-mode replica is refused at test time.
+	rc := newReceiver(t, nil)
+	ep, _ := applyEndpoint(t, o.ns, rc.url(), nil)
+	r = post("/v1/webhook-endpoints/"+ep.ResolvedID()+"/test", nil)
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity), string(r.raw))
+	g.Expect(detail(t, r)).To(HaveKeyWithValue("error_code", "url_not_allowed"))
+	g.Expect(rc.deliveries()).To(BeEmpty())
+}
