@@ -3,11 +3,9 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,23 +66,7 @@ func rawCall(o *org, number string) *switchboardv1.Call {
 }
 
 func postCall(httpc *http.Client, o *org, number string) error {
-	body := `{"agent_id":"` + o.agentID + `","to_number":"` + number +
-		`","variables":{"customer_name":"Ada"},"metadata":{"order":7}}`
-	req, err := http.NewRequestWithContext(context.Background(), "POST", operator.baseURL+"/v1/calls", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+o.key)
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST /v1/calls: %d", resp.StatusCode)
-	}
-	return nil
+	return postCallTo(httpc, operator.baseURL, o, number)
 }
 
 // runConcurrent runs b.N operations over workers goroutines and reports

@@ -153,6 +153,28 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 	return op, nil
 }
 
+// withOperator runs the rest of t against an operator started with tweak
+// instead of the suite's, and restores the suite's when t ends. Tests that
+// use it must not be parallel.
+func withOperator(t *testing.T, tweak func(*app.Options)) {
+	t.Helper()
+	operator.stop()
+	op, err := startOperator(true, tweak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator = op
+	t.Cleanup(func() {
+		operator.stop()
+		restored, err := startOperator(true)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		operator = restored
+	})
+}
+
 // waitServing waits until the REST API answers (it starts once caches sync).
 func waitServing(baseURL string) error {
 	deadline := time.Now().Add(30 * time.Second)

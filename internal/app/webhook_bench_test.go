@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -250,7 +251,8 @@ func eventLatencies(ds []delivery) []time.Duration {
 }
 
 func postCallTo(httpc *http.Client, baseURL string, o *org, number string) error {
-	body := `{"agent_id":"` + o.agentID + `","to_number":"` + number + `","variables":{"customer_name":"Ada"}}`
+	body := `{"agent_id":"` + o.agentID + `","to_number":"` + number +
+		`","variables":{"customer_name":"Ada"},"metadata":{"order":7}}`
 	req, err := http.NewRequestWithContext(context.Background(), "POST", baseURL+"/v1/calls", strings.NewReader(body))
 	if err != nil {
 		return err
@@ -260,6 +262,8 @@ func postCallTo(httpc *http.Client, baseURL string, o *org, number string) error
 	if err != nil {
 		return err
 	}
+	// Read to the end, so that the connection is reused.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		return &statusError{resp.StatusCode}

@@ -516,16 +516,7 @@ func TestWebhookManualRetry(t *testing.T) {
 // one second (the default is seven days).
 func TestWebhookDeliveryRetention(t *testing.T) {
 	g := NewWithT(t)
-	operator.stop()
-	short, err := startOperator(true, func(o *app.Options) { o.Webhooks.Retention = time.Second })
-	g.Expect(err).NotTo(HaveOccurred())
-	operator = short
-	defer func() {
-		operator.stop()
-		restored, err := startOperator(true)
-		g.Expect(err).NotTo(HaveOccurred())
-		operator = restored
-	}()
+	withOperator(t, func(o *app.Options) { o.Webhooks.Retention = time.Second })
 	o := newOrg(t)
 	rc := newReceiver(t, nil)
 	applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
@@ -543,16 +534,7 @@ func TestWebhookDeliveryRetention(t *testing.T) {
 // with the reason. It runs its own operator with that set to one second.
 func TestWebhookEndpointDisabledAfterLongFailure(t *testing.T) {
 	g := NewWithT(t)
-	operator.stop()
-	short, err := startOperator(true, func(o *app.Options) { o.Webhooks.DisableAfter = time.Second })
-	g.Expect(err).NotTo(HaveOccurred())
-	operator = short
-	defer func() {
-		operator.stop()
-		restored, err := startOperator(true)
-		g.Expect(err).NotTo(HaveOccurred())
-		operator = restored
-	}()
+	withOperator(t, func(o *app.Options) { o.Webhooks.DisableAfter = time.Second })
 	o := newOrg(t)
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
 	ep, _ := applyEndpoint(t, o.ns, rc.url(), nil)
