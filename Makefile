@@ -9,6 +9,9 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 BENCHSTAT_VERSION ?= v0.0.0-20260908200009-22c9c6c9d4da
 BENCHSTAT ?= $(LOCALBIN)/benchstat-$(BENCHSTAT_VERSION)
+# versitygw: the real S3 server the recording tests run against.
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 KUSTOMIZE ?= kubectl kustomize
 # Test and run flags. TEST_FLAGS can add -run, -v, -count ...
 TEST_FLAGS ?=
@@ -59,8 +62,8 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test
-test: manifests generate vet examples/receivers/node/node_modules ## Run every test, envtest included.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+test: manifests generate vet examples/receivers/node/node_modules $(VERSITYGW) ## Run every test, envtest and S3 (versitygw) included.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 # The Node example receiver's dependencies, which its test runs against.
 examples/receivers/node/node_modules: examples/receivers/node/package-lock.json
@@ -135,3 +138,8 @@ $(BENCHSTAT):
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+# versitygw builds in about 2 minutes, once.
+$(VERSITYGW):
+	GOBIN=$(LOCALBIN) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	mv $(LOCALBIN)/versitygw $@

@@ -24,6 +24,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -35,6 +36,9 @@ type flags struct {
 	publicURL      string
 	recordingDir   string
 	signingKeyFile string
+	recordingStore string // local | s3
+	s3             recording.S3Config
+	s3Insecure     bool
 	region         string
 	metricsAddr    string
 	probeAddr      string
@@ -57,6 +61,12 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.publicURL, "public-url", "", "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
 	flag.StringVar(&f.recordingDir, "recording-dir", "", "Directory for recordings (default /var/lib/switchboard/recordings; <dev-dir>/recordings with --dev).")
 	flag.StringVar(&f.signingKeyFile, "recording-signing-key-file", "", "File holding the key that signs recording links. Env SWITCHBOARD_RECORDING_SIGNING_KEY holds it directly.")
+	flag.StringVar(&f.recordingStore, "recording-store", "local", "Where recordings are kept: local (files in --recording-dir, links served by the REST API) or s3 (links are presigned S3 URLs; credentials from env AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).")
+	flag.StringVar(&f.s3.Endpoint, "s3-endpoint", "", "With --recording-store=s3: the S3 endpoint, host[:port] without scheme (e.g. s3.eu-west-1.amazonaws.com).")
+	flag.StringVar(&f.s3.Bucket, "s3-bucket", "", "With --recording-store=s3: the bucket holding recordings; it must exist.")
+	flag.StringVar(&f.s3.Region, "s3-region", recording.DefaultS3Region, "With --recording-store=s3: the bucket's region.")
+	flag.StringVar(&f.s3.Prefix, "s3-prefix", "", "With --recording-store=s3: a key prefix for the recordings in the bucket (e.g. switchboard/prod).")
+	flag.BoolVar(&f.s3Insecure, "s3-insecure", false, "With --recording-store=s3: plain http instead of https, for a local S3 gateway only.")
 	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Metrics address; 0 disables.")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
@@ -98,15 +108,21 @@ func main() {
 
 func run(ctx context.Context, f *flags, log logr.Logger) error {
 	f.applyDefaults()
+	s3, err := f.recordingS3()
+	if err != nil {
+		return err
+	}
 	cfg, stop, err := controlPlane(ctx, f, log)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	key, err := signingKey(f)
-	if err != nil {
-		return err
+	var key []byte // S3 links are signed with the S3 credentials
+	if s3 == nil {
+		if key, err = signingKey(f); err != nil {
+			return err
+		}
 	}
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.apiAddr)
 	if err != nil {
@@ -116,7 +132,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		return err
 	}
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		RecordingDir: f.recordingDir, RecordingSigningKey: key, SimTimings: f.timings,
+		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
@@ -124,6 +140,36 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// recordingS3 returns the S3 store's configuration with
+// --recording-store=s3, nil for local files. The credentials come from the
+// environment only (a Secret in a Deployment), never from flags, which show
+// in the process list.
+func (f *flags) recordingS3() (*recording.S3Config, error) {
+	switch f.recordingStore {
+	case "local":
+		if f.s3.Endpoint != "" || f.s3.Bucket != "" || f.s3.Prefix != "" || f.s3Insecure {
+			return nil, errors.New("--s3-endpoint, --s3-bucket, --s3-prefix and --s3-insecure need --recording-store=s3")
+		}
+		return nil, nil
+	case "s3":
+	default:
+		return nil, fmt.Errorf("--recording-store: want local or s3, got %q", f.recordingStore)
+	}
+	if f.s3.Endpoint == "" || f.s3.Bucket == "" {
+		return nil, errors.New("--recording-store=s3 needs --s3-endpoint and --s3-bucket")
+	}
+	cfg := f.s3
+	cfg.Secure = !f.s3Insecure
+	cfg.AccessKey, cfg.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return nil, errors.New("--recording-store=s3 needs the S3 credentials in the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	if f.s3Insecure {
+		ctrl.Log.Info("recordings go to S3 over plain http (--s3-insecure): local gateways only", "endpoint", cfg.Endpoint)
+	}
+	return &cfg, nil
 }
 
 // webhookOptions resolves the development-mode switch and the extra CAs.

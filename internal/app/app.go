@@ -49,6 +49,9 @@ type Options struct {
 	RecordingDir string
 	// RecordingSigningKey signs recording links (at least 32 bytes).
 	RecordingSigningKey []byte
+	// RecordingS3, if set, keeps recordings in S3 instead of RecordingDir;
+	// links are then presigned S3 URLs and the REST API serves no files.
+	RecordingS3 *recording.S3Config
 	// Carrier timings of the simulated carrier.
 	SimTimings sim.Timings
 	// DefaultRegion reads numbers sent without "+".
@@ -157,8 +160,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	store, err := recording.NewLocal(recording.LocalConfig{Dir: opts.RecordingDir, BaseURL: opts.PublicURL,
-		SigningKey: opts.RecordingSigningKey})
+	store, files, err := recordingStore(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
@@ -178,7 +180,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Client: mgr.GetClient(),
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
-		RecordingFiles: store.Handler(), DefaultRegion: opts.DefaultRegion,
+		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},
 		Log:      opts.Log.WithName("api")})
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
@@ -190,6 +192,24 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, err
 	}
 	return mgr, mgr.AddReadyzCheck("api", api.ready)
+}
+
+// recordingStore builds the S3 store when configured, else the local-files
+// store and the handler serving its links (nil for S3: links go to S3).
+func recordingStore(ctx context.Context, opts Options) (recording.Store, http.Handler, error) {
+	if opts.RecordingS3 != nil {
+		s, err := recording.NewS3(ctx, *opts.RecordingS3)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, nil, nil
+	}
+	l, err := recording.NewLocal(recording.LocalConfig{Dir: opts.RecordingDir, BaseURL: opts.PublicURL,
+		SigningKey: opts.RecordingSigningKey})
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, l.Handler(), nil
 }
 
 // cacheOptions keeps the informer caches lean: only API-key Secrets are
