@@ -3,7 +3,9 @@ package sip
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -38,11 +40,16 @@ type sipp struct {
 // scenario (-sn uas or -sf testdata/FILE.xml, -key ...).
 func startSipp(t *testing.T, transport string, args ...string) *sipp {
 	t.Helper()
+	return startSippOn(t, transport, freePort(t, transport), args...)
+}
+
+// startSippOn is startSipp on a given port.
+func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
+	t.Helper()
 	if _, err := exec.LookPath("sipp"); err != nil {
 		t.Fatalf("sipp is not on PATH: these tests need a real SIP callee; install it with "+
 			"`apt-get install -y sip-tester` (%v)", err)
 	}
-	port := freePort(t, transport)
 	mediaPort := freePort(t, "udp")
 	argv := []string{
 		"-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mp", strconv.Itoa(mediaPort),
@@ -448,6 +455,21 @@ func TestDigestAuth(t *testing.T) {
 			t.Errorf("result %+v: want 403 carrier_failure", res)
 		}
 	})
+}
+
+func TestProxyDigestAuth(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	port := freePort(t, "udp")
+	// RFC 2617 digest without qop, as the challenge offers none.
+	md5hex := func(s string) string { return fmt.Sprintf("%x", md5.Sum([]byte(s))) } //nolint:gosec // SIP digest is MD5
+	uri := fmt.Sprintf("sip:+14155550123@127.0.0.1:%d", port)
+	response := md5hex(md5hex("trunkuser:trunk.test:s3cret") + ":47ebe028cda119c35d4877b383027d28da013815:" + md5hex("INVITE:"+uri))
+	s := startSippOn(t, "udp", port, scenario(t, "auth_proxy.xml", "response", response)...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, Username: "trunkuser", Password: "s3cret"}, CallSpec{To: "+14155550123"})
+	s.wait(t)
+	if !res.Answered || res.Outcome.StatusCode != 200 || res.HangupBy != HangupByAgent {
+		t.Errorf("result %+v: want answered after the 407 challenge", res)
+	}
 }
 
 func TestPlaceRejectsBadInput(t *testing.T) {
