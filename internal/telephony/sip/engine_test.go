@@ -272,6 +272,97 @@ func TestRingTimeout(t *testing.T) {
 	}
 }
 
+// A 200 that crosses our CANCEL answered the call: we ACK and BYE it,
+// and it counts as answered (the callee did pick up).
+func TestAnswerCrossingCancel(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "answer_crossing_cancel.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, RingTimeout: 500 * time.Millisecond}, CallSpec{})
+	s.wait(t)
+	if !res.Answered || res.Outcome.StatusCode != 200 || !res.Outcome.RingTimeout || res.HangupBy != HangupByAgent {
+		t.Errorf("result %+v: want answered by a 200 after the ring timeout, hung up by us", res)
+	}
+	if got := res.Disposition(); got != telephony.Answered {
+		t.Errorf("disposition %q, want answered", got)
+	}
+}
+
+// Ending the context while ringing CANCELs the call; ending it while
+// connected hangs up. Place reports the context's error either way.
+func TestContextEnds(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	t.Run("ringing", func(t *testing.T) {
+		s := startSipp(t, "udp", scenario(t, "ring_forever.xml")...)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		s.wait(t) // sipp got the CANCEL
+		if res.Answered || res.Outcome.StatusCode != 487 {
+			t.Errorf("result %+v: want 487, not answered", res)
+		}
+	})
+	t.Run("connected", func(t *testing.T) {
+		s := startSipp(t, "udp", "-sn", "uas")
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123", Prompt: writeTone(t, 3*time.Second)})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		s.wait(t) // sipp got the BYE
+		if !res.Answered || res.HangupBy != HangupByAgent {
+			t.Errorf("result %+v: want answered, hung up by us", res)
+		}
+	})
+}
+
+// One engine places several calls at once.
+func TestConcurrentCalls(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	busy := startSipp(t, "udp", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")...)
+	answered := startSipp(t, "udp", "-sn", "uas")
+	overTCP := startSipp(t, "tcp", "-sn", "uas")
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	results := make([]Result, 3)
+	for i, tc := range []struct {
+		trunk Trunk
+		rec   string
+	}{
+		{Trunk{Address: "sip:" + busy.addr}, ""},
+		{Trunk{Address: "sip:" + answered.addr}, filepath.Join(dir, "1.wav")},
+		{Trunk{Address: "sip:" + overTCP.addr, Transport: "tcp"}, filepath.Join(dir, "2.wav")},
+	} {
+		wg.Go(func() {
+			res, err := e.Place(t.Context(), tc.trunk, CallSpec{From: "+14155550100", To: "+14155550123",
+				Prompt: writeTone(t, time.Second), RecordPath: tc.rec})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for _, s := range []*sipp{busy, answered, overTCP} {
+		s.wait(t)
+	}
+	if got := results[0].Disposition(); got != telephony.Busy {
+		t.Errorf("call 0: %q, want busy", got)
+	}
+	for i := 1; i < 3; i++ {
+		if !results[i].Answered || results[i].HangupBy != HangupByAgent {
+			t.Errorf("call %d: %+v, want answered, hung up by us", i, results[i])
+		}
+		left, _ := readRecording(t, filepath.Join(dir, strconv.Itoa(i)+".wav"))
+		if m := meanAbs(left[200 : sampleRate-200]); m < 4000 {
+			t.Errorf("call %d: left channel during the prompt: mean amplitude %.0f, want the tone", i, m)
+		}
+	}
+}
+
 func TestUnreachable(t *testing.T) {
 	e := newEngine(t, EngineConfig{NoResponseTimeout: 2 * time.Second})
 	for _, transport := range []string{"udp", "tcp"} {
