@@ -37,7 +37,7 @@ type sipp struct {
 
 // startSipp starts a sipp callee on a free loopback port for one call and
 // kills it when the test ends. transport is "udp" or "tcp"; args pick the
-// scenario (-sn uas or -sf testdata/FILE.xml, -key ...).
+// scenario (-sn uas, or the -sf of scenario(...)).
 func startSipp(t *testing.T, transport string, args ...string) *sipp {
 	t.Helper()
 	return startSippOn(t, transport, freePort(t, transport), args...)
@@ -305,7 +305,7 @@ func TestContextEnds(t *testing.T) {
 		}
 	})
 	t.Run("connected", func(t *testing.T) {
-		s := startSipp(t, "udp", "-sn", "uas")
+		s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123", Prompt: writeTone(t, 3*time.Second)})
@@ -323,8 +323,8 @@ func TestContextEnds(t *testing.T) {
 func TestConcurrentCalls(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	busy := startSipp(t, "udp", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")...)
-	answered := startSipp(t, "udp", "-sn", "uas")
-	overTCP := startSipp(t, "tcp", "-sn", "uas")
+	answered := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	overTCP := startSipp(t, "tcp", scenario(t, "uas.xml")...)
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	results := make([]Result, 3)
@@ -486,7 +486,7 @@ func TestAnsweredPlaysPromptAndRecords(t *testing.T) {
 
 func TestAnsweredWithoutPromptHangsUpAfterSilence(t *testing.T) {
 	e := newEngine(t, EngineConfig{SilenceHangup: 500 * time.Millisecond})
-	s := startSipp(t, "tcp", "-sn", "uas")
+	s := startSipp(t, "tcp", scenario(t, "uas.xml")...)
 	res := place(t, e, Trunk{Address: "sip:" + s.addr, Transport: "tcp"}, CallSpec{})
 	s.wait(t)
 	if !res.Answered || res.HangupBy != HangupByAgent {
@@ -517,7 +517,7 @@ func TestCalleeHangsUp(t *testing.T) {
 
 func TestMaxDuration(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
-	s := startSipp(t, "udp", "-sn", "uas")
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 5*time.Second), MaxDuration: 1500 * time.Millisecond})
 	s.wait(t)
 	if !res.Answered || res.HangupBy != HangupByMaxDuration {
