@@ -1,7 +1,9 @@
 package sip
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
-	"github.com/go-audio/audio"
 	"github.com/go-audio/wav"
 	"github.com/zaf/g711"
 )
@@ -44,7 +45,11 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		return errors.Join(err, e.hangup(d, res, HangupByAgent))
 	}
 
-	m := &callMedia{rec: newRecorder(res.AnsweredAt), stop: make(chan struct{})}
+	rec, err := newRecorder(c.RecordPath, res.AnsweredAt)
+	if err != nil {
+		return errors.Join(err, e.hangup(d, res, HangupByAgent))
+	}
+	m := &callMedia{rec: rec, stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.play(w, enc, prompt) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
@@ -63,10 +68,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
-	var recErr error
-	if c.RecordPath != "" {
-		recErr = m.rec.writeWAV(c.RecordPath)
-	}
+	recErr := m.rec.close()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
@@ -99,7 +101,7 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte, prompt []int16) 
 		if _, err := w.Write(enc(frame)); err != nil {
 			return // media closed: the call is over
 		}
-		m.rec.add(&m.rec.left, frame, now)
+		m.rec.add(agentChannel, frame, now)
 	}
 }
 
@@ -121,7 +123,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 			continue // telephone-event, comfort noise...
 		}
 		now := time.Now()
-		m.rec.add(&m.rec.right, pcm, now.Add(-time.Duration(len(pcm))*time.Second/sampleRate))
+		m.rec.add(calleeChannel, pcm, now.Add(-time.Duration(len(pcm))*time.Second/sampleRate))
 		if loud(pcm) {
 			m.lastVoiceAt.Store(now.UnixNano())
 		}
@@ -220,63 +222,133 @@ func abs(x int) int {
 	return x
 }
 
-// recorder keeps both directions of a call on one timeline starting at the
-// answer.
+// recorder writes both directions of a call, on one timeline starting at
+// the answer, to a stereo WAV file as the call goes: it keeps only the
+// last seconds in memory, so that late packets still land in place.
 type recorder struct {
-	mu          sync.Mutex
-	start       time.Time
+	mu    sync.Mutex
+	start time.Time
+	f     *os.File // nil: record nothing
+	w     *bufio.Writer
+	// base is the number of samples per channel already written; left and
+	// right hold the samples from base on.
+	base        int
 	left, right []int16
+	err         error // the first write error
 }
 
-func newRecorder(start time.Time) *recorder { return &recorder{start: start} }
+// Recording channels.
+const (
+	agentChannel = iota
+	calleeChannel
+)
+
+// flushAfter is how much audio a channel buffers before the recorder writes
+// all but the last second of it.
+const flushAfter = 3 * sampleRate
+
+// newRecorder creates the WAV file at path; an empty path records nothing.
+func newRecorder(path string, start time.Time) (*recorder, error) {
+	r := &recorder{start: start}
+	if path == "" {
+		return r, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("recording: %w", err)
+	}
+	r.f, r.w = f, bufio.NewWriterSize(f, 32<<10)
+	if _, err := r.w.Write(wavHeader(0)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("recording: %w", err)
+	}
+	return r, nil
+}
 
 // add puts pcm, which started playing at t, on a channel. A frame later
 // than the channel's end by more than two frames is preceded by silence;
 // frames never overlap.
-func (r *recorder) add(ch *[]int16, pcm []int16, t time.Time) {
+func (r *recorder) add(channel int, pcm []int16, t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pos := int(t.Sub(r.start) * sampleRate / time.Second)
-	if gap := pos - len(*ch); gap > 2*frameSamples {
-		*ch = append(*ch, make([]int16, gap)...)
+	buf := &r.left
+	if channel == calleeChannel {
+		buf = &r.right
 	}
-	*ch = append(*ch, pcm...)
+	pos := int(t.Sub(r.start)*sampleRate/time.Second) - r.base
+	if gap := pos - len(*buf); gap > 2*frameSamples {
+		*buf = append(*buf, make([]int16, gap)...)
+	}
+	*buf = append(*buf, pcm...)
+	if len(*buf) > flushAfter {
+		r.flushLocked(len(*buf) - sampleRate)
+	}
 }
 
-// writeWAV writes the stereo recording: left us, right the callee.
-func (r *recorder) writeWAV(path string) (err error) {
+// flushLocked writes the first n samples of both channels, padding the
+// shorter one with silence.
+func (r *recorder) flushLocked(n int) {
+	for _, buf := range []*[]int16{&r.left, &r.right} {
+		if len(*buf) < n {
+			*buf = append(*buf, make([]int16, n-len(*buf))...)
+		}
+	}
+	if r.w != nil && r.err == nil {
+		var frame [4]byte
+		for i := range n {
+			binary.LittleEndian.PutUint16(frame[0:], uint16(r.left[i]))  //nolint:gosec // intended reinterpretation
+			binary.LittleEndian.PutUint16(frame[2:], uint16(r.right[i])) //nolint:gosec // intended reinterpretation
+			if _, err := r.w.Write(frame[:]); err != nil {
+				r.err = err
+				break
+			}
+		}
+	}
+	r.left = append(r.left[:0], r.left[n:]...)
+	r.right = append(r.right[:0], r.right[n:]...)
+	r.base += n
+}
+
+// close writes what is left and completes the WAV header.
+func (r *recorder) close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := max(len(r.left), len(r.right))
-	data := make([]int, 2*n)
-	for i, s := range r.left {
-		data[2*i] = int(s)
+	r.flushLocked(max(len(r.left), len(r.right)))
+	if r.f == nil {
+		return nil
 	}
-	for i, s := range r.right {
-		data[2*i+1] = int(s)
+	err := r.err
+	if err == nil {
+		err = r.w.Flush()
 	}
-	f, err := os.Create(path)
+	if err == nil {
+		_, err = r.f.WriteAt(wavHeader(r.base), 0)
+	}
+	err = errors.Join(err, r.f.Close())
 	if err != nil {
 		return fmt.Errorf("recording: %w", err)
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("recording: %w", cerr)
-		}
-	}()
-	enc := wav.NewEncoder(f, sampleRate, 16, 2, 1)
-	buf := &audio.IntBuffer{
-		Format:         &audio.Format{NumChannels: 2, SampleRate: sampleRate},
-		Data:           data,
-		SourceBitDepth: 16,
-	}
-	if err := enc.Write(buf); err != nil {
-		return fmt.Errorf("recording: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("recording: %w", err)
-	}
 	return nil
+}
+
+// wavHeader is the canonical 44-byte header of a stereo 8 kHz 16-bit PCM
+// WAV file of n samples per channel.
+func wavHeader(n int) []byte {
+	const channels, bytesPerSample = 2, 2
+	dataSize := uint32(n * channels * bytesPerSample) //nolint:gosec // 4 GiB is 37 h of audio
+	h := make([]byte, 0, 44)
+	h = append(h, "RIFF"...)
+	h = binary.LittleEndian.AppendUint32(h, 36+dataSize)
+	h = append(h, "WAVEfmt "...)
+	h = binary.LittleEndian.AppendUint32(h, 16) // fmt chunk size
+	h = binary.LittleEndian.AppendUint16(h, 1)  // PCM
+	h = binary.LittleEndian.AppendUint16(h, channels)
+	h = binary.LittleEndian.AppendUint32(h, sampleRate)
+	h = binary.LittleEndian.AppendUint32(h, sampleRate*channels*bytesPerSample) // byte rate
+	h = binary.LittleEndian.AppendUint16(h, channels*bytesPerSample)            // block align
+	h = binary.LittleEndian.AppendUint16(h, 8*bytesPerSample)                   // bits per sample
+	h = append(h, "data"...)
+	return binary.LittleEndian.AppendUint32(h, dataSize)
 }
 
 // loadPrompt reads an 8 kHz mono 16-bit PCM WAV.
