@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -208,9 +209,9 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	defer func() { _ = d.Close() }()
 
-	res, answered := e.invite(ctx, d, t, c, recipient)
-	if !answered {
-		return res, ctx.Err()
+	res, up, err := e.invite(ctx, d, t, c, recipient)
+	if !up {
+		return res, cmp.Or(err, ctx.Err())
 	}
 	res.Answered = true
 	res.AnsweredAt = time.Now()
@@ -225,8 +226,8 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 }
 
 // invite sends the INVITE and waits for its final response, cancelling at
-// the ring timeout. It reports whether the call was answered.
-func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Trunk, c CallSpec, recipient sipmsg.Uri) (Result, bool) {
+// the ring timeout. It reports whether the call was answered and is up.
+func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Trunk, c CallSpec, recipient sipmsg.Uri) (Result, bool, error) {
 	inviteCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if t.RingTimeout > 0 {
@@ -272,25 +273,29 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	}
 	res.Outcome.RingTimeout = ringTimeout
 	if err == nil {
-		return res, true
+		return res, true, nil
 	}
 	if final != nil && final.IsSuccess() {
-		// A 200 crossed our CANCEL: the call is up, and we must ACK and BYE
-		// it. It counts as answered and ended at once.
 		now := time.Now()
 		res.Answered, res.AnsweredAt, res.EndedAt, res.HangupBy = true, now, now, HangupByAgent
+		if inviteCtx.Err() == nil {
+			// diago rejected the answer's SDP, then ACKed and BYEd it.
+			return res, false, fmt.Errorf("answered with unusable SDP: %w", err)
+		}
+		// The 200 crossed our CANCEL: the call is up, and we must ACK and
+		// BYE it. It counts as answered and ended at once.
 		ackCtx, cancelAck := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancelAck()
 		if d.DialogClientSession.Ack(ackCtx) == nil {
 			_ = e.bye(d)
 		}
-		return res, false
+		return res, false, nil
 	}
 	if final == nil && !ringTimeout {
 		e.cfg.Logger.Debug("INVITE failed without a final response", "error", err)
 		res.Outcome.TransportError = true
 	}
-	return res, false
+	return res, false, nil
 }
 
 // bye hangs up an established call.

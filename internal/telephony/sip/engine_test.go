@@ -163,13 +163,26 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // checks when it loads the scenario.)
 func scenario(t *testing.T, name string, kv ...string) []string {
 	t.Helper()
+	for i := 0; i+1 < len(kv); i += 2 {
+		kv[i] = "[" + kv[i] + "]"
+	}
+	return editedScenario(t, name, kv...)
+}
+
+// editedScenario returns sipp's -sf argument for testdata/name with each
+// old string of the old-new pairs replaced by the new one.
+func editedScenario(t *testing.T, name string, oldnew ...string) []string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for i := 0; i+1 < len(kv); i += 2 {
-		s = strings.ReplaceAll(s, "["+kv[i]+"]", kv[i+1])
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		if !strings.Contains(s, oldnew[i]) {
+			t.Fatalf("scenario %s has no %q", name, oldnew[i])
+		}
+		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
 	}
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
@@ -494,6 +507,44 @@ func TestAnsweredWithoutPromptHangsUpAfterSilence(t *testing.T) {
 	}
 	if d := res.EndedAt.Sub(res.AnsweredAt); d < 450*time.Millisecond || d > 2*time.Second {
 		t.Errorf("connected for %s, want about 0.5 s", d)
+	}
+}
+
+// A 183 Session Progress with SDP (early media, as carriers send for
+// ringback) before the 200 changes nothing.
+func TestEarlyMedia(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	sdp := "Content-Type: application/sdp\n      Content-Length: [len]\n\n" +
+		"      v=0\n      o=callee 1 1 IN IP[local_ip_type] [local_ip]\n      s=-\n" +
+		"      c=IN IP[media_ip_type] [media_ip]\n      t=0 0\n" +
+		"      m=audio [media_port] RTP/AVP 0\n      a=rtpmap:0 PCMU/8000\n"
+	s := startSipp(t, "udp", editedScenario(t, "uas.xml",
+		"SIP/2.0 180 Ringing", "SIP/2.0 183 Session Progress",
+		"Content-Length: 0\n\n    ]]>\n  </send>\n  <send retrans", sdp+"\n    ]]>\n  </send>\n  <send retrans")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	left, _ := readRecording(t, rec)
+	if m := meanAbs(left[200 : sampleRate-200]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone", m)
+	}
+}
+
+// A 200 whose SDP has no codec we speak: diago ACKs and BYEs it, and Place
+// says why.
+func TestAnswerWithoutCommonCodec(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", editedScenario(t, "uas.xml", "RTP/AVP 0\n      a=rtpmap:0 PCMU/8000", "RTP/AVP 18\n      a=rtpmap:18 G729/8000")...)
+	res, err := e.Place(t.Context(), Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+	s.wait(t) // sipp got ACK and BYE
+	if err == nil {
+		t.Error("Place succeeded, want an error about the SDP")
+	}
+	if !res.Answered || res.Outcome.StatusCode != 200 || res.EndedAt != res.AnsweredAt {
+		t.Errorf("result %+v: want answered and ended at once", res)
 	}
 }
 
