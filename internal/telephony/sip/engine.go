@@ -126,7 +126,12 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sip user agent: %w", err)
 	}
-	opts := []diago.DiagoOption{diago.WithLogger(cfg.Logger)}
+	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(cfg.Logger))
+	if err != nil {
+		_ = ua.Close()
+		return nil, fmt.Errorf("sip server: %w", err)
+	}
+	opts := []diago.DiagoOption{diago.WithLogger(cfg.Logger), diago.WithServer(srv)}
 	for _, tr := range []string{"udp", "tcp"} {
 		opts = append(opts, diago.WithTransport(diago.Transport{
 			ID:           tr,
@@ -136,6 +141,7 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		}))
 	}
 	dg := diago.NewDiago(ua, opts...)
+	srv.OnUpdate(func(req *sipmsg.Request, tx sipmsg.ServerTransaction) { answerUpdate(dg, req, tx) })
 	sctx, cancel := context.WithCancel(ctx)
 	err = dg.ServeBackground(sctx, func(d *diago.DialogServerSession) {
 		// We only place calls.
@@ -147,6 +153,24 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("sip listen on %s: %w", cfg.BindHost, err)
 	}
 	return &Engine{cfg: cfg, ua: ua, dg: dg, cancel: cancel}, nil
+}
+
+// answerUpdate answers an UPDATE (RFC 3311), which diago does not handle
+// (sipgo would answer 405, and carriers refreshing a session timer with
+// UPDATE end the call): 200 to a refresh of one of our calls without SDP,
+// 488 (the session stays as it is) to a new offer, and 481 outside our
+// calls.
+func answerUpdate(dg *diago.Diago, req *sipmsg.Request, tx sipmsg.ServerTransaction) {
+	status, reason := sipmsg.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist"
+	if id, err := sipmsg.DialogIDFromRequestUAC(req); err == nil {
+		if _, err := dg.DialogCacheClient().DialogLoad(context.Background(), id); err == nil {
+			status, reason = sipmsg.StatusOK, "OK"
+			if len(req.Body()) > 0 {
+				status, reason = sipmsg.StatusNotAcceptableHere, "Not Acceptable Here"
+			}
+		}
+	}
+	_ = tx.Respond(sipmsg.NewResponseFromRequest(req, status, reason, nil))
 }
 
 // Close stops the listeners. Calls in progress fail.

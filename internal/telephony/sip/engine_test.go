@@ -548,6 +548,26 @@ func TestAnswerWithoutCommonCodec(t *testing.T) {
 	}
 }
 
+// Carriers refresh long calls (RFC 4028 session timers) with UPDATE or
+// re-INVITE; the call and its audio go on.
+func TestSessionRefresh(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "session_refresh.xml")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 2*time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 2900*time.Millisecond {
+		t.Errorf("connected for %s, want about 3 s", d)
+	}
+	left, _ := readRecording(t, rec)
+	if m := meanAbs(left[200 : 2*sampleRate-200]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone", m)
+	}
+}
+
 func TestCalleeHangsUp(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1000")...)
