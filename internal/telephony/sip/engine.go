@@ -252,19 +252,28 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 // invite sends the INVITE and waits for its final response, cancelling at
 // the ring timeout. It reports whether the call was answered and is up.
 func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Trunk, c CallSpec, recipient sipmsg.Uri) (Result, bool, error) {
-	inviteCtx, cancel := context.WithCancelCause(ctx)
+	// CANCEL needs a provisional response to cancel (RFC 3261 9.1): until
+	// one came, the ring timeout and ctx give up on the INVITE instead (the
+	// far end was unreachable), rather than wait for one until Timer B.
+	// inviteCtx is not derived from ctx for that: its cause must be ours.
+	inviteCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
+	var responded atomic.Bool
+	giveUp := func(cause error) func() {
+		return func() {
+			if !responded.Load() {
+				cancel(sipgo.WaitAnswerForceCancelErr)
+			}
+			cancel(cause)
+		}
+	}
+	stop := context.AfterFunc(ctx, giveUp(context.Canceled))
+	defer stop()
 	if t.RingTimeout > 0 {
-		ring := time.AfterFunc(t.RingTimeout, func() { cancel(errRingTimeout) })
+		ring := time.AfterFunc(t.RingTimeout, giveUp(errRingTimeout))
 		defer ring.Stop()
 	}
-	var responded atomic.Bool
-	silent := time.AfterFunc(e.cfg.NoResponseTimeout, func() {
-		if !responded.Load() {
-			// Nothing to CANCEL: give up at once.
-			cancel(sipgo.WaitAnswerForceCancelErr)
-		}
-	})
+	silent := time.AfterFunc(e.cfg.NoResponseTimeout, giveUp(sipgo.WaitAnswerForceCancelErr))
 	defer silent.Stop()
 
 	headers := []sipmsg.Header{&sipmsg.FromHeader{

@@ -317,6 +317,22 @@ func TestContextEnds(t *testing.T) {
 			t.Errorf("result %+v: want 487, not answered", res)
 		}
 	})
+	t.Run("before any response", func(t *testing.T) {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t, "udp")))
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Place took %s, want it to return when the context ends", took)
+		}
+		if !res.Outcome.TransportError {
+			t.Errorf("outcome %+v: want a transport error", res.Outcome)
+		}
+	})
 	t.Run("connected", func(t *testing.T) {
 		s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
@@ -378,19 +394,28 @@ func TestConcurrentCalls(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	e := newEngine(t, EngineConfig{NoResponseTimeout: 2 * time.Second})
-	for _, transport := range []string{"udp", "tcp"} {
-		t.Run(transport, func(t *testing.T) {
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t, transport)))
+	for _, tc := range []struct {
+		name, transport string
+		ringTimeout     time.Duration
+		within          time.Duration
+	}{
+		{"udp", "udp", 20 * time.Second, 3 * time.Second},
+		{"tcp", "tcp", 20 * time.Second, time.Second},
+		// Nothing to CANCEL: the ring timeout gives up on the INVITE.
+		{"udp ring timeout first", "udp", time.Second, 1800 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t, tc.transport)))
 			start := time.Now()
-			res := place(t, e, Trunk{Address: "sip:" + addr, Transport: transport, RingTimeout: 20 * time.Second}, CallSpec{})
+			res := place(t, e, Trunk{Address: "sip:" + addr, Transport: tc.transport, RingTimeout: tc.ringTimeout}, CallSpec{})
 			if !res.Outcome.TransportError || res.Answered {
 				t.Errorf("outcome %+v: want a transport error", res.Outcome)
 			}
 			if got := res.Disposition(); got != telephony.Unreachable {
 				t.Errorf("disposition %q, want unreachable", got)
 			}
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %s, want at most about the 2 s no-response timeout", took)
+			if took := time.Since(start); took > tc.within {
+				t.Errorf("took %s, want at most %s", took, tc.within)
 			}
 		})
 	}
