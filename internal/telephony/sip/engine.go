@@ -92,8 +92,24 @@ type EngineConfig struct {
 	SilenceHangup time.Duration
 }
 
-// Engine places calls over SIP trunks. One SIP user agent (UDP and TCP
-// listeners on ephemeral ports of BindHost) serves all calls.
+// Engine places calls over SIP trunks. One SIP user agent (sipgo, with
+// diago for dialogs and media; UDP and TCP listeners on ephemeral ports of
+// BindHost) serves all calls, concurrently.
+//
+// A call goes out as INVITE sip:<To>@<trunk host:port> with From
+// <sip:From@trunk host>, offering PCMU, PCMA and telephone-event.
+// Digest challenges (401 and 407) are answered with the trunk's
+// credentials. Until any response comes, the ring timeout, the context or
+// NoResponseTimeout abandon the INVITE (unreachable); after a provisional
+// response, the ring timeout sends CANCEL (no_answer on the 487). A 200
+// that crosses the CANCEL is ACKed and BYEd and counts as answered.
+//
+// Once answered, the engine sends the prompt and then silence as 20 ms
+// G.711 frames, records both directions on one timeline, and hangs up
+// when SilenceHangup passed after the prompt ended and after the callee
+// last spoke (a 20 ms frame with a mean absolute amplitude of 256 or
+// more), at MaxDuration, or when ctx ends; or it reports the callee's BYE.
+// In-dialog re-INVITEs are handled by diago, UPDATEs by the engine.
 type Engine struct {
 	cfg    EngineConfig
 	ua     *sipgo.UserAgent
