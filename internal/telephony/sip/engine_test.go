@@ -593,6 +593,40 @@ func TestSessionRefresh(t *testing.T) {
 	}
 }
 
+// sipp echoes our RTP back (-rtp_echo): the echo lands on the right
+// channel at the time the prompt is on the left.
+func TestRecordingChannelsAligned(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", append(scenario(t, "uas.xml"), "-rtp_echo")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	left, right := readRecording(t, rec)
+	onset := func(pcm []int) int {
+		for i, v := range pcm {
+			if v > 1000 || v < -1000 {
+				return i
+			}
+		}
+		return -1
+	}
+	l, r := onset(left), onset(right)
+	if l < 0 || r < 0 {
+		t.Fatalf("tone onset: left %d, right %d: want the tone on both", l, r)
+	}
+	lag := r - l
+	t.Logf("the echo lags the prompt by %d samples", lag)
+	if lag < 0 || lag > sampleRate/10 {
+		t.Errorf("the echo starts %d samples after the prompt, want 0 to 100 ms (800)", lag)
+	}
+	if m := meanAbs(right[r : r+sampleRate-400]); m < 4000 {
+		t.Errorf("right channel during the echo: mean amplitude %.0f, want the tone", m)
+	}
+}
+
 func TestCalleeHangsUp(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1000")...)
