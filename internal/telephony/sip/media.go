@@ -99,7 +99,10 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte, prompt []int16) 
 		}
 		now := time.Now()
 		if _, err := w.Write(enc(frame)); err != nil {
-			return // media closed: the call is over
+			// The media closed (the call is over) or broke: either way
+			// nothing more is played, and the silence rule may end the call.
+			m.promptDoneAt.CompareAndSwap(0, time.Now().UnixNano())
+			return
 		}
 		m.rec.add(agentChannel, frame, now)
 	}
