@@ -243,6 +243,19 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		}
 	}
 
+	// Create the recording before dialing: a call answered only to be hung
+	// up at once because its recording cannot be written is a ghost call.
+	rec, err := newRecorder(c.RecordPath)
+	if err != nil {
+		return Result{}, err
+	}
+	recording := false // converse owns the recording
+	defer func() {
+		if !recording {
+			rec.discard()
+		}
+	}()
+
 	d, err := e.dg.NewDialog(recipient, diago.NewDialogOptions{TransportID: transport})
 	if err != nil {
 		return Result{}, fmt.Errorf("new dialog: %w", err)
@@ -261,7 +274,9 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		res.HangupBy = HangupByAgent
 		return res, errors.Join(fmt.Errorf("ack: %w", err), e.bye(d))
 	}
-	cerr := e.converse(ctx, d, c, prompt, &res)
+	recording = true
+	rec.start = res.AnsweredAt
+	cerr := e.converse(ctx, d, prompt, rec, c.MaxDuration, &res)
 	return res, cerr
 }
 

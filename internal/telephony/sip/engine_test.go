@@ -260,10 +260,14 @@ func TestRejected(t *testing.T) {
 func TestRejectedOverTCP(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "tcp", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")...)
-	res := place(t, e, Trunk{Address: "sip:" + s.addr, Transport: "tcp"}, CallSpec{})
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, Transport: "tcp"}, CallSpec{RecordPath: rec})
 	s.wait(t)
 	if got := res.Disposition(); got != telephony.Busy || res.Outcome.StatusCode != 486 {
 		t.Errorf("result %+v: want 486 busy", res)
+	}
+	if _, err := os.Stat(rec); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a call that was not answered left a recording (%v)", err)
 	}
 }
 
@@ -693,6 +697,22 @@ func TestProxyDigestAuth(t *testing.T) {
 	}
 }
 
+// stereoWAV writes a short stereo 8 kHz WAV.
+func stereoWAV(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stereo.wav")
+	r, err := newRecorder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.start = time.Now()
+	r.add(agentChannel, make([]int16, frameSamples), time.Now())
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestPlaceRejectsBadInput(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	for _, tc := range []struct {
@@ -704,6 +724,9 @@ func TestPlaceRejectsBadInput(t *testing.T) {
 		{"bad transport", Trunk{Address: "sip:127.0.0.1:5060", Transport: "sctp"}, CallSpec{To: "+14155550123"}},
 		{"no number", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{}},
 		{"missing prompt", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: "/nonexistent.wav"}},
+		{"prompt not a WAV", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: "engine.go"}},
+		{"recording not writable", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", RecordPath: "/nonexistent/dir/call.wav"}},
+		{"stereo prompt", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: stereoWAV(t)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := e.Place(t.Context(), tc.trunk, tc.call); err == nil {

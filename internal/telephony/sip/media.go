@@ -28,33 +28,30 @@ const (
 )
 
 // converse runs the media of an answered call until someone hangs up:
-// it plays the prompt, records both directions and hangs up after the
-// prompt and SilenceHangup of silence, at MaxDuration, or when ctx ends.
-func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, prompt []int16, res *Result) error {
+// it plays the prompt, records both directions into rec (which it closes)
+// and hangs up after the prompt and SilenceHangup of silence, at
+// maxDuration, or when ctx ends.
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, prompt []int16, rec *recorder, maxDuration time.Duration, res *Result) error {
 	var wprops diago.MediaProps
 	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
 	if err != nil {
-		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent))
+		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent), rec.close())
 	}
 	r, err := d.AudioReader()
 	if err != nil {
-		return errors.Join(fmt.Errorf("audio reader: %w", err), e.hangup(d, res, HangupByAgent))
+		return errors.Join(fmt.Errorf("audio reader: %w", err), e.hangup(d, res, HangupByAgent), rec.close())
 	}
 	enc, err := encoder(wprops.Codec)
 	if err != nil {
-		return errors.Join(err, e.hangup(d, res, HangupByAgent))
+		return errors.Join(err, e.hangup(d, res, HangupByAgent), rec.close())
 	}
 
-	rec, err := newRecorder(c.RecordPath, res.AnsweredAt)
-	if err != nil {
-		return errors.Join(err, e.hangup(d, res, HangupByAgent))
-	}
 	m := &callMedia{rec: rec, stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.play(w, enc, prompt) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
-	hangupBy, ctxErr := e.waitHangup(ctx, d, c, m, res.AnsweredAt)
+	hangupBy, ctxErr := e.waitHangup(ctx, d, maxDuration, m, res.AnsweredAt)
 	close(m.stop)
 	var byeErr error
 	if hangupBy == HangupByCallee {
@@ -135,10 +132,10 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 
 // waitHangup waits until the call must end and says who ends it; ctxErr is
 // set when ctx ended it.
-func (e *Engine) waitHangup(ctx context.Context, d *diago.DialogClientSession, c CallSpec, m *callMedia, answeredAt time.Time) (hangupBy string, ctxErr error) {
+func (e *Engine) waitHangup(ctx context.Context, d *diago.DialogClientSession, maxDuration time.Duration, m *callMedia, answeredAt time.Time) (hangupBy string, ctxErr error) {
 	var maxC <-chan time.Time
-	if c.MaxDuration > 0 {
-		tm := time.NewTimer(c.MaxDuration - time.Since(answeredAt))
+	if maxDuration > 0 {
+		tm := time.NewTimer(maxDuration - time.Since(answeredAt))
 		defer tm.Stop()
 		maxC = tm.C
 	}
@@ -251,8 +248,9 @@ const (
 const flushAfter = 3 * sampleRate
 
 // newRecorder creates the WAV file at path; an empty path records nothing.
-func newRecorder(path string, start time.Time) (*recorder, error) {
-	r := &recorder{start: start}
+// Set start before the first add.
+func newRecorder(path string) (*recorder, error) {
+	r := &recorder{}
 	if path == "" {
 		return r, nil
 	}
@@ -332,6 +330,14 @@ func (r *recorder) close() error {
 		return fmt.Errorf("recording: %w", err)
 	}
 	return nil
+}
+
+// discard closes and removes the file of a recording that never started.
+func (r *recorder) discard() {
+	if r.f != nil {
+		_ = r.f.Close()
+		_ = os.Remove(r.f.Name())
+	}
 }
 
 // wavHeader is the canonical 44-byte header of a stereo 8 kHz 16-bit PCM

@@ -13,10 +13,11 @@ import (
 func TestRecorderTimeline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.wav")
 	start := time.Unix(1000, 0)
-	r, err := newRecorder(path, start)
+	r, err := newRecorder(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.start = start
 	frame := func(v int16) []int16 { return slices.Repeat([]int16{v}, frameSamples) }
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	for ms := 0; ms < 6000; ms += 20 {
@@ -57,10 +58,11 @@ func TestRecorderTimeline(t *testing.T) {
 }
 
 func TestRecorderWithoutPath(t *testing.T) {
-	r, err := newRecorder("", time.Now())
+	r, err := newRecorder("")
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.start = time.Now()
 	for i := range 500 {
 		r.add(agentChannel, make([]int16, frameSamples), time.Now().Add(time.Duration(i)*20*time.Millisecond))
 	}
