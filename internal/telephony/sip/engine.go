@@ -19,9 +19,10 @@ import (
 
 // Trunk is the SIP trunk a call goes out on.
 type Trunk struct {
-	// Address is the trunk's SIP URI, sip:host[:port].
+	// Address is the trunk's SIP URI, sip:host[:port][;transport=tcp].
 	Address string
-	// Transport is "udp" (the default) or "tcp".
+	// Transport is "udp" or "tcp"; when empty, the transport parameter of
+	// Address, else udp.
 	Transport string
 	// Username and Password answer 401 and 407 digest challenges.
 	Username, Password string
@@ -207,6 +208,10 @@ func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 		return sipmsg.Uri{}, "", fmt.Errorf("trunk address %q is not a sip:host[:port] URI", t.Address)
 	}
 	transport := strings.ToLower(t.Transport)
+	if transport == "" && u.UriParams != nil {
+		transport, _ = u.UriParams.Get("transport")
+		transport = strings.ToLower(transport)
+	}
 	switch transport {
 	case "":
 		transport = "udp"
