@@ -217,7 +217,7 @@ func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 		transport = "udp"
 	case "udp", "tcp":
 	default:
-		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp or tcp", t.Transport)
+		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp or tcp", transport)
 	}
 	if number == "" {
 		return sipmsg.Uri{}, "", errors.New("no number to call")
