@@ -1,0 +1,772 @@
+package sip
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-audio/audio"
+	"github.com/go-audio/wav"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// These tests place real calls over loopback to sipp (Debian package
+// sip-tester) playing the callee.
+
+// sipp is one running sipp callee.
+type sipp struct {
+	addr string // host:port it listens on
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{}
+	err  error // exit status, once done is closed
+}
+
+// startSipp starts a sipp callee on a free loopback port for one call and
+// kills it when the test ends. transport is "udp" or "tcp"; args pick the
+// scenario (-sn uas, or the -sf of scenario(...)).
+func startSipp(t *testing.T, transport string, args ...string) *sipp {
+	t.Helper()
+	return startSippOn(t, transport, freePort(t, transport), args...)
+}
+
+// startSippOn is startSipp on a given port.
+func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
+	t.Helper()
+	if _, err := exec.LookPath("sipp"); err != nil {
+		t.Fatalf("sipp is not on PATH: these tests need a real SIP callee; install it with "+
+			"`apt-get install -y sip-tester` (%v)", err)
+	}
+	mediaPort := freePort(t, "udp")
+	argv := []string{
+		"-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mp", strconv.Itoa(mediaPort),
+		"-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error",
+	}
+	if transport == "tcp" {
+		argv = append(argv, "-t", "t1")
+	}
+	argv = append(argv, args...)
+	s := &sipp{
+		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		out:  &bytes.Buffer{},
+		done: make(chan struct{}),
+	}
+	s.cmd = exec.Command("sipp", argv...)
+	s.cmd.Dir = t.TempDir() // sipp writes logs to the working directory
+	s.cmd.Stdout = &lockedWriter{w: s.out}
+	s.cmd.Stderr = s.cmd.Stdout
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start sipp: %v", err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		if t.Failed() {
+			t.Logf("sipp %v:\n%s", argv, s.out.String())
+		}
+	})
+	waitListening(t, s, transport, port)
+	return s
+}
+
+// wait waits for sipp to end and fails the test if its call failed.
+func (s *sipp) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("sipp did not finish its call")
+	}
+	if s.err != nil {
+		t.Fatalf("sipp's call failed: %v", s.err)
+	}
+}
+
+// waitListening waits until sipp holds its port.
+func waitListening(t *testing.T, s *sipp, transport string, port int) {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			t.Fatalf("sipp exited early: %v\n%s", s.err, s.out.String())
+		default:
+		}
+		if transport == "tcp" {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				_ = c.Close()
+				return
+			}
+		} else {
+			c, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				return // sipp has it
+			}
+			_ = c.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("sipp is not listening on %s/%s", transport, addr)
+}
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T, transport string) int {
+	t.Helper()
+	if transport == "tcp" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// scenario returns sipp's -sf argument for testdata/name with each
+// [key] of the key-value pairs kv replaced by its value. (sipp's own -key
+// substitution comes too late for a response's status code, which it
+// checks when it loads the scenario.)
+func scenario(t *testing.T, name string, kv ...string) []string {
+	t.Helper()
+	for i := 0; i+1 < len(kv); i += 2 {
+		kv[i] = "[" + kv[i] + "]"
+	}
+	return editedScenario(t, name, kv...)
+}
+
+// editedScenario returns sipp's -sf argument for testdata/name with each
+// old string of the old-new pairs replaced by the new one.
+func editedScenario(t *testing.T, name string, oldnew ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		if !strings.Contains(s, oldnew[i]) {
+			t.Fatalf("scenario %s has no %q", name, oldnew[i])
+		}
+		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"-sf", path}
+}
+
+func newEngine(t *testing.T, cfg EngineConfig) *Engine {
+	t.Helper()
+	e, err := NewEngine(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// place places a call through e to the trunk at addr and fails the test on
+// an error.
+func place(t *testing.T, e *Engine, trunk Trunk, c CallSpec) Result {
+	t.Helper()
+	if c.From == "" {
+		c.From = "+14155550100"
+	}
+	if c.To == "" {
+		c.To = "+14155550123"
+	}
+	if c.MaxDuration == 0 {
+		c.MaxDuration = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := e.Place(ctx, trunk, c)
+	t.Logf("Place took %s: %+v", time.Since(start).Round(time.Millisecond), res)
+	if err != nil {
+		t.Fatalf("Place: %v (result %+v)", err, res)
+	}
+	return res
+}
+
+func TestRejected(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+		want   telephony.Disposition
+	}{
+		{"busy 486", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here"), 486, telephony.Busy},
+		{"480", scenario(t, "reject.xml", "status", "480", "reason", "Temporarily Unavailable"), 480, telephony.NoAnswer},
+		{"603", scenario(t, "reject.xml", "status", "603", "reason", "Decline"), 603, telephony.Rejected},
+		{"404", scenario(t, "reject.xml", "status", "404", "reason", "Not Found"), 404, telephony.InvalidNumber},
+		{"503 without Reason", scenario(t, "reject.xml", "status", "503", "reason", "Service Unavailable"), 503, telephony.CarrierFailure},
+		{"486 with Q.850 cause 17", scenario(t, "reject_reason.xml", "status", "486", "reason", "Busy Here", "cause", "17"), 486, telephony.Busy},
+		{"603 with Q.850 cause 21", scenario(t, "reject_reason.xml", "status", "603", "reason", "Decline", "cause", "21"), 603, telephony.Rejected},
+		// The cause wins over the status.
+		{"503 with Q.850 cause 17", scenario(t, "reject_reason.xml", "status", "503", "reason", "Service Unavailable", "cause", "17"), 503, telephony.Busy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSipp(t, "udp", tc.args...)
+			res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{})
+			s.wait(t)
+			if res.Answered || res.Outcome.StatusCode != tc.status {
+				t.Errorf("result %+v: want status %d, not answered", res, tc.status)
+			}
+			if got := res.Disposition(); got != tc.want {
+				t.Errorf("disposition %q, want %q (outcome %+v)", got, tc.want, res.Outcome)
+			}
+		})
+	}
+}
+
+func TestRejectedOverTCP(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "tcp", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, Transport: "tcp"}, CallSpec{RecordPath: rec})
+	s.wait(t)
+	if got := res.Disposition(); got != telephony.Busy || res.Outcome.StatusCode != 486 {
+		t.Errorf("result %+v: want 486 busy", res)
+	}
+	if _, err := os.Stat(rec); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a call that was not answered left a recording (%v)", err)
+	}
+}
+
+func TestRingTimeout(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "ring_forever.xml")...)
+	start := time.Now()
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, RingTimeout: 1500 * time.Millisecond}, CallSpec{})
+	took := time.Since(start)
+	s.wait(t)
+	if !res.Outcome.RingTimeout || res.Outcome.StatusCode != 487 || res.Answered {
+		t.Errorf("outcome %+v: want ring timeout with 487, not answered", res.Outcome)
+	}
+	if got := res.Disposition(); got != telephony.NoAnswer {
+		t.Errorf("disposition %q, want no_answer", got)
+	}
+	if took < 1500*time.Millisecond || took > 5*time.Second {
+		t.Errorf("call took %s, want about the 1.5 s ring timeout", took)
+	}
+}
+
+// A 200 that crosses our CANCEL answered the call: we ACK and BYE it,
+// and it counts as answered (the callee did pick up).
+func TestAnswerCrossingCancel(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "answer_crossing_cancel.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, RingTimeout: 500 * time.Millisecond}, CallSpec{})
+	s.wait(t)
+	if !res.Answered || res.Outcome.StatusCode != 200 || !res.Outcome.RingTimeout || res.HangupBy != HangupByAgent {
+		t.Errorf("result %+v: want answered by a 200 after the ring timeout, hung up by us", res)
+	}
+	if got := res.Disposition(); got != telephony.Answered {
+		t.Errorf("disposition %q, want answered", got)
+	}
+}
+
+// Ending the context while ringing CANCELs the call; ending it while
+// connected hangs up. Place reports the context's error either way.
+func TestContextEnds(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	t.Run("ringing", func(t *testing.T) {
+		s := startSipp(t, "udp", scenario(t, "ring_forever.xml")...)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		s.wait(t) // sipp got the CANCEL
+		if res.Answered || res.Outcome.StatusCode != 487 {
+			t.Errorf("result %+v: want 487, not answered", res)
+		}
+	})
+	t.Run("before any response", func(t *testing.T) {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t, "udp")))
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Place took %s, want it to return when the context ends", took)
+		}
+		if !res.Outcome.TransportError {
+			t.Errorf("outcome %+v: want a transport error", res.Outcome)
+		}
+	})
+	t.Run("connected", func(t *testing.T) {
+		s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123", Prompt: writeTone(t, 3*time.Second)})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Place: %v, want the context's deadline", err)
+		}
+		s.wait(t) // sipp got the BYE
+		if !res.Answered || res.HangupBy != HangupByAgent {
+			t.Errorf("result %+v: want answered, hung up by us", res)
+		}
+	})
+}
+
+// One engine places several calls at once.
+func TestConcurrentCalls(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	busy := startSipp(t, "udp", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")...)
+	answered := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	overTCP := startSipp(t, "tcp", scenario(t, "uas.xml")...)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	results := make([]Result, 3)
+	for i, tc := range []struct {
+		trunk Trunk
+		rec   string
+	}{
+		{Trunk{Address: "sip:" + busy.addr}, ""},
+		{Trunk{Address: "sip:" + answered.addr}, filepath.Join(dir, "1.wav")},
+		{Trunk{Address: "sip:" + overTCP.addr, Transport: "tcp"}, filepath.Join(dir, "2.wav")},
+	} {
+		wg.Go(func() {
+			res, err := e.Place(t.Context(), tc.trunk, CallSpec{From: "+14155550100", To: "+14155550123",
+				Prompt: writeTone(t, time.Second), RecordPath: tc.rec})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for _, s := range []*sipp{busy, answered, overTCP} {
+		s.wait(t)
+	}
+	if got := results[0].Disposition(); got != telephony.Busy {
+		t.Errorf("call 0: %q, want busy", got)
+	}
+	for i := 1; i < 3; i++ {
+		if !results[i].Answered || results[i].HangupBy != HangupByAgent {
+			t.Errorf("call %d: %+v, want answered, hung up by us", i, results[i])
+		}
+		left, _ := readRecording(t, filepath.Join(dir, strconv.Itoa(i)+".wav"))
+		if m := meanAbs(left[200 : sampleRate-200]); m < 4000 {
+			t.Errorf("call %d: left channel during the prompt: mean amplitude %.0f, want the tone", i, m)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	e := newEngine(t, EngineConfig{NoResponseTimeout: 2 * time.Second})
+	for _, tc := range []struct {
+		name, transport string
+		ringTimeout     time.Duration
+		within          time.Duration
+	}{
+		{"udp", "udp", 20 * time.Second, 3 * time.Second},
+		{"tcp", "tcp", 20 * time.Second, time.Second},
+		// Nothing to CANCEL: the ring timeout gives up on the INVITE.
+		{"udp ring timeout first", "udp", time.Second, 1800 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t, tc.transport)))
+			start := time.Now()
+			res := place(t, e, Trunk{Address: "sip:" + addr, Transport: tc.transport, RingTimeout: tc.ringTimeout}, CallSpec{})
+			if !res.Outcome.TransportError || res.Answered {
+				t.Errorf("outcome %+v: want a transport error", res.Outcome)
+			}
+			if got := res.Disposition(); got != telephony.Unreachable {
+				t.Errorf("disposition %q, want unreachable", got)
+			}
+			if took := time.Since(start); took > tc.within {
+				t.Errorf("took %s, want at most %s", took, tc.within)
+			}
+		})
+	}
+}
+
+// writeTone writes an 8 kHz mono 16-bit WAV of a 440 Hz tone.
+func writeTone(t *testing.T, d time.Duration) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prompt.wav")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(d.Seconds() * sampleRate)
+	data := make([]int, n)
+	for i := range data {
+		data[i] = int(8000 * math.Sin(2*math.Pi*440*float64(i)/sampleRate))
+	}
+	enc := wav.NewEncoder(f, sampleRate, 16, 1, 1)
+	if err := enc.Write(&audio.IntBuffer{Format: &audio.Format{NumChannels: 1, SampleRate: sampleRate}, Data: data, SourceBitDepth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// readRecording reads a stereo recording into its two channels.
+func readRecording(t *testing.T, path string) (left, right []int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	dec := wav.NewDecoder(f)
+	if !dec.IsValidFile() {
+		t.Fatalf("%s is not a WAV file", path)
+	}
+	if dec.NumChans != 2 || dec.SampleRate != 8000 || dec.BitDepth != 16 {
+		t.Fatalf("recording is %d channels, %d Hz, %d bits: want 2, 8000, 16", dec.NumChans, dec.SampleRate, dec.BitDepth)
+	}
+	buf, err := dec.FullPCMBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(buf.Data); i += 2 {
+		left = append(left, buf.Data[i])
+		right = append(right, buf.Data[i+1])
+	}
+	return left, right
+}
+
+// meanAbs is the mean absolute amplitude of pcm.
+func meanAbs(pcm []int) float64 {
+	if len(pcm) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, s := range pcm {
+		sum += math.Abs(float64(s))
+	}
+	return sum / float64(len(pcm))
+}
+
+func TestAnsweredPlaysPromptAndRecords(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", "-sn", "uas")
+	prompt := writeTone(t, 2*time.Second)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{CallID: "call-1", Prompt: prompt, RecordPath: rec})
+	s.wait(t)
+
+	if !res.Answered || res.Outcome.StatusCode != 200 || res.Disposition() != telephony.Answered {
+		t.Fatalf("result %+v: want answered", res)
+	}
+	if res.HangupBy != HangupByAgent {
+		t.Errorf("hangup by %q, want agent", res.HangupBy)
+	}
+	// Prompt (2 s), then 1 s of silence.
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 2900*time.Millisecond || d > 4500*time.Millisecond {
+		t.Errorf("connected for %s, want about 3 s", d)
+	}
+
+	left, right := readRecording(t, rec)
+	if len(left) < 2*sampleRate {
+		t.Fatalf("recording has %d samples, want at least the 2 s prompt", len(left))
+	}
+	// The tone (amplitude 8000: mean absolute ~5100) is on the left during
+	// the first two seconds, silence after it and on the right (sipp's uas
+	// sends no audio).
+	if m := meanAbs(left[200 : 2*sampleRate-200]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone (~5100)", m)
+	}
+	if m := meanAbs(left[2*sampleRate+400:]); m > 50 {
+		t.Errorf("left channel after the prompt: mean amplitude %.0f, want silence", m)
+	}
+	if m := meanAbs(right); m > 50 {
+		t.Errorf("right channel: mean amplitude %.0f, want silence", m)
+	}
+}
+
+func TestAnsweredWithoutPromptHangsUpAfterSilence(t *testing.T) {
+	e := newEngine(t, EngineConfig{SilenceHangup: 500 * time.Millisecond})
+	s := startSipp(t, "tcp", scenario(t, "uas.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, Transport: "tcp"}, CallSpec{})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 450*time.Millisecond || d > 2*time.Second {
+		t.Errorf("connected for %s, want about 0.5 s", d)
+	}
+}
+
+// A 183 Session Progress with SDP (early media, as carriers send for
+// ringback) before the 200 changes nothing.
+func TestEarlyMedia(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	sdp := "Content-Type: application/sdp\n      Content-Length: [len]\n\n" +
+		"      v=0\n      o=callee 1 1 IN IP[local_ip_type] [local_ip]\n      s=-\n" +
+		"      c=IN IP[media_ip_type] [media_ip]\n      t=0 0\n" +
+		"      m=audio [media_port] RTP/AVP 0\n      a=rtpmap:0 PCMU/8000\n"
+	s := startSipp(t, "udp", editedScenario(t, "uas.xml",
+		"SIP/2.0 180 Ringing", "SIP/2.0 183 Session Progress",
+		"Content-Length: 0\n\n    ]]>\n  </send>\n  <send retrans", sdp+"\n    ]]>\n  </send>\n  <send retrans")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	left, _ := readRecording(t, rec)
+	if m := meanAbs(left[200 : sampleRate-200]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone", m)
+	}
+}
+
+// A 200 whose SDP has no codec we speak: diago ACKs and BYEs it, and Place
+// says why.
+func TestAnswerWithoutCommonCodec(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", editedScenario(t, "uas.xml", "RTP/AVP 0\n      a=rtpmap:0 PCMU/8000", "RTP/AVP 18\n      a=rtpmap:18 G729/8000")...)
+	res, err := e.Place(t.Context(), Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123"})
+	s.wait(t) // sipp got ACK and BYE
+	if err == nil {
+		t.Error("Place succeeded, want an error about the SDP")
+	}
+	if !res.Answered || res.Outcome.StatusCode != 200 || res.EndedAt != res.AnsweredAt {
+		t.Errorf("result %+v: want answered and ended at once", res)
+	}
+}
+
+// Carriers refresh long calls (RFC 4028 session timers) with UPDATE or
+// re-INVITE; the call and its audio go on.
+func TestSessionRefresh(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "session_refresh.xml")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 2*time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 2900*time.Millisecond {
+		t.Errorf("connected for %s, want about 3 s", d)
+	}
+	left, _ := readRecording(t, rec)
+	if m := meanAbs(left[200 : 2*sampleRate-200]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone", m)
+	}
+}
+
+// sipp echoes our RTP back (-rtp_echo): the echo lands on the right
+// channel at the time the prompt is on the left.
+func TestRecordingChannelsAligned(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", append(scenario(t, "uas.xml"), "-rtp_echo")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, hung up by us", res)
+	}
+	left, right := readRecording(t, rec)
+	onset := func(pcm []int) int {
+		for i, v := range pcm {
+			if v > 1000 || v < -1000 {
+				return i
+			}
+		}
+		return -1
+	}
+	l, r := onset(left), onset(right)
+	if l < 0 || r < 0 {
+		t.Fatalf("tone onset: left %d, right %d: want the tone on both", l, r)
+	}
+	lag := r - l
+	t.Logf("the echo lags the prompt by %d samples", lag)
+	if lag < 0 || lag > sampleRate/10 {
+		t.Errorf("the echo starts %d samples after the prompt, want 0 to 100 ms (800)", lag)
+	}
+	if m := meanAbs(right[r : r+sampleRate-400]); m < 4000 {
+		t.Errorf("right channel during the echo: mean amplitude %.0f, want the tone", m)
+	}
+}
+
+func TestCalleeHangsUp(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1000")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 5*time.Second), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByCallee {
+		t.Fatalf("result %+v: want answered, callee hangup", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 900*time.Millisecond || d > 3*time.Second {
+		t.Errorf("connected for %s, want about 1 s", d)
+	}
+	left, _ := readRecording(t, rec)
+	if n := len(left); n < sampleRate*8/10 || n > 3*sampleRate {
+		t.Errorf("recording has %d samples, want about 1 s", n)
+	}
+}
+
+func TestMaxDuration(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 5*time.Second), MaxDuration: 1500 * time.Millisecond})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByMaxDuration {
+		t.Fatalf("result %+v: want answered, max_duration hangup", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 1400*time.Millisecond || d > 2500*time.Millisecond {
+		t.Errorf("connected for %s, want about 1.5 s", d)
+	}
+}
+
+func TestDigestAuth(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	t.Run("right password", func(t *testing.T) {
+		s := startSipp(t, "udp", scenario(t, "auth.xml", "user", "trunkuser", "pass", "s3cret")...)
+		res := place(t, e, Trunk{Address: "sip:" + s.addr, Username: "trunkuser", Password: "s3cret"}, CallSpec{})
+		s.wait(t)
+		if !res.Answered || res.Outcome.StatusCode != 200 || res.HangupBy != HangupByAgent {
+			t.Errorf("result %+v: want answered after the 401 challenge", res)
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		s := startSipp(t, "udp", scenario(t, "auth.xml", "user", "trunkuser", "pass", "s3cret")...)
+		res := place(t, e, Trunk{Address: "sip:" + s.addr, Username: "trunkuser", Password: "wrong"}, CallSpec{})
+		<-s.done
+		if res.Answered || res.Outcome.StatusCode != 403 || res.Disposition() != telephony.CarrierFailure {
+			t.Errorf("result %+v: want 403 carrier_failure", res)
+		}
+	})
+}
+
+func TestProxyDigestAuth(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	port := freePort(t, "udp")
+	// RFC 2617 digest without qop, as the challenge offers none.
+	md5hex := func(s string) string { return fmt.Sprintf("%x", md5.Sum([]byte(s))) } //nolint:gosec // SIP digest is MD5
+	uri := fmt.Sprintf("sip:+14155550123@127.0.0.1:%d", port)
+	response := md5hex(md5hex("trunkuser:trunk.test:s3cret") + ":47ebe028cda119c35d4877b383027d28da013815:" + md5hex("INVITE:"+uri))
+	s := startSippOn(t, "udp", port, scenario(t, "auth_proxy.xml", "response", response)...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, Username: "trunkuser", Password: "s3cret"}, CallSpec{To: "+14155550123"})
+	s.wait(t)
+	if !res.Answered || res.Outcome.StatusCode != 200 || res.HangupBy != HangupByAgent {
+		t.Errorf("result %+v: want answered after the 407 challenge", res)
+	}
+}
+
+// stereoWAV writes a short stereo 8 kHz WAV.
+func stereoWAV(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stereo.wav")
+	r, err := newRecorder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.start = time.Now()
+	r.add(agentChannel, make([]int16, frameSamples), time.Now())
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPlaceRejectsBadInput(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	for _, tc := range []struct {
+		name  string
+		trunk Trunk
+		call  CallSpec
+	}{
+		{"no address", Trunk{}, CallSpec{To: "+14155550123"}},
+		{"bad transport", Trunk{Address: "sip:127.0.0.1:5060", Transport: "sctp"}, CallSpec{To: "+14155550123"}},
+		{"no number", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{}},
+		{"missing prompt", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: "/nonexistent.wav"}},
+		{"prompt not a WAV", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: "engine.go"}},
+		{"recording not writable", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", RecordPath: "/nonexistent/dir/call.wav"}},
+		{"stereo prompt", Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123", Prompt: stereoWAV(t)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := e.Place(t.Context(), tc.trunk, tc.call); err == nil {
+				t.Error("Place succeeded, want an error")
+			} else if errors.Is(err, context.Canceled) {
+				t.Errorf("Place: %v, want an input error", err)
+			}
+		})
+	}
+}
+
+// The callee talks for 7 s (sipp plays its g711a.pcap recording, PCMA):
+// the recording has it on the right, and we hang up only after it fell
+// silent, not 1 s after our short prompt.
+func TestCalleeAudioIsRecordedAndHoldsTheLine(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "callee_talks.xml")...)
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Prompt: writeTone(t, 500*time.Millisecond), RecordPath: rec})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 7500*time.Millisecond || d > 10*time.Second {
+		t.Errorf("connected for %s, want about 8 s (7 s of callee audio, then 1 s of silence)", d)
+	}
+	left, right := readRecording(t, rec)
+	if len(right) < 7*sampleRate {
+		t.Fatalf("recording has %d samples, want at least 7 s", len(right))
+	}
+	if m := meanAbs(left[:sampleRate/2]); m < 4000 {
+		t.Errorf("left channel during the prompt: mean amplitude %.0f, want the tone", m)
+	}
+	if m := meanAbs(left[sampleRate:]); m > 50 {
+		t.Errorf("left channel after the prompt: mean amplitude %.0f, want silence", m)
+	}
+	if m := meanAbs(right[3*sampleRate/2 : 6*sampleRate]); m < 500 {
+		t.Errorf("right channel from 1.5 s to 6 s: mean amplitude %.0f, want the callee's speech", m)
+	}
+	if m := meanAbs(right[:sampleRate/4]); m > 50 {
+		t.Errorf("right channel in the first 250 ms: mean amplitude %.0f, want silence", m)
+	}
+}
