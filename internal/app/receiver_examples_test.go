@@ -1,6 +1,6 @@
 package app_test
 
-// The example receivers of examples/receivers, run as real processes the way
+// The example receivers of hack/receivers, run as real processes the way
 // a customer runs them, receiving real deliveries from the running operator.
 
 import (
@@ -27,7 +27,7 @@ import (
 // go test runs the tests).
 const repoRoot = "../.."
 
-// TestReceiverExampleGo builds examples/receivers/go and runs it against
+// TestReceiverExampleGo builds hack/receivers/go and runs it against
 // real deliveries.
 func TestReceiverExampleGo(t *testing.T) {
 	t.Parallel()
@@ -36,21 +36,21 @@ func TestReceiverExampleGo(t *testing.T) {
 		t.Fatalf("the go command is not on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "receiver")
-	build := exec.Command(goTool, "build", "-o", bin, "./examples/receivers/go")
+	build := exec.Command(goTool, "build", "-o", bin, "./hack/receivers/go")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/receivers/go: %v\n%s", err, out)
+		t.Fatalf("go build ./hack/receivers/go: %v\n%s", err, out)
 	}
 	testReceiverExample(t, bin)
 }
 
-// TestReceiverExampleNode runs examples/receivers/node/server.js against
+// TestReceiverExampleNode runs hack/receivers/node/server.js against
 // real deliveries.
 func TestReceiverExampleNode(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(repoRoot, "examples", "receivers", "node")
+	dir := filepath.Join(repoRoot, "hack", "receivers", "node")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks")); err != nil {
-		t.Fatalf("examples/receivers/node/node_modules is missing: run `npm ci --prefix examples/receivers/node` "+
+		t.Fatalf("hack/receivers/node/node_modules is missing: run `npm ci --prefix hack/receivers/node` "+
 			"(make test does it): %v", err)
 	}
 	node, err := exec.LookPath("node")

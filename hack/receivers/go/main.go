@@ -6,7 +6,7 @@
 // WebhookEndpoint's Secret), then point the endpoint at
 // http(s)://<host>:4000/webhooks/switchboard:
 //
-//	SWITCHBOARD_WEBHOOK_SECRET=whsec_... go run ./examples/receivers/go
+//	SWITCHBOARD_WEBHOOK_SECRET=whsec_... go run ./hack/receivers/go
 //
 // PORT changes the port (default 4000).
 package main

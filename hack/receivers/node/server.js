@@ -6,8 +6,8 @@
 // whsec_ value of the WebhookEndpoint's Secret), then point the endpoint at
 // http(s)://<host>:4000/webhooks/switchboard:
 //
-//   npm ci --prefix examples/receivers/node
-//   SWITCHBOARD_WEBHOOK_SECRET=whsec_... node examples/receivers/node/server.js
+//   npm ci --prefix hack/receivers/node
+//   SWITCHBOARD_WEBHOOK_SECRET=whsec_... node hack/receivers/node/server.js
 //
 // PORT changes the port (default 4000).
 'use strict';
