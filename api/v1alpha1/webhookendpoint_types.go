@@ -36,15 +36,14 @@ const (
 	// DisabledCondition is True while the endpoint receives no deliveries.
 	DisabledCondition = "Disabled"
 
-	ReasonURLNotAllowed      = "URLNotAllowed"
-	ReasonSecretMissing      = "SecretMissing"
-	ReasonDisabledByUser     = "DisabledByUser"
-	ReasonDisabledBySystem   = "DisabledBySwitchboard"
-	ReasonDeliveriesFailing  = "DeliveriesFailing"
-	ReasonDeliveriesHealthy  = "DeliveriesSucceeding"
-	ReasonNoDeliveriesYet    = "NoDeliveriesYet"
-	ReasonEnabled            = "Enabled"
-	ReasonSecretNotGenerated = "SecretNotGenerated"
+	ReasonURLNotAllowed     = "URLNotAllowed"
+	ReasonSecretMissing     = "SecretMissing"
+	ReasonDisabledByUser    = "DisabledByUser"
+	ReasonDisabledBySystem  = "DisabledBySwitchboard"
+	ReasonDeliveriesFailing = "DeliveriesFailing"
+	ReasonDeliveriesHealthy = "DeliveriesSucceeding"
+	ReasonNoDeliveriesYet   = "NoDeliveriesYet"
+	ReasonEnabled           = "Enabled"
 )
 
 // SecretReference names a Secret in the same namespace.
