@@ -37,14 +37,33 @@ type sipp struct {
 
 // startSipp starts a sipp callee on a free loopback port for one call and
 // kills it when the test ends. transport is "udp" or "tcp"; args pick the
-// scenario (-sn uas, or the -sf of scenario(...)).
+// scenario (-sn uas, or the -sf of scenario(...)). A port found free can be
+// taken by another process before sipp binds it: then it tries another.
 func startSipp(t *testing.T, transport string, args ...string) *sipp {
 	t.Helper()
-	return startSippOn(t, transport, freePort(t, transport), args...)
+	for attempt := 1; ; attempt++ {
+		s, err := launchSipp(t, transport, freePort(t, transport), args...)
+		if err == nil {
+			return s
+		}
+		if attempt == 5 || !strings.Contains(s.output(), "Address already in use") {
+			t.Fatal(err)
+		}
+	}
 }
 
 // startSippOn is startSipp on a given port.
 func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
+	t.Helper()
+	s, err := launchSipp(t, transport, port, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// launchSipp starts sipp and waits until it holds its port.
+func launchSipp(t *testing.T, transport string, port int, args ...string) (*sipp, error) {
 	t.Helper()
 	if _, err := exec.LookPath("sipp"); err != nil {
 		t.Fatalf("sipp is not on PATH: these tests need a real SIP callee; install it with "+
@@ -79,11 +98,18 @@ func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp
 		_ = s.cmd.Process.Kill()
 		<-s.done
 		if t.Failed() {
-			t.Logf("sipp %v:\n%s", argv, s.out.String())
+			t.Logf("sipp %v:\n%s", argv, s.output())
 		}
 	})
-	waitListening(t, s, transport, port)
-	return s
+	return s, waitListening(s, transport, port)
+}
+
+// output is what sipp printed so far.
+func (s *sipp) output() string {
+	w := s.cmd.Stdout.(*lockedWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return s.out.String()
 }
 
 // wait waits for sipp to end and fails the test if its call failed.
@@ -99,32 +125,38 @@ func (s *sipp) wait(t *testing.T) {
 	}
 }
 
-// waitListening waits until sipp holds its port.
-func waitListening(t *testing.T, s *sipp, transport string, port int) {
-	t.Helper()
+// waitListening waits until sipp holds its port. It never binds the port
+// itself, which could take it from under sipp.
+func waitListening(s *sipp, transport string, port int) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			t.Fatalf("sipp exited early: %v\n%s", s.err, s.out.String())
+			return fmt.Errorf("sipp exited early: %v\n%s", s.err, s.output())
 		default:
 		}
 		if transport == "tcp" {
 			if c, err := net.Dial("tcp", addr); err == nil {
 				_ = c.Close()
-				return
+				return nil
 			}
-		} else {
-			c, err := net.ListenPacket("udp", addr)
-			if err != nil {
-				return // sipp has it
-			}
-			_ = c.Close()
+		} else if udpBound(port) {
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("sipp is not listening on %s/%s", transport, addr)
+	return fmt.Errorf("sipp is not listening on %s/%s", transport, addr)
+}
+
+// udpBound reports whether a UDP socket is bound to 127.0.0.1:port,
+// from the kernel's table (/proc/net/udp, addresses in hex).
+func udpBound(port int) bool {
+	table, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(table), fmt.Sprintf(" 0100007F:%04X ", port))
 }
 
 // freePort returns a loopback port nothing listens on now.
