@@ -194,6 +194,11 @@ type CallStatus struct {
 	// carrier's progress is computed from it).
 	// +optional
 	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
+	// answeredAt is when the callee (or a machine) answered; SIP calls
+	// only, so that a call interrupted by an operator restart is known to
+	// have connected.
+	// +optional
+	AnsweredAt *metav1.MicroTime `json:"answeredAt,omitempty"`
 	// endedAt is when the call ended.
 	// +optional
 	EndedAt *metav1.MicroTime `json:"endedAt,omitempty"`

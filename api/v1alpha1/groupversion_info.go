@@ -1,5 +1,6 @@
-// Package v1alpha1 contains the Switchboard API types: Agents, Calls and
-// NumberLists. Every resource is namespaced; a namespace is an organization.
+// Package v1alpha1 contains the Switchboard API types: Agents, Calls,
+// NumberLists, WebhookEndpoints, WebhookDeliveries and SIPTrunks. Every resource is namespaced; a namespace is an
+// organization.
 //
 // +kubebuilder:object:generate=true
 // +groupName=switchboard.dev
@@ -29,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&NumberList{}, &NumberListList{},
 		&WebhookEndpoint{}, &WebhookEndpointList{},
 		&WebhookDelivery{}, &WebhookDeliveryList{},
+		&SIPTrunk{}, &SIPTrunkList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

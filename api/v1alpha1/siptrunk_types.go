@@ -1,0 +1,149 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SIPTransport is how SIP messages travel to a trunk.
+// +kubebuilder:validation:Enum=udp;tcp;tls
+type SIPTransport string
+
+const (
+	SIPTransportUDP SIPTransport = "udp"
+	SIPTransportTCP SIPTransport = "tcp"
+	SIPTransportTLS SIPTransport = "tls"
+)
+
+// Secret keys of a SIPTrunk's credentials.
+const (
+	SIPUsernameKey = "username"
+	SIPPasswordKey = "password"
+)
+
+// Reasons of a SIPTrunk's Ready condition.
+const (
+	// ReasonReachable: the trunk answered an OPTIONS request.
+	ReasonReachable = "Reachable"
+	// ReasonUnreachable: no answer to OPTIONS (DNS, refused, timeout).
+	ReasonUnreachable = "Unreachable"
+	// ReasonAuthenticationFailed: the trunk refused the credentials.
+	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonCredentialsMissing: the credentials Secret or one of its keys is
+	// missing.
+	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonInvalidAddress: spec.address is not a usable SIP URI.
+	ReasonInvalidAddress = "InvalidAddress"
+	// ReasonTrunkError: the trunk answered OPTIONS with an error status.
+	ReasonTrunkError = "TrunkError"
+)
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SIPTrunkSpec is how Switchboard reaches a carrier (or an organization's
+// own PBX) to place calls.
+type SIPTrunkSpec struct {
+	// address is the SIP URI of the carrier or proxy, for example
+	// sip:sip.carrier.example:5060. Calls go out as INVITE
+	// sip:<E.164 number>@<host:port>.
+	// +required
+	// +kubebuilder:validation:MinLength=5
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^sips?:[^\s@]+$`
+	Address string `json:"address"`
+
+	// transport is udp, tcp or tls. Defaults to udp.
+	// +optional
+	// +kubebuilder:default=udp
+	Transport SIPTransport `json:"transport,omitempty"`
+
+	// credentialsSecretRef names a Secret with the keys username and
+	// password, which answer the trunk's digest challenges (401 and 407).
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// maxConcurrentCalls bounds the calls ringing or connected at once on
+	// this trunk; more stay queued, in order. Unset means no bound.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxConcurrentCalls *int32 `json:"maxConcurrentCalls,omitempty"`
+
+	// callsPerSecond bounds how fast calls go out on this trunk; faster
+	// calls stay queued, in order. Unset means no bound.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	CallsPerSecond *int32 `json:"callsPerSecond,omitempty"`
+
+	// ringTimeoutSeconds is how long a call may ring before Switchboard
+	// cancels it (disposition no_answer). Defaults to 60.
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	RingTimeoutSeconds int32 `json:"ringTimeoutSeconds,omitempty"`
+}
+
+// SIPTrunkStatus is the observed state of a SIPTrunk.
+type SIPTrunkStatus struct {
+	// activeCalls is how many calls ring or talk on the trunk now.
+	// +optional
+	ActiveCalls int32 `json:"activeCalls"`
+
+	// queuedCalls is how many calls wait for the trunk's capacity.
+	// +optional
+	QueuedCalls int32 `json:"queuedCalls"`
+
+	// lastProbeAt is when the trunk was last sent an OPTIONS request.
+	// +optional
+	LastProbeAt *metav1.Time `json:"lastProbeAt,omitempty"`
+
+	// observedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (the trunk answered OPTIONS with our credentials).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SIPTrunk is a carrier connection an organization's Agents place calls on.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=switchboard,shortName=trunk
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeCalls`
+// +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queuedCalls`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxConcurrentCalls`
+// +kubebuilder:printcolumn:name="CPS",type=integer,JSONPath=`.spec.callsPerSecond`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SIPTrunk struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec SIPTrunkSpec `json:"spec"`
+	// +optional
+	Status SIPTrunkStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SIPTrunkList is a list of SIPTrunks.
+type SIPTrunkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SIPTrunk `json:"items"`
+}
