@@ -17,8 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/analysis"
@@ -41,12 +44,17 @@ type CallReconciler struct {
 	Numbers    *numberlists.Index
 	Dialer     telephony.Dialer
 	Recordings recording.Store
-	Events     events.EventRecorder
+	// Analyzer writes the post-call analysis; analysis.Rules when nil.
+	Analyzer analysis.Analyzer
+	Events   events.EventRecorder
 	Clock      clock.PassiveClock
 	// MaxConcurrent bounds how many Calls are reconciled at once.
 	MaxConcurrent int
 	// Live reads a Call the cache has not caught up on.
 	Live client.Reader
+	// Wake receives Calls the carrier has news of (a SIP call answered or
+	// ended, trunk capacity freed); optional.
+	Wake <-chan event.GenericEvent
 
 	writes ownWrites
 }
@@ -89,6 +97,11 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	call.Status.ObservedGeneration = call.Generation
 	if perr := r.patchStatus(ctx, &call, patch); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
+	}
+	if !done && finished(&call) {
+		// Only now that the analysis is stored may the carrier drop the
+		// audio and transcript it would be redone from.
+		r.Dialer.Release(ctx, r.request(ctx, &call))
 	}
 	return result, err
 }
@@ -190,8 +203,12 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 	}
 	from := agent.Spec.FromNumber
 	placedAt := r.Clock.Now()
-	req := telephony.BuildRequest(c.Status.CallID, from, c.Spec.ToNumber, vars, agent)
+	req := telephony.BuildRequest(c, from, vars, agent)
 	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
+		if we, ok := telephony.AsWaitError(err); ok {
+			r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonWaitingForTrunk, "Queued: "+we.Reason+".")
+			return reconcile.Result{RequeueAfter: we.RetryAfter}, nil
+		}
 		de, ok := telephony.AsDispatchError(err)
 		if !ok {
 			return reconcile.Result{}, fmt.Errorf("dialing: %w", err)
@@ -200,6 +217,7 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 		return reconcile.Result{}, nil
 	}
 	c.Status.Phase = switchboardv1.CallInProgress
+	c.Status.Trunk = req.Trunk
 	c.Status.FromNumber = from
 	c.Status.StartedAt = ptr(metav1.NewMicroTime(placedAt))
 	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonInProgress, "The call is ringing or connected.")
@@ -213,8 +231,18 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading call progress: %w", err)
 	}
+	if p.Phase == telephony.Connected && p.AnsweredAt != nil && c.Status.AnsweredAt == nil && req.Trunk != "" {
+		// A live SIP call is lost if the operator restarts: the answer is
+		// stored so that it then ends as answered. (The simulated carrier
+		// derives everything from startedAt and needs no extra write.)
+		c.Status.AnsweredAt = ptr(metav1.NewMicroTime(*p.AnsweredAt))
+		r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Answered", "Answer", "The call was answered")
+	}
 	if p.Phase != telephony.Ended {
 		return reconcile.Result{RequeueAfter: max(p.NextCheck, 10*time.Millisecond)}, nil
+	}
+	if p.AnsweredAt != nil && req.Trunk != "" {
+		c.Status.AnsweredAt = ptr(metav1.NewMicroTime(*p.AnsweredAt))
 	}
 	c.Status.Phase = switchboardv1.CallEnded
 	c.Status.Disposition = switchboardv1.Disposition(p.Disposition)
@@ -250,7 +278,14 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 		}
 		transcript = t
 	}
-	res := analysis.Analyze(req, p, transcript)
+	analyzer := r.Analyzer
+	if analyzer == nil {
+		analyzer = analysis.Rules{}
+	}
+	res, err := analyzer.Analyze(ctx, req, p, transcript)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("analyzing: %w", err)
+	}
 	data, err := extractedValues(req.Fields, res.ExtractedData)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -281,7 +316,11 @@ func extractedValues(fields []telephony.Field, data map[string]any) ([]switchboa
 
 func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Call, req telephony.Request, p telephony.Progress) error {
 	audio, err := r.Dialer.Recording(ctx, req, p)
-	if err != nil {
+	if errors.Is(err, telephony.ErrNoRecording) {
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "RecordingLost", "Record",
+			"The call has no recording: %s", c.Status.DisconnectionReason)
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("fetching recording: %w", err)
 	}
 	defer func() { _ = audio.Close() }()
@@ -317,7 +356,7 @@ func (r *CallReconciler) request(ctx context.Context, c *switchboardv1.Call) tel
 	if err != nil {
 		agent = nil
 	}
-	return telephony.BuildRequest(c.Status.CallID, c.Status.FromNumber, c.Spec.ToNumber, variables(c), agent)
+	return telephony.BuildRequest(c, c.Status.FromNumber, variables(c), agent)
 }
 
 // endedProgress is the carrier's final word, as persisted in the status.
@@ -352,9 +391,12 @@ func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Live == nil {
 		return errors.New("call reconciler needs a live reader")
 	}
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Call{}).
 		WithOptions(ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}).
-		Named("call").
-		Complete(r)
+		Named("call")
+	if r.Wake != nil {
+		b = b.WatchesRawSource(source.Channel(r.Wake, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,6 +55,20 @@ const (
 	RefusalCodeAnnotation    = "switchboard.dev/refusal-code"
 	RefusalMessageAnnotation = "switchboard.dev/refusal-message"
 )
+
+// AcceptedAtAnnotation is when the REST API accepted the call (RFC 3339
+// with nanoseconds): calls waiting for a trunk go out in that order, which
+// creationTimestamp (whole seconds) cannot tell apart.
+const AcceptedAtAnnotation = "switchboard.dev/accepted-at"
+
+// QueueOrder is when the call joined the queue: the REST API's acceptance
+// time, else (a Call applied with kubectl) its creation time.
+func (c *Call) QueueOrder() time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, c.Annotations[AcceptedAtAnnotation]); err == nil {
+		return t
+	}
+	return c.CreationTimestamp.Time
+}
 
 // CurrentPhase is the call's status. A Call the reconciler has not seen yet
 // is queued, or failed when the REST API refused it.
@@ -194,6 +210,10 @@ type CallStatus struct {
 	// carrier's progress is computed from it).
 	// +optional
 	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
+	// trunk is the SIPTrunk the call went out on; empty on the simulated
+	// carrier.
+	// +optional
+	Trunk string `json:"trunk,omitempty"`
 	// answeredAt is when the callee (or a machine) answered; SIP calls
 	// only, so that a call interrupted by an operator restart is known to
 	// have connected.

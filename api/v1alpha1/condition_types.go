@@ -22,6 +22,9 @@ const (
 const (
 	// ReasonQueued: accepted, not yet handed to the carrier.
 	ReasonQueued = "Queued"
+	// ReasonWaitingForTrunk: queued behind its SIP trunk's
+	// maxConcurrentCalls or callsPerSecond.
+	ReasonWaitingForTrunk = "WaitingForTrunk"
 	// ReasonInProgress: the carrier is placing or carrying the call.
 	ReasonInProgress = "InProgress"
 	// ReasonAwaitingRecording: the call ended; the recording is being stored.

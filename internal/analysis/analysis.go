@@ -1,13 +1,17 @@
 // Package analysis produces the post-call analysis: a summary of the call
 // and the agent's extracted-data fields.
 //
-// It is a simple rule-based analyzer standing in for an LLM, which cannot run
-// here. It reads only what the callee said and recognizes statements of the
-// form "my <field name> is <value>" (case-insensitive, underscores in the
-// name spoken as spaces), which is how the simulated callee answers.
+// Analyzer is the seam for another analyzer (an LLM service, say). Rules,
+// the built-in one, is a simple rule-based analyzer standing in for an LLM,
+// which cannot run here. It reads only what the callee said or keyed: digits
+// keyed in answer to a gather step (SIP calls) fill that step's field, and
+// statements of the form "my <field name> is <value>" (case-insensitive,
+// underscores in the name spoken as spaces), which is how the simulated
+// callee answers, fill the field they name.
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"regexp"
@@ -26,6 +30,22 @@ type Result struct {
 	ExtractedData map[string]any
 }
 
+// Analyzer produces the post-call analysis of an ended call from what the
+// carrier reports: its progress and its transcript.
+type Analyzer interface {
+	Analyze(ctx context.Context, req telephony.Request, p telephony.Progress, transcript []telephony.Turn) (Result, error)
+}
+
+// Rules is the built-in rule-based Analyzer (see the package comment).
+type Rules struct{}
+
+var _ Analyzer = Rules{}
+
+// Analyze implements Analyzer; it never fails.
+func (Rules) Analyze(_ context.Context, req telephony.Request, p telephony.Progress, transcript []telephony.Turn) (Result, error) {
+	return Analyze(req, p, transcript), nil
+}
+
 // Analyze summarizes the call and extracts req.Fields from the transcript.
 // It is deterministic: the same inputs give the same Result.
 func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony.Turn) Result {
@@ -37,16 +57,22 @@ func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony
 			data[f.Name] = extract(f, transcript)
 		}
 	}
-	return Result{Summary: summary(p, data), ExtractedData: data}
+	return Result{Summary: summary(p, data, transcript), ExtractedData: data}
 }
 
-// extract returns f's value as stated by the callee, or nil. The last
-// statement wins so that a callee can correct themselves.
+// extract returns f's value as keyed or stated by the callee, or nil. The
+// last answer wins so that a callee can correct themselves.
 func extract(f telephony.Field, transcript []telephony.Turn) any {
 	re := statement(f.Name)
 	var value any
 	for _, t := range transcript {
 		if t.Speaker != "callee" {
+			continue
+		}
+		if t.Field == f.Name {
+			if v := keyed(f.Type, t.Digits); v != nil {
+				value = v
+			}
 			continue
 		}
 		for _, m := range re.FindAllStringSubmatch(t.Text, -1) {
@@ -91,6 +117,21 @@ func convert(typ, text string) any {
 	return nil
 }
 
+// keyed turns DTMF digits into the field's type: a number parses them, a
+// boolean takes 1 as yes and 0 or 2 as no, a string keeps them as keyed.
+func keyed(typ, digits string) any {
+	if typ == "boolean" {
+		switch digits {
+		case "1":
+			return true
+		case "0", "2":
+			return false
+		}
+		return nil
+	}
+	return convert(typ, digits)
+}
+
 func boolean(text string) any {
 	switch strings.ToLower(text) {
 	case "yes", "true", "yeah":
@@ -111,14 +152,24 @@ var unanswered = map[telephony.Disposition]string{
 	telephony.CarrierFailure: "the carrier failed to connect it",
 }
 
-func summary(p telephony.Progress, data map[string]any) string {
+// endings say who ended a connected call, by disconnection reason.
+var endings = map[string]string{
+	"user_hangup":      " The callee hung up.",
+	"max_duration":     " The call reached the agent's maximum duration.",
+	"operator_restart": " The call was cut off when Switchboard restarted.",
+}
+
+func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {
 	switch p.Disposition {
 	case telephony.Answered:
 		return fmt.Sprintf("The callee answered and spoke with the agent for %s; %s.",
-			seconds(p.Duration), captured(data))
+			seconds(p.Duration), captured(data)) + keyedSummary(transcript) + endings[p.DisconnectionReason]
 	case telephony.AnsweringMachine:
+		if len(transcript) > 0 && !agentSpoke(transcript) {
+			return "The call reached an answering machine; the agent hung up without leaving a message."
+		}
 		return fmt.Sprintf("The call reached an answering machine; the agent left a %d-second message.",
-			wholeSeconds(p.Duration))
+			wholeSeconds(p.Duration)) + endings[p.DisconnectionReason]
 	}
 	if why, ok := unanswered[p.Disposition]; ok {
 		return "The call was not answered: " + why + "."
@@ -127,6 +178,29 @@ func summary(p telephony.Progress, data map[string]any) string {
 		return "The call has not ended yet."
 	}
 	return fmt.Sprintf("The call ended with disposition %q.", p.Disposition)
+}
+
+// keyedSummary lists what the callee keyed, in order.
+func keyedSummary(transcript []telephony.Turn) string {
+	var parts []string
+	for _, t := range transcript {
+		if t.Speaker == "callee" && t.Field != "" && t.Digits != "" {
+			parts = append(parts, fmt.Sprintf("%s for %s", t.Digits, t.Field))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " The callee keyed " + strings.Join(parts, ", ") + "."
+}
+
+func agentSpoke(transcript []telephony.Turn) bool {
+	for _, t := range transcript {
+		if t.Speaker == "agent" {
+			return true
+		}
+	}
+	return false
 }
 
 // captured says how many requested fields got a value.

@@ -153,3 +153,40 @@ func TestSimulatedCall(t *testing.T) {
 		t.Errorf("got %#v, want %#v", got, want)
 	}
 }
+
+func TestKeyedDigitsFillFields(t *testing.T) {
+	fields := []telephony.Field{{Name: "account", Type: "string"}, {Name: "amount", Type: "number"},
+		{Name: "confirmed", Type: "boolean"}, {Name: "callback", Type: "boolean"}}
+	turns := []telephony.Turn{
+		{Speaker: "agent", Text: "Key your account number."},
+		{Speaker: "callee", Text: "pressed 0042", Field: "account", Digits: "0042"},
+		{Speaker: "callee", Text: "pressed 17", Field: "amount", Digits: "17"},
+		{Speaker: "callee", Text: "pressed 1", Field: "confirmed", Digits: "1"},
+		{Speaker: "callee", Text: "pressed 9", Field: "callback", Digits: "9"}, // neither yes nor no
+	}
+	p := answered(30 * time.Second)
+	p.DisconnectionReason = "user_hangup"
+	got, err := Rules{}.Analyze(context.Background(), telephony.Request{Fields: fields}, p, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"account": "0042", "amount": 17.0, "confirmed": true, "callback": nil}
+	if !reflect.DeepEqual(got.ExtractedData, want) {
+		t.Errorf("extracted %v, want %v", got.ExtractedData, want)
+	}
+	wantSummary := "The callee answered and spoke with the agent for 30 seconds; 3 of 4 requested details were captured." +
+		" The callee keyed 0042 for account, 17 for amount, 1 for confirmed, 9 for callback. The callee hung up."
+	if got.Summary != wantSummary {
+		t.Errorf("summary\n got  %q\n want %q", got.Summary, wantSummary)
+	}
+}
+
+func TestSummaryOfVoicemailWithoutMessage(t *testing.T) {
+	p := telephony.Progress{Phase: telephony.Ended, Disposition: telephony.AnsweringMachine,
+		DisconnectionReason: "voicemail", Duration: 3 * time.Second}
+	turns := []telephony.Turn{{Speaker: "callee", Text: "(answering machine greeting)"}}
+	got := Analyze(telephony.Request{}, p, turns)
+	if want := "The call reached an answering machine; the agent hung up without leaving a message."; got.Summary != want {
+		t.Errorf("got %q, want %q", got.Summary, want)
+	}
+}

@@ -22,6 +22,8 @@ const (
 	AgentIDField    = "agentID"
 	CallIDField     = "callID"
 	EndpointIDField = "endpointID"
+	// QueuedAgentField indexes queued Calls by the agent_id placing them.
+	QueuedAgentField = "queuedAgentID"
 )
 
 var (
@@ -42,6 +44,15 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{callid.Of(o.(*switchboardv1.Call))}
 	}); err != nil {
 		return fmt.Errorf("indexing calls by id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &switchboardv1.Call{}, QueuedAgentField, func(o client.Object) []string {
+		c := o.(*switchboardv1.Call)
+		if c.CurrentPhase() != switchboardv1.CallQueued {
+			return nil
+		}
+		return []string{NormalizeAgentID(c.Spec.AgentID)}
+	}); err != nil {
+		return fmt.Errorf("indexing queued calls by agent: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &switchboardv1.WebhookEndpoint{}, EndpointIDField, func(o client.Object) []string {
 		return []string{o.(*switchboardv1.WebhookEndpoint).ResolvedID()}

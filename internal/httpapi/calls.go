@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -120,10 +121,11 @@ func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switc
 // from the start: one write, so no reader ever sees it queued. It reports
 // false, having answered the request, when it could not.
 func (a *api) recordFailedCall(ctx context.Context, w http.ResponseWriter, call *switchboardv1.Call, code, msg string) bool {
-	call.Annotations = map[string]string{
-		switchboardv1.RefusalCodeAnnotation:    code,
-		switchboardv1.RefusalMessageAnnotation: msg,
+	if call.Annotations == nil {
+		call.Annotations = map[string]string{}
 	}
+	call.Annotations[switchboardv1.RefusalCodeAnnotation] = code
+	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
 	if err := a.cfg.Client.Create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
 		writeDetail(w, http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
@@ -191,7 +193,8 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 func newCall(ns string, req *createCallRequest) *switchboardv1.Call {
 	id := callid.New()
 	call := &switchboardv1.Call{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id),
+			Annotations: map[string]string{switchboardv1.AcceptedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}},
 		Spec: switchboardv1.CallSpec{
 			AgentID:    req.AgentID,
 			ToNumber:   req.ToNumber,
@@ -213,5 +216,5 @@ func policyRequest(ns string, req *createCallRequest) callpolicy.Request {
 }
 
 func dialRequest(call *switchboardv1.Call, agent *switchboardv1.Agent, vars map[string]any) telephony.Request {
-	return telephony.BuildRequest(callid.Of(call), agent.Spec.FromNumber, call.Spec.ToNumber, vars, agent)
+	return telephony.BuildRequest(call, agent.Spec.FromNumber, vars, agent)
 }

@@ -2,14 +2,25 @@ package telephony
 
 import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
 )
 
-// BuildRequest assembles the Request for a call placed by agent. agent may be
-// nil (deleted mid-call): the call then carries no script.
-func BuildRequest(callID, from, to string, vars map[string]any, agent *switchboardv1.Agent) Request {
-	req := Request{CallID: callID, From: from, To: to, Variables: vars}
+// BuildRequest assembles the Request for call placed by agent, from
+// number from. agent may be nil (deleted mid-call): the call then carries no
+// script, but stays on the trunk it went out on (status.trunk).
+func BuildRequest(call *switchboardv1.Call, from string, vars map[string]any, agent *switchboardv1.Agent) Request {
+	req := Request{CallID: callid.Of(call), Namespace: call.Namespace, CallName: call.Name,
+		From: from, To: call.Spec.ToNumber, Variables: vars, Order: call.QueueOrder()}
+	if call.Status.AnsweredAt != nil {
+		req.AnsweredAt = &call.Status.AnsweredAt.Time
+	}
+	req.Trunk = call.Status.Trunk
 	if agent == nil {
 		return req
+	}
+	req.Agent = agent
+	if req.Trunk == "" && call.CurrentPhase() == switchboardv1.CallQueued && agent.Spec.TrunkRef != nil {
+		req.Trunk = agent.Spec.TrunkRef.Name
 	}
 	req.Greeting = agent.Spec.Greeting
 	for _, f := range agent.Spec.ExtractedData {

@@ -1,6 +1,6 @@
 // Package telephony defines how Switchboard places calls on a carrier. The
-// call reconciler drives every call through a Dialer; the simulated carrier
-// (package sim) is the embedded default, real SIP trunks come later.
+// call reconciler drives every call through a Dialer: the simulated carrier
+// (package sim) or SIP trunks (package sipdial), chosen per call by Router.
 package telephony
 
 import (
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // Disposition is what happened on the wire (the REST API's disposition).
@@ -38,12 +40,25 @@ type Field struct {
 
 // Request is one call to place.
 type Request struct {
-	CallID    string
-	From      string // E.164
-	To        string // E.164
-	Variables map[string]any
-	Greeting  string
-	Fields    []Field
+	CallID string
+	// Namespace and CallName name the Call resource.
+	Namespace, CallName string
+	From                string // E.164
+	To                  string // E.164
+	Variables           map[string]any
+	Greeting            string
+	Fields              []Field
+	// Trunk is the SIPTrunk (in Namespace) the call goes out on; empty for
+	// the simulated carrier.
+	Trunk string
+	// Agent is the agent placing the call (its script); nil when it was
+	// deleted mid-call.
+	Agent *switchboardv1.Agent
+	// Order places the call in its trunk's queue: the Call's creation time.
+	Order time.Time
+	// AnsweredAt is when the call was answered, as the Call's status
+	// recorded it; nil when it was not (yet).
+	AnsweredAt *time.Time
 }
 
 // Phase is where a placed call is.
@@ -74,6 +89,9 @@ type Progress struct {
 type Turn struct {
 	Speaker string // "agent" or "callee"
 	Text    string
+	// Field and Digits are set on a callee's turn that keyed Digits in
+	// answer to a gather step for the agent's extracted field Field.
+	Field, Digits string
 }
 
 // Dialer places calls on a carrier.
@@ -96,6 +114,32 @@ type Dialer interface {
 
 	// Transcript returns what was said on an ended, connected call.
 	Transcript(ctx context.Context, req Request, p Progress) ([]Turn, error)
+
+	// Release tells the carrier the call is fully processed: what it kept
+	// for Recording and Transcript can go.
+	Release(ctx context.Context, req Request)
+}
+
+// ErrNoRecording is Recording's error for a connected call whose audio was
+// lost (an operator restart cut it off before it was written).
+var ErrNoRecording = errors.New("no recording of this call")
+
+// WaitError is Dial's answer when the call cannot go out yet (its trunk is
+// at capacity or paced): the call stays queued and is dialed again later.
+type WaitError struct {
+	Reason string
+	// RetryAfter is when to try again at the latest; the carrier may ask
+	// for the call sooner (Router.Wake).
+	RetryAfter time.Duration
+}
+
+func (e *WaitError) Error() string { return "waiting: " + e.Reason }
+
+// AsWaitError returns the WaitError in err's chain, if any.
+func AsWaitError(err error) (*WaitError, bool) {
+	var we *WaitError
+	ok := errors.As(err, &we)
+	return we, ok
 }
 
 // Dispatch error codes, as the REST API reports them. Both are transient:

@@ -162,6 +162,9 @@ func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) er
 	return check(req)
 }
 
+// Release has nothing to drop: the simulated carrier keeps no state.
+func (c *Carrier) Release(context.Context, telephony.Request) {}
+
 // Progress reports the call as of now, computed from placedAt alone. Calls
 // to the dispatch-failure numbers never went out, so they report Admit's
 // error.
