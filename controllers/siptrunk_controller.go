@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -101,7 +102,6 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, nil
 	}
 	before := trunk.Status.DeepCopy()
-	patch := client.MergeFrom(trunk.DeepCopy())
 	result, err := r.reconcileHealth(ctx, &trunk)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -112,7 +112,19 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if equality.Semantic.DeepEqual(before, &trunk.Status) {
 		return result, nil
 	}
-	return result, r.Status().Patch(ctx, &trunk, patch)
+	return result, r.patchStatus(ctx, &trunk)
+}
+
+// patchStatus writes the whole status as a merge patch. A diff against
+// the old status would leave out activeCalls and queuedCalls while they
+// stay 0, and `kubectl get` would then show blanks instead of 0 for a new
+// trunk.
+func (r *SIPTrunkReconciler) patchStatus(ctx context.Context, trunk *switchboardv1.SIPTrunk) error {
+	body, err := json.Marshal(map[string]any{"status": trunk.Status})
+	if err != nil {
+		return err
+	}
+	return r.Status().Patch(ctx, trunk, client.RawPatch(types.MergePatchType, body))
 }
 
 // reconcileHealth resolves the trunk and probes it when due. A
