@@ -26,9 +26,13 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 )
 
-// trunkProbeInterval is short so that the tests see probes; a probe of a
-// dead UDP trunk takes sip.DefaultProbeTimeout (5 s) on top.
-const trunkProbeInterval = 2 * time.Second
+// Probe intervals of the tests. Most use one far longer than a test, so
+// that what they see comes from the watches (a new spec, a new Secret),
+// not from a periodic probe that would have fixed the status anyway.
+const (
+	longProbeInterval  = time.Hour
+	shortProbeInterval = 2 * time.Second
+)
 
 // optionsOK answers every OPTIONS with 200.
 const optionsOK = `<?xml version="1.0" encoding="UTF-8"?>
@@ -111,6 +115,12 @@ const optionsAuth = `<?xml version="1.0" encoding="UTF-8"?>
 // for as many OPTIONS as come, until t ends, and returns its address.
 func startSippTrunk(t *testing.T, scenario string) string {
 	t.Helper()
+	return startSippTrunkOn(t, scenario, freeUDPPort(t))
+}
+
+// startSippTrunkOn is startSippTrunk on a given port.
+func startSippTrunkOn(t *testing.T, scenario string, port int) string {
+	t.Helper()
 	if _, err := exec.LookPath("sipp"); err != nil {
 		t.Fatalf("sipp is not on PATH: these tests need a real SIP peer; install it with "+
 			"`apt-get install -y sip-tester` (%v)", err)
@@ -120,7 +130,6 @@ func startSippTrunk(t *testing.T, scenario string) string {
 	if err := os.WriteFile(sf, []byte(scenario), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freeUDPPort(t)
 	var out bytes.Buffer
 	cmd := exec.Command("sipp", "-sf", sf, "-i", "127.0.0.1", "-p", strconv.Itoa(port), "-nostdin")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &out // sipp writes logs to its working directory
@@ -147,6 +156,17 @@ func freeUDPPort(t *testing.T) int {
 	}
 	defer func() { _ = c.Close() }()
 	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// freeTCPPort returns a loopback TCP port nothing listens on now.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // udpListening reads the kernel's socket table rather than binding the
@@ -186,16 +206,35 @@ func waitTrunkReady(t *testing.T, ns, name string, status metav1.ConditionStatus
 	return &tr
 }
 
-// TestSIPTrunkStatus runs one operator with SIP enabled for all the trunk
-// cases (restarting it per case would cost more than the cases).
+// TestSIPTrunkStatus runs one operator with SIP enabled for the trunk
+// cases driven by changes (restarting it per case would cost more than the
+// cases).
 func TestSIPTrunkStatus(t *testing.T) {
 	withOperator(t, func(o *app.Options) {
-		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: trunkProbeInterval}
+		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: longProbeInterval}
 	})
 	t.Run("reachable trunk shows in kubectl get", testTrunkReachable)
 	t.Run("dead trunk is unreachable", testTrunkUnreachable)
 	t.Run("missing Secret, then created", testTrunkSecretAppears)
-	t.Run("wrong password", testTrunkWrongPassword)
+	t.Run("wrong password, then fixed", testTrunkWrongPassword)
+	t.Run("address changed", testTrunkAddressChanged)
+}
+
+// A trunk that was down is probed again after the interval and turns Ready
+// once it answers, with no change to the trunk.
+func TestSIPTrunkReprobedPeriodically(t *testing.T) {
+	withOperator(t, func(o *app.Options) {
+		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: shortProbeInterval}
+	})
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	port := freeUDPPort(t)
+	createTrunk(t, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
+	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
+	startSippTrunkOn(t, optionsOK, port)
+	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+	g.Expect(up.Status.LastProbeAt.After(down.Status.LastProbeAt.Time)).To(BeTrue())
+	g.Expect(up.Generation).To(Equal(down.Generation))
 }
 
 func testTrunkReachable(t *testing.T) {
@@ -246,6 +285,8 @@ func testTrunkSecretAppears(t *testing.T) {
 	waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 }
 
+// A rejected password is reported; fixing it in the Secret brings a new
+// probe at once (the interval is an hour here).
 func testTrunkWrongPassword(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
@@ -254,6 +295,33 @@ func testTrunkWrongPassword(t *testing.T) {
 	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed)
 	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
+
+	var s corev1.Secret
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier-credentials"}, &s)).To(Succeed())
+	s.Data[switchboardv1.SIPPasswordKey] = []byte("right-password")
+	g.Expect(k8s.Update(context.Background(), &s)).To(Succeed())
+	waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+}
+
+// Pointing a dead trunk at a live address probes it at once.
+func testTrunkAddressChanged(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	// Over TCP, nothing listening is refused at once.
+	dead := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
+		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:127.0.0.1:" + strconv.Itoa(freeTCPPort(t)),
+			Transport: switchboardv1.SIPTransportTCP}}
+	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
+	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
+	g.Expect(resReady(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
+
+	addr := startSippTrunk(t, optionsOK)
+	var tr switchboardv1.SIPTrunk
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier"}, &tr)).To(Succeed())
+	tr.Spec.Address, tr.Spec.Transport = "sip:"+addr, switchboardv1.SIPTransportUDP
+	g.Expect(k8s.Update(context.Background(), &tr)).To(Succeed())
+	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+	g.Expect(up.Status.ObservedGeneration).To(Equal(tr.Generation))
 }
 
 func TestKubectlApplyRejectsInvalidTrunksAndScripts(t *testing.T) {

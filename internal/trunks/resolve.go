@@ -43,7 +43,7 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 	if t.Spec.RingTimeoutSeconds > 0 {
 		out.RingTimeout = time.Duration(t.Spec.RingTimeoutSeconds) * time.Second
 	}
-	if err := checkAddress(t.Spec.Address); err != nil {
+	if err := checkAddress(t.Spec.Address, out.Transport); err != nil {
 		return sip.Trunk{}, err
 	}
 	if t.Spec.CredentialsSecretRef == nil {
@@ -60,7 +60,7 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 // checkAddress rejects what the engine cannot dial, with the engine's own
 // parser. The CRD's pattern lets sips: through (TLS is spec.transport's
 // job), and anything without spaces or @ after the scheme.
-func checkAddress(addr string) error {
+func checkAddress(addr, transport string) error {
 	if !strings.HasPrefix(addr, "sip:") {
 		return &ConfigError{Reason: switchboardv1.ReasonInvalidAddress,
 			Message: fmt.Sprintf("spec.address %q must start with sip: (for TLS, set spec.transport to tls)", addr)}
@@ -69,6 +69,14 @@ func checkAddress(addr string) error {
 	if err := sipmsg.ParseUri(addr, &u); err != nil || u.Host == "" || u.Port < 0 || u.Port > 65535 {
 		return &ConfigError{Reason: switchboardv1.ReasonInvalidAddress,
 			Message: fmt.Sprintf("spec.address %q is not a sip:host[:port] URI", addr)}
+	}
+	// spec.transport wins over the address's transport parameter; since it
+	// defaults to udp, a disagreement is a trunk that would silently use
+	// another transport than its address says.
+	if param, ok := u.UriParams.Get("transport"); ok && transport != "" && !strings.EqualFold(param, transport) {
+		return &ConfigError{Reason: switchboardv1.ReasonInvalidAddress,
+			Message: fmt.Sprintf("spec.address %q says transport=%s but spec.transport is %s: set spec.transport to %s",
+				addr, param, transport, strings.ToLower(param))}
 	}
 	return nil
 }

@@ -68,6 +68,10 @@ func TestResolve(t *testing.T) {
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"must start with sip:", "transport"}},
 		{name: "no host", trunk: trunk("sip::5060", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{`"sip::5060"`}},
+		{name: "transport in the address agrees", trunk: trunk("sip:10.0.0.1:5060;transport=TCP", ""),
+			want: sip.Trunk{Address: "sip:10.0.0.1:5060;transport=TCP", Transport: "tcp", RingTimeout: 60 * time.Second}},
+		{name: "transport in the address disagrees", trunk: trunk("sip:10.0.0.1:5060;transport=udp", ""),
+			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"transport=udp", "spec.transport is tcp"}},
 		{name: "bad port", trunk: trunk("sip:carrier.example:99999", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"sip:host[:port]"}},
 	} {
