@@ -38,7 +38,7 @@ const DefaultProbeInterval = 60 * time.Second
 
 // trunkSecretField indexes SIPTrunks by the name of their credentials
 // Secret, so that a Secret change finds the trunks using it.
-const trunkSecretField = ".spec.credentialsSecretRef.name"
+const trunkSecretField = ".spec.credentialsSecretRef.name" //nolint:gosec // a field path, not a credential
 
 // TrunkUsage tells how many calls use a trunk now.
 type TrunkUsage interface {
