@@ -62,6 +62,8 @@ type Options struct {
 	MaxConcurrentCalls int
 	// Webhooks configures event delivery.
 	Webhooks WebhookOptions
+	// SIP, if set, starts the SIP user agent and the SIPTrunk controller.
+	SIP *SIPOptions
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -175,6 +177,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 			return nil, err
 		}
 		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.Webhooks); err != nil {
+			return nil, err
+		}
+		if err := setupSIPTrunks(ctx, mgr, opts.SIP, opts.Log); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,304 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/trunks"
+)
+
+// DefaultProbeInterval is how often a SIPTrunk is sent OPTIONS.
+const DefaultProbeInterval = 60 * time.Second
+
+// trunkSecretField indexes SIPTrunks by the name of their credentials
+// Secret, so that a Secret change finds the trunks using it.
+const trunkSecretField = ".spec.credentialsSecretRef.name" //nolint:gosec // a field path, not a credential
+
+// TrunkUsage tells how many calls use a trunk now.
+type TrunkUsage interface {
+	Usage(namespace, name string) (active, queued int)
+}
+
+// TrunkProber sends a trunk OPTIONS; *sip.Engine is one.
+type TrunkProber interface {
+	Probe(context.Context, sip.Trunk) sip.ProbeResult
+}
+
+// SIPTrunkReconciler reports whether each SIPTrunk works (Ready, from an
+// OPTIONS probe with the trunk's credentials) and how busy it is.
+type SIPTrunkReconciler struct {
+	client.Client
+	// Secrets reads credentials Secrets; the manager's cache holds only
+	// API-key Secrets, so this is a live reader.
+	Secrets client.Reader
+	Prober  TrunkProber
+	// Usage reports calls on each trunk; nil reports none.
+	Usage  TrunkUsage
+	Events events.EventRecorder
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+	// ProbeInterval defaults to DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// UsageChanged, if set, names trunks whose usage changed, to copy it
+	// into their status (without probing them).
+	UsageChanged <-chan event.GenericEvent
+
+	// probes remembers each trunk's last probe (types.NamespacedName ->
+	// lastProbe), so that only a changed trunk or Secret, or the interval,
+	// brings another one.
+	probes sync.Map
+}
+
+// lastProbe is what a trunk looked like when it was last probed.
+type lastProbe struct {
+	generation int64
+	// config is a digest of the resolved trunk, credentials included: a
+	// changed Secret changes it.
+	config [sha256.Size]byte
+	at     time.Time
+}
+
+// +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile probes the trunk when due and updates its status.
+func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var trunk switchboardv1.SIPTrunk
+	if err := r.Get(ctx, req.NamespacedName, &trunk); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.probes.Delete(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if trunk.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	before := trunk.Status.DeepCopy()
+	result, err := r.reconcileHealth(ctx, &trunk)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	r.reportUsage(&trunk)
+	trunk.Status.ObservedGeneration = trunk.Generation
+	r.announce(&trunk, before)
+	if equality.Semantic.DeepEqual(before, &trunk.Status) {
+		return result, nil
+	}
+	return result, r.patchStatus(ctx, &trunk)
+}
+
+// patchStatus writes the whole status as a merge patch. A diff against
+// the old status would leave out activeCalls and queuedCalls while they
+// stay 0, and `kubectl get` would then show blanks instead of 0 for a new
+// trunk.
+func (r *SIPTrunkReconciler) patchStatus(ctx context.Context, trunk *switchboardv1.SIPTrunk) error {
+	body, err := json.Marshal(map[string]any{"status": trunk.Status})
+	if err != nil {
+		return err
+	}
+	return r.Status().Patch(ctx, trunk, client.RawPatch(types.MergePatchType, body))
+}
+
+// reconcileHealth resolves the trunk and probes it when due. A
+// configuration error is reported and waits for the trunk or its Secret to
+// change (both are watched) rather than being retried.
+func (r *SIPTrunkReconciler) reconcileHealth(ctx context.Context, trunk *switchboardv1.SIPTrunk) (reconcile.Result, error) {
+	key := types.NamespacedName{Namespace: trunk.Namespace, Name: trunk.Name}
+	resolved, err := trunks.Resolve(ctx, r.Secrets, trunk)
+	var cerr *trunks.ConfigError
+	if errors.As(err, &cerr) {
+		r.probes.Delete(key)
+		setTrunkReady(trunk, metav1.ConditionFalse, cerr.Reason, cerr.Message)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	current := lastProbe{generation: trunk.Generation, config: digest(resolved)}
+	if wait := r.untilDue(key, current); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	current.at = r.clock().Now()
+	res := r.Prober.Probe(ctx, resolved)
+	r.probes.Store(key, current)
+	trunk.Status.LastProbeAt = &metav1.Time{Time: current.at}
+	status, reason, msg := probeCondition(res)
+	setTrunkReady(trunk, status, reason, msg)
+	return reconcile.Result{RequeueAfter: r.interval()}, nil
+}
+
+// untilDue is how long until the trunk needs probing: zero when it was
+// never probed, or its spec or credentials changed since.
+func (r *SIPTrunkReconciler) untilDue(key types.NamespacedName, current lastProbe) time.Duration {
+	v, ok := r.probes.Load(key)
+	if !ok {
+		return 0
+	}
+	last := v.(lastProbe)
+	if last.generation != current.generation || last.config != current.config {
+		return 0
+	}
+	return r.interval() - r.clock().Since(last.at)
+}
+
+// probeCondition words a probe's result as the Ready condition.
+func probeCondition(res sip.ProbeResult) (metav1.ConditionStatus, string, string) {
+	switch {
+	case res.Healthy():
+		return metav1.ConditionTrue, switchboardv1.ReasonReachable,
+			fmt.Sprintf("The trunk answered OPTIONS with %d %s.", res.StatusCode, res.Reason)
+	case !res.Reachable:
+		return metav1.ConditionFalse, switchboardv1.ReasonUnreachable, errMessage(res)
+	case res.AuthFailed:
+		return metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed, errMessage(res)
+	default:
+		return metav1.ConditionFalse, switchboardv1.ReasonTrunkError, errMessage(res)
+	}
+}
+
+func errMessage(res sip.ProbeResult) string {
+	if res.Err == nil {
+		return fmt.Sprintf("The trunk answered OPTIONS with %d %s.", res.StatusCode, res.Reason)
+	}
+	return res.Err.Error()
+}
+
+// reportUsage copies the calls on the trunk into its status.
+func (r *SIPTrunkReconciler) reportUsage(trunk *switchboardv1.SIPTrunk) {
+	var active, queued int
+	if r.Usage != nil {
+		active, queued = r.Usage.Usage(trunk.Namespace, trunk.Name)
+	}
+	trunk.Status.ActiveCalls, trunk.Status.QueuedCalls = int32(active), int32(queued) //nolint:gosec // call counts
+}
+
+// announce emits an Event when Ready changed status or reason: what
+// someone on call wants to see in `kubectl describe siptrunk`.
+func (r *SIPTrunkReconciler) announce(trunk *switchboardv1.SIPTrunk, before *switchboardv1.SIPTrunkStatus) {
+	now := apimeta.FindStatusCondition(trunk.Status.Conditions, switchboardv1.ReadyCondition)
+	was := apimeta.FindStatusCondition(before.Conditions, switchboardv1.ReadyCondition)
+	if r.Events == nil || now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		eventType = corev1.EventTypeWarning
+	}
+	r.Events.Eventf(trunk, nil, eventType, now.Reason, "Probe", "%s", now.Message)
+}
+
+func setTrunkReady(trunk *switchboardv1.SIPTrunk, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&trunk.Status.Conditions, metav1.Condition{Type: switchboardv1.ReadyCondition,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: trunk.Generation})
+}
+
+// digest fingerprints a resolved trunk without keeping its password.
+func digest(t sip.Trunk) [sha256.Size]byte {
+	return sha256.Sum256(fmt.Appendf(nil, "%q %q %q %q %d", t.Address, t.Transport, t.Username, t.Password, t.RingTimeout))
+}
+
+func (r *SIPTrunkReconciler) interval() time.Duration {
+	if r.ProbeInterval > 0 {
+		return r.ProbeInterval
+	}
+	return DefaultProbeInterval
+}
+
+func (r *SIPTrunkReconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// SetupWithManager registers the reconciler. Spec changes (not status
+// writes) and changes of a Secret a trunk names wake the trunk; so do
+// UsageChanged events. Probes take up to sip.DefaultProbeTimeout, hence a
+// few reconciles at once, so that one dead trunk does not hold up others.
+func (r *SIPTrunkReconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.SIPTrunk{}, trunkSecretField, secretOfTrunk); err != nil {
+		return err
+	}
+	secrets, err := secretMetadataCache(mgr)
+	if err != nil {
+		return err
+	}
+	b := builder.ControllerManagedBy(mgr).
+		For(&switchboardv1.SIPTrunk{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Kind[client.Object](secrets, secretMetadata(),
+			handler.EnqueueRequestsFromMapFunc(r.trunksOfSecret))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("siptrunk")
+	if r.UsageChanged != nil {
+		b = b.WatchesRawSource(source.Channel(r.UsageChanged, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// secretMetadataCache watches the metadata of every Secret (the manager's
+// cache holds only API-key Secrets): enough to notice that a credentials
+// Secret appeared or changed, without holding anyone's secrets in memory.
+func secretMetadataCache(mgr manager.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, fmt.Errorf("secret metadata cache: %w", err)
+	}
+	return c, mgr.Add(c)
+}
+
+func secretMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+func secretOfTrunk(o client.Object) []string {
+	t, ok := o.(*switchboardv1.SIPTrunk)
+	if !ok || t.Spec.CredentialsSecretRef == nil {
+		return nil
+	}
+	return []string{t.Spec.CredentialsSecretRef.Name}
+}
+
+// trunksOfSecret maps a Secret to the trunks of its namespace naming it.
+func (r *SIPTrunkReconciler) trunksOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list switchboardv1.SIPTrunkList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{trunkSecretField: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
+	}
+	return reqs
+}

@@ -1,0 +1,434 @@
+package app_test
+
+// SIPTrunks as a platform team sees them: apply-time validation, and the
+// Ready condition, columns and Events the operator reports after probing
+// real SIP peers (sipp) with OPTIONS.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+)
+
+// Probe intervals of the tests. Most use one far longer than a test, so
+// that what they see comes from the watches (a new spec, a new Secret),
+// not from a periodic probe that would have fixed the status anyway.
+const (
+	longProbeInterval  = time.Hour
+	shortProbeInterval = 2 * time.Second
+)
+
+// optionsOK answers every OPTIONS with 200.
+const optionsOK = `<?xml version="1.0" encoding="UTF-8"?>
+<scenario name="options_ok">
+  <recv request="OPTIONS"/>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+</scenario>
+`
+
+// optionsAuth challenges every OPTIONS with 401 and answers the retry 200
+// when its digest matches alice/right-password, else 401 again.
+const optionsAuth = `<?xml version="1.0" encoding="UTF-8"?>
+<scenario name="options_auth">
+  <recv request="OPTIONS"/>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 401 Unauthorized
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      WWW-Authenticate: Digest realm="trunk.test", nonce="47ebe028cda119c35d4877b383027d28da013815"
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <recv request="OPTIONS" check_it="true">
+    <action>
+      <verifyauth assign_to="authvalid" username="alice" password="right-password"/>
+    </action>
+  </recv>
+  <nop hide="true" test="authvalid" next="good"/>
+  <send next="end">
+    <![CDATA[
+
+      SIP/2.0 401 Unauthorized
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag02[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      WWW-Authenticate: Digest realm="trunk.test", nonce="57ebe028cda119c35d4877b383027d28da013815"
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <label id="good"/>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag02[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <label id="end"/>
+</scenario>
+`
+
+// startSippTrunk runs sipp on a free loopback UDP port with the scenario
+// for as many OPTIONS as come, until t ends, and returns its address.
+func startSippTrunk(t *testing.T, scenario string) string {
+	t.Helper()
+	return startSippTrunkOn(t, scenario, freeUDPPort(t))
+}
+
+// startSippTrunkOn is startSippTrunk on a given port.
+func startSippTrunkOn(t *testing.T, scenario string, port int) string {
+	t.Helper()
+	if _, err := exec.LookPath("sipp"); err != nil {
+		t.Fatalf("sipp is not on PATH: these tests need a real SIP peer; install it with "+
+			"`apt-get install -y sip-tester` (%v)", err)
+	}
+	dir := t.TempDir()
+	sf := filepath.Join(dir, "scenario.xml")
+	if err := os.WriteFile(sf, []byte(scenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command("sipp", "-sf", sf, "-i", "127.0.0.1", "-p", strconv.Itoa(port), "-nostdin")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &out // sipp writes logs to its working directory
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sipp: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	NewWithT(t).Eventually(func() bool { return udpListening(port) }, 5*time.Second, 20*time.Millisecond).
+		Should(BeTrue(), "sipp did not bind 127.0.0.1:%d", port)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// freeUDPPort returns a loopback UDP port nothing listens on now.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// freeTCPPort returns a loopback TCP port nothing listens on now.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// udpListening reads the kernel's socket table rather than binding the
+// port, which could take it from under sipp.
+func udpListening(port int) bool {
+	table, err := os.ReadFile("/proc/net/udp")
+	return err == nil && strings.Contains(string(table), fmt.Sprintf(" 0100007F:%04X ", port))
+}
+
+func createTrunk(t *testing.T, ns, name, address, secret string) {
+	t.Helper()
+	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: switchboardv1.SIPTrunkSpec{Address: address}}
+	if secret != "" {
+		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
+}
+
+func createCredentials(t *testing.T, ns, name, user, pass string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data: map[string][]byte{switchboardv1.SIPUsernameKey: []byte(user), switchboardv1.SIPPasswordKey: []byte(pass)}}
+	NewWithT(t).Expect(k8s.Create(context.Background(), s)).To(Succeed())
+}
+
+// waitTrunkReady waits until the trunk's Ready condition has the status
+// and reason, and returns the trunk.
+func waitTrunkReady(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) *switchboardv1.SIPTrunk {
+	t.Helper()
+	var tr switchboardv1.SIPTrunk
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &tr)).To(Succeed())
+		ready := resReady(g, tr.Status.Conditions)
+		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{string(status), reason}), ready.Message)
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "SIPTrunk %s/%s", ns, name)
+	return &tr
+}
+
+// TestSIPTrunkStatus runs one operator with SIP enabled for the trunk
+// cases driven by changes (restarting it per case would cost more than the
+// cases).
+func TestSIPTrunkStatus(t *testing.T) {
+	withOperator(t, func(o *app.Options) {
+		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: longProbeInterval}
+	})
+	t.Run("reachable trunk shows in kubectl get", testTrunkReachable)
+	t.Run("dead trunk is unreachable", testTrunkUnreachable)
+	t.Run("missing Secret, then created", testTrunkSecretAppears)
+	t.Run("wrong password, then fixed", testTrunkWrongPassword)
+	t.Run("address changed", testTrunkAddressChanged)
+}
+
+// A trunk that was down is probed again after the interval and turns Ready
+// once it answers, with no change to the trunk.
+func TestSIPTrunkReprobedPeriodically(t *testing.T) {
+	withOperator(t, func(o *app.Options) {
+		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: shortProbeInterval}
+	})
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	port := freeUDPPort(t)
+	createTrunk(t, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
+	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
+	startSippTrunkOn(t, optionsOK, port)
+	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+	g.Expect(up.Status.LastProbeAt.After(down.Status.LastProbeAt.Time)).To(BeTrue())
+	g.Expect(up.Generation).To(Equal(down.Generation))
+}
+
+func testTrunkReachable(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	addr := startSippTrunk(t, optionsOK)
+	createTrunk(t, ns, "carrier", "sip:"+addr, "")
+	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+	g.Expect(tr.Status.LastProbeAt).NotTo(BeNil())
+	g.Expect(tr.Status.ObservedGeneration).To(Equal(tr.Generation))
+	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
+
+	out := newKubectlCLI(t).mustRun(t, "get", "siptrunks", "-n", ns).stdout
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	g.Expect(lines).To(HaveLen(2), out)
+	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+ADDRESS\s+TRANSPORT\s+READY\s+REASON\s+ACTIVE\s+QUEUED\s+MAX\s+CPS\s+AGE\s*$`), out)
+	// No max and no CPS: those columns are empty.
+	g.Expect(strings.Fields(lines[1])[:7]).To(Equal([]string{"carrier", "sip:" + addr, "udp", "True", "Reachable", "0", "0"}), out)
+}
+
+func testTrunkUnreachable(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(freeUDPPort(t)), "")
+	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
+	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
+
+	kc := newKubectlCLI(t)
+	var out string
+	g.Eventually(func() string {
+		out = kc.mustRun(t, "describe", "siptrunk", "dead", "-n", ns).stdout
+		return out
+	}, resWait, 100*time.Millisecond).Should(MatchRegexp(`(?m)^\s+Warning\s+Unreachable\s+`), func() string { return out })
+}
+
+// A trunk whose Secret does not exist yet says so, and turns Ready as soon
+// as the Secret is created: the operator watches it.
+func testTrunkSecretAppears(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	addr := startSippTrunk(t, optionsAuth)
+	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonCredentialsMissing)
+	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
+	g.Expect(tr.Status.LastProbeAt).To(BeNil(), "a trunk without its credentials was probed")
+
+	createCredentials(t, ns, "carrier-credentials", "alice", "right-password")
+	waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+}
+
+// A rejected password is reported; fixing it in the Secret brings a new
+// probe at once (the interval is an hour here).
+func testTrunkWrongPassword(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	addr := startSippTrunk(t, optionsAuth)
+	createCredentials(t, ns, "carrier-credentials", "alice", "wrong-password")
+	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed)
+	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
+
+	var s corev1.Secret
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier-credentials"}, &s)).To(Succeed())
+	s.Data[switchboardv1.SIPPasswordKey] = []byte("right-password")
+	g.Expect(k8s.Update(context.Background(), &s)).To(Succeed())
+	waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+}
+
+// Pointing a dead trunk at a live address probes it at once.
+func testTrunkAddressChanged(t *testing.T) {
+	g := NewWithT(t)
+	ns := resNamespace(t)
+	// Over TCP, nothing listening is refused at once.
+	dead := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
+		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:127.0.0.1:" + strconv.Itoa(freeTCPPort(t)),
+			Transport: switchboardv1.SIPTransportTCP}}
+	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
+	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
+	g.Expect(resReady(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
+
+	addr := startSippTrunk(t, optionsOK)
+	var tr switchboardv1.SIPTrunk
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier"}, &tr)).To(Succeed())
+	tr.Spec.Address, tr.Spec.Transport = "sip:"+addr, switchboardv1.SIPTransportUDP
+	g.Expect(k8s.Update(context.Background(), &tr)).To(Succeed())
+	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+	g.Expect(up.Status.ObservedGeneration).To(Equal(tr.Generation))
+}
+
+func TestKubectlApplyRejectsInvalidTrunksAndScripts(t *testing.T) {
+	kc := newKubectlCLI(t)
+	ns := resNamespace(t)
+	for _, tc := range []struct {
+		name     string
+		obj      client.Object
+		manifest string
+		want     []string // in stderr
+	}{
+		{"trunk-address-without-scheme", &switchboardv1.SIPTrunk{}, `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-address-without-scheme
+spec:
+  address: carrier.example:5060
+`, []string{"spec.address", "should match"}},
+		{"trunk-unknown-transport", &switchboardv1.SIPTrunk{}, `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-unknown-transport
+spec:
+  address: sip:carrier.example
+  transport: ws
+`, []string{"spec.transport", `"ws"`, "udp", "tcp", "tls"}},
+		{"agent-step-two-kinds", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-step-two-kinds
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - say: Hello
+    hangup: {}
+`, []string{"a script step has exactly one of say, play, gather, hangup"}},
+		{"agent-gather-unknown-field", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-gather-unknown-field
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+  script:
+  - gather:
+      field: party_size
+`, []string{"a gather step's field must be one of extractedData"}},
+		{"agent-leave-message-without-message", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-leave-message-without-message
+spec:
+  fromNumber: "+14155550100"
+  voicemail:
+    action: leave_message
+`, []string{"leave_message needs a message"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := kc.apply(t, ns, tc.manifest)
+			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tc.name, res)
+			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
+			for _, w := range tc.want {
+				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
+			}
+			resExpectAbsent(t, tc.obj, ns, tc.name)
+		})
+	}
+}
+
+func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {
+	g := NewWithT(t)
+	kc := newKubectlCLI(t)
+	ns := resNamespace(t)
+	kc.mustRun(t, "create", "configmap", "chime", "-n", ns, "--from-literal=chime.wav=RIFF")
+	res := kc.apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: reminder
+spec:
+  fromNumber: "+14155550100"
+  trunkRef:
+    name: carrier
+  maxDurationSeconds: 120
+  extractedData:
+  - name: confirmed
+    type: boolean
+  script:
+  - say: "Hello {{ customer_name }}, this is the clinic."
+  - play:
+      configMapKeyRef: {name: chime, key: chime.wav}
+  - gather:
+      field: confirmed
+      prompt: Press 1 to confirm, 2 to cancel.
+      numDigits: 1
+  - hangup: {}
+  voicemail:
+    action: leave_message
+    message: "Please call the clinic back, {{customer_name}}."
+`)
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	var a switchboardv1.Agent
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "reminder"}, &a)).To(Succeed())
+	g.Expect(a.Spec.Script).To(HaveLen(4))
+	// The API server filled the gather defaults.
+	g.Expect(a.Spec.Script[2].Gather.FinishOnKey).To(Equal("#"))
+	g.Expect(a.Spec.Script[2].Gather.TimeoutSeconds).To(BeEquivalentTo(5))
+}

@@ -1,0 +1,210 @@
+// Package tts turns text into 8 kHz 16-bit mono speech for calls.
+package tts
+
+import (
+	"container/list"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// SampleRate of the speech Speak returns: G.711's.
+const SampleRate = 8000
+
+// DefaultCacheEntries bounds Flite's cache when CacheEntries is zero.
+const DefaultCacheEntries = 256
+
+// Speaker turns text into speech samples (SampleRate, mono).
+type Speaker interface {
+	Speak(ctx context.Context, text string) ([]int16, error)
+}
+
+// Flite speaks with the flite binary, which writes 8 kHz 16-bit mono WAV
+// with its built-in voices: no resampling. Recent results are cached (an
+// agent says the same greeting on every call), and concurrent requests for
+// the same text share one flite run. The zero value is ready to use.
+type Flite struct {
+	// Binary is the flite executable; "flite" (on PATH) when empty.
+	Binary string
+	// Voice is passed as -voice when set. Of flite 2.2's built-in voices
+	// only kal (the default) speaks at 8 kHz; the others (kal16, slt, rms,
+	// awb) write 16 kHz, which Speak refuses rather than resample.
+	Voice string
+	// CacheEntries bounds the cache; DefaultCacheEntries when zero.
+	CacheEntries int
+
+	mu       sync.Mutex
+	cache    map[string]*list.Element // of *entry, most recent first in lru
+	lru      list.List
+	inflight map[string]*flight
+	// onRun, when set (tests), is called before each flite run.
+	onRun func()
+}
+
+type entry struct {
+	key     string
+	samples []int16
+}
+
+// flight is one flite run that callers of the same text wait for.
+type flight struct {
+	done    chan struct{}
+	samples []int16
+	err     error
+}
+
+// Speak returns the speech of text. The slice may be shared with other
+// callers (it comes from the cache): do not modify it. Text that is only
+// whitespace is silence: no samples.
+func (f *Flite) Speak(ctx context.Context, text string) ([]int16, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	key := f.Voice + "\x00" + text
+	f.mu.Lock()
+	if samples, ok := f.cached(key); ok {
+		f.mu.Unlock()
+		return samples, nil
+	}
+	fl, running := f.inflight[key]
+	if !running {
+		fl = &flight{done: make(chan struct{})}
+		if f.inflight == nil {
+			f.inflight = map[string]*flight{}
+		}
+		f.inflight[key] = fl
+		// The run outlives a caller that gives up: others may wait for it.
+		go f.run(context.WithoutCancel(ctx), key, text, fl)
+	}
+	f.mu.Unlock()
+	select {
+	case <-fl.done:
+		return fl.samples, fl.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run runs flite once for the flight and caches a success.
+func (f *Flite) run(ctx context.Context, key, text string, fl *flight) {
+	fl.samples, fl.err = f.synthesize(ctx, text)
+	f.mu.Lock()
+	delete(f.inflight, key)
+	if fl.err == nil {
+		f.store(key, fl.samples)
+	}
+	f.mu.Unlock()
+	close(fl.done)
+}
+
+// cached returns a cached result and marks it recent; f.mu is held.
+func (f *Flite) cached(key string) ([]int16, bool) {
+	el, ok := f.cache[key]
+	if !ok {
+		return nil, false
+	}
+	f.lru.MoveToFront(el)
+	return el.Value.(*entry).samples, true
+}
+
+// store caches a result, evicting the least recent beyond the bound; f.mu
+// is held.
+func (f *Flite) store(key string, samples []int16) {
+	if f.cache == nil {
+		f.cache = map[string]*list.Element{}
+	}
+	f.cache[key] = f.lru.PushFront(&entry{key: key, samples: samples})
+	limit := f.CacheEntries
+	if limit <= 0 {
+		limit = DefaultCacheEntries
+	}
+	for f.lru.Len() > limit {
+		oldest := f.lru.Back()
+		f.lru.Remove(oldest)
+		delete(f.cache, oldest.Value.(*entry).key)
+	}
+}
+
+// synthesize runs flite into a temporary WAV and reads its samples.
+func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
+	dir, err := os.MkdirTemp("", "switchboard-tts-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	out := filepath.Join(dir, "speech.wav")
+	bin := f.Binary
+	if bin == "" {
+		bin = "flite"
+	}
+	args := []string{"-t", text, "-o", out}
+	if f.Voice != "" {
+		args = append([]string{"-voice", f.Voice}, args...)
+	}
+	if f.onRun != nil {
+		f.onRun()
+	}
+	if msg, err := exec.CommandContext(ctx, bin, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("flite: %w: %s", err, strings.TrimSpace(string(msg)))
+	}
+	wav, err := os.ReadFile(out)
+	if err != nil {
+		return nil, fmt.Errorf("flite wrote no audio: %w", err)
+	}
+	return decodeWAV(wav)
+}
+
+// decodeWAV returns the samples of an 8 kHz 16-bit mono PCM WAV, and a
+// clear error for any other format rather than audio at the wrong speed.
+func decodeWAV(b []byte) ([]int16, error) {
+	if len(b) < 12 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
+		return nil, errors.New("flite output is not a WAV file")
+	}
+	var formatSeen bool
+	for rest := b[12:]; len(rest) >= 8; {
+		id, size := string(rest[0:4]), int(binary.LittleEndian.Uint32(rest[4:8]))
+		body := rest[8:]
+		if size > len(body) {
+			size = len(body) // flite may leave the size of a streamed data chunk unset
+		}
+		switch id {
+		case "fmt ":
+			if err := checkFormat(body[:size]); err != nil {
+				return nil, err
+			}
+			formatSeen = true
+		case "data":
+			if !formatSeen {
+				return nil, errors.New("flite output has audio before its format")
+			}
+			samples := make([]int16, size/2)
+			for i := range samples {
+				samples[i] = int16(binary.LittleEndian.Uint16(body[2*i:])) //nolint:gosec // PCM bits
+			}
+			return samples, nil
+		}
+		rest = body[min(len(body), size+size%2):]
+	}
+	return nil, errors.New("flite output has no audio")
+}
+
+func checkFormat(fmtChunk []byte) error {
+	if len(fmtChunk) < 16 {
+		return errors.New("flite output has a truncated format chunk")
+	}
+	format := binary.LittleEndian.Uint16(fmtChunk[0:])
+	channels := binary.LittleEndian.Uint16(fmtChunk[2:])
+	rate := binary.LittleEndian.Uint32(fmtChunk[4:])
+	bits := binary.LittleEndian.Uint16(fmtChunk[14:])
+	if format != 1 || channels != 1 || rate != SampleRate || bits != 16 {
+		return fmt.Errorf("flite wrote %d Hz, %d-bit, %d-channel audio (format %d): want %d Hz 16-bit mono PCM (is the voice an 8 kHz one?)",
+			rate, bits, channels, format, SampleRate)
+	}
+	return nil
+}
