@@ -374,7 +374,7 @@ func TestContextEnds(t *testing.T) {
 		s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
-		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123", Script: sayTone(3*time.Second)})
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{From: "+14155550100", To: "+14155550123", Script: sayTone(3 * time.Second)})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Place: %v, want the context's deadline", err)
 		}
@@ -651,7 +651,7 @@ func TestSessionRefresh(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "session_refresh.xml")...)
 	rec := filepath.Join(t.TempDir(), "call.wav")
-	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(2*time.Second), RecordPath: rec})
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(2 * time.Second), RecordPath: rec})
 	s.wait(t)
 	if !res.Answered || res.HangupBy != HangupByAgent {
 		t.Fatalf("result %+v: want answered, hung up by us", res)
@@ -703,7 +703,7 @@ func TestCalleeHangsUp(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1000")...)
 	rec := filepath.Join(t.TempDir(), "call.wav")
-	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(5*time.Second), RecordPath: rec})
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(5 * time.Second), RecordPath: rec})
 	s.wait(t)
 	if !res.Answered || res.HangupBy != HangupByCallee {
 		t.Fatalf("result %+v: want answered, callee hangup", res)
@@ -720,7 +720,7 @@ func TestCalleeHangsUp(t *testing.T) {
 func TestMaxDuration(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
-	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(5*time.Second), MaxDuration: 1500 * time.Millisecond})
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: sayTone(5 * time.Second), MaxDuration: 1500 * time.Millisecond})
 	s.wait(t)
 	if !res.Answered || res.HangupBy != HangupByMaxDuration {
 		t.Fatalf("result %+v: want answered, max_duration hangup", res)
