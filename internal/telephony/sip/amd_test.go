@@ -194,3 +194,18 @@ func TestMachineOnSilentLine(t *testing.T) {
 		t.Errorf("connected for %s, want about the 2.5 s initial silence", d)
 	}
 }
+
+// NOTSURE (here: the analysis time ran out before the initial silence
+// decided) runs the script, as HUMAN does.
+func TestNotSureRunsScript(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	p := amd.DefaultParams()
+	p.TotalAnalysisTime = time.Second
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{AMD: &p, Script: sayTone(time.Second)})
+	s.wait(t)
+	if res.Machine || res.AMDStatus != amd.NotSure || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want NOTSURE, agent hangup after the script", res)
+	}
+	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "a tone"}})
+}

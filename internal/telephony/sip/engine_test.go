@@ -699,6 +699,7 @@ func TestRecordingChannelsAligned(t *testing.T) {
 	}
 }
 
+// The callee hangs up 1 s into a 5 s prompt.
 func TestCalleeHangsUp(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1000")...)
@@ -713,8 +714,13 @@ func TestCalleeHangsUp(t *testing.T) {
 	}
 	left, _ := readRecording(t, rec)
 	if n := len(left); n < sampleRate*8/10 || n > 3*sampleRate {
-		t.Errorf("recording has %d samples, want about 1 s", n)
+		t.Fatalf("recording has %d samples, want about 1 s", n)
 	}
+	// The BYE came mid-prompt: the recording has the prompt to the end.
+	if m := meanAbs(left[200 : sampleRate*8/10]); m < 4000 {
+		t.Errorf("left channel: mean amplitude %.0f, want the prompt until the BYE", m)
+	}
+	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "a tone"}})
 }
 
 func TestMaxDuration(t *testing.T) {
