@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 )
 
@@ -101,6 +102,9 @@ func TestMachineHangsUpAtOnce(t *testing.T) {
 		t.Fatalf("result %+v: want a machine, voicemail hangup", res)
 	}
 	t.Logf("AMD: %s (%s)", res.AMDStatus, res.AMDCause)
+	if got := res.Disposition(); got != telephony.AnsweringMachine {
+		t.Errorf("disposition %q, want answering_machine", got)
+	}
 	if d := res.EndedAt.Sub(res.AnsweredAt); d > 5*time.Second {
 		t.Errorf("connected for %s, want a hangup once detected (the greeting lasts 7 s)", d)
 	}
@@ -164,6 +168,9 @@ func TestHumanRunsScript(t *testing.T) {
 		t.Errorf("AMD cause %q, want %q", res.AMDCause, amd.CauseAfterGreetingSilence)
 	}
 	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Hi, this is Switchboard."}})
+	if got := res.Disposition(); got != telephony.Answered {
+		t.Errorf("disposition %q, want answered", got)
+	}
 
 	left, right := readRecording(t, rec)
 	hello, script := lastVoiced(right), firstVoiced(left)

@@ -157,9 +157,14 @@ type Result struct {
 	Events []Event
 }
 
-// Disposition is the REST API's disposition of the call (never
-// AnsweringMachine: that takes the detector).
-func (r Result) Disposition() telephony.Disposition { return Disposition(r.Outcome) }
+// Disposition is the REST API's disposition of the call: AnsweringMachine
+// when the detector said MACHINE, else what the INVITE's outcome says.
+func (r Result) Disposition() telephony.Disposition {
+	if r.Machine {
+		return telephony.AnsweringMachine
+	}
+	return Disposition(r.Outcome)
+}
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
