@@ -42,8 +42,23 @@ type sipp struct {
 // taken by another process before sipp binds it: then it tries another.
 func startSipp(t *testing.T, transport string, args ...string) *sipp {
 	t.Helper()
+	return retrySipp(t, transport, func() int { return freePort(t, transport) }, args...)
+}
+
+// startSippOn is startSipp on a given port. sipp also binds ports next to
+// its media port (video RTP at +2), which another socket may hold: then it
+// tries other media ports.
+func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
+	t.Helper()
+	return retrySipp(t, transport, func() int { return port }, args...)
+}
+
+// retrySipp launches sipp on port() until it binds its ports, 5 times at
+// most.
+func retrySipp(t *testing.T, transport string, port func() int, args ...string) *sipp {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		s, err := launchSipp(t, transport, freePort(t, transport), args...)
+		s, err := launchSipp(t, transport, port(), args...)
 		if err == nil {
 			return s
 		}
@@ -51,16 +66,6 @@ func startSipp(t *testing.T, transport string, args ...string) *sipp {
 			t.Fatal(err)
 		}
 	}
-}
-
-// startSippOn is startSipp on a given port.
-func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
-	t.Helper()
-	s, err := launchSipp(t, transport, port, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // launchSipp starts sipp and waits until it holds its port.

@@ -330,6 +330,9 @@ func (a *amdFeed) padTo(t time.Time) {
 }
 
 func (a *amdFeed) padLocked(t time.Time, slack int) {
+	if a.decided {
+		return // and the gap grows for the rest of the call
+	}
 	gap := int(t.Sub(a.start)*sampleRate/time.Second) - a.fed
 	if gap > slack {
 		a.feedLocked(make([]int16, gap))
