@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -176,61 +177,11 @@ func (m *callMedia) gather(callCtx context.Context, prompt []int16, g Gather, re
 	if !ok {
 		return false
 	}
-	promptDone := closedChan
-	if p != nil {
-		promptDone = p.done
+	in := &input{g: g}
+	if !m.collect(callCtx, p, in) {
+		return false
 	}
-	timeout := g.Timeout
-	if timeout == 0 {
-		timeout = defaultGatherTimeout
-	}
-	var pressed, digits strings.Builder
-	var firstAt time.Time
-	// The timer runs once the prompt ended, from then or the last key.
-	var timer *time.Timer
-	var timeoutC <-chan time.Time
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	finished := false
-	for !finished {
-		select {
-		case <-callCtx.Done():
-			return false
-		case <-promptDone:
-			promptDone = nil
-			timer = time.NewTimer(timeout)
-			timeoutC = timer.C
-		case k := <-m.keys:
-			if pressed.Len() == 0 {
-				firstAt = k.at
-				if p != nil {
-					p.cut.Store(true)
-				}
-			}
-			pressed.WriteByte(k.key)
-			if g.FinishOnKey != "" && k.key == g.FinishOnKey[0] {
-				finished = true
-				break
-			}
-			digits.WriteByte(k.key)
-			finished = g.NumDigits > 0 && digits.Len() >= g.NumDigits
-			if timer != nil {
-				timer.Reset(timeout)
-			}
-		case <-timeoutC:
-			finished = true
-		}
-	}
-	if pressed.Len() > 0 {
-		if res.Digits == nil {
-			res.Digits = map[string]string{}
-		}
-		res.Digits[g.Field] = digits.String()
-		res.Events = append(res.Events, Event{At: firstAt, Speaker: SpeakerCallee, Text: "pressed " + pressed.String()})
-	}
+	in.record(res)
 	// Let the writer finish (or cut) the prompt before the next step.
 	if p != nil {
 		p.cut.Store(true)
@@ -241,6 +192,77 @@ func (m *callMedia) gather(callCtx context.Context, prompt []int16, g Gather, re
 		}
 	}
 	return true
+}
+
+// collect collects keys into in until it is complete or timed out; false
+// when callCtx ended first. The timeout runs once the prompt p (nil: none)
+// ended, from then or from the last key.
+func (m *callMedia) collect(callCtx context.Context, p *playback, in *input) bool {
+	timeout := cmp.Or(in.g.Timeout, defaultGatherTimeout)
+	promptDone := closedChan
+	if p != nil {
+		promptDone = p.done
+	}
+	timer := time.NewTimer(timeout)
+	timer.Stop()
+	defer timer.Stop()
+	timing := false
+	for {
+		select {
+		case <-callCtx.Done():
+			return false
+		case <-promptDone:
+			promptDone = nil
+			timing = true
+			timer.Reset(timeout)
+		case k := <-m.keys:
+			if in.pressed.Len() == 0 && p != nil {
+				p.cut.Store(true) // barge-in
+			}
+			if in.press(k) {
+				return true
+			}
+			if timing {
+				timer.Reset(timeout)
+			}
+		case <-timer.C:
+			return true
+		}
+	}
+}
+
+// input is the keys of one gather.
+type input struct {
+	g       Gather
+	pressed strings.Builder // every key, the finish key included
+	digits  strings.Builder // the keys kept
+	firstAt time.Time
+}
+
+// press adds a key and reports whether the input is complete.
+func (in *input) press(k keyPress) bool {
+	if in.pressed.Len() == 0 {
+		in.firstAt = k.at
+	}
+	in.pressed.WriteByte(k.key)
+	if in.g.FinishOnKey != "" && k.key == in.g.FinishOnKey[0] {
+		return true
+	}
+	in.digits.WriteByte(k.key)
+	return in.g.NumDigits > 0 && in.digits.Len() >= in.g.NumDigits
+}
+
+// record puts the digits and a transcript event in res when a key was
+// pressed.
+func (in *input) record(res *Result) {
+	if in.pressed.Len() == 0 {
+		return
+	}
+	if res.Digits == nil {
+		res.Digits = map[string]string{}
+	}
+	res.Digits[in.g.Field] = in.digits.String()
+	res.Events = append(res.Events, Event{At: in.firstAt, Speaker: SpeakerCallee, Text: "pressed " + in.pressed.String()})
 }
 
 var closedChan = func() chan struct{} {

@@ -66,3 +66,57 @@ func assertTranscript(t *testing.T, res Result, want []Event) {
 		last = ev.At
 	}
 }
+
+// A gather without a key times out, leaves no digits, and the script goes
+// on.
+func TestGatherTimesOut(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: []Step{
+		{Text: "Press 1.", Audio: tone(500 * time.Millisecond), Gather: &Gather{Field: "choice", NumDigits: 1, Timeout: time.Second}},
+		{Text: "Goodbye."},
+	}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent || res.Digits != nil {
+		t.Fatalf("result %+v: want agent hangup, no digits", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 1500*time.Millisecond || d > 4*time.Second {
+		t.Errorf("connected for %s, want the 0.5 s prompt and the 1 s timeout", d)
+	}
+	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Press 1."}, {Speaker: SpeakerAgent, Text: "Goodbye."}})
+}
+
+func TestGatherInput(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		g      Gather
+		keys   string
+		used   int // keys taken before the input was complete
+		digits string
+		event  string
+	}{
+		{"finish key", Gather{FinishOnKey: "#"}, "1234#9", 5, "1234", "pressed 1234#"},
+		{"finish key alone", Gather{FinishOnKey: "#"}, "#", 1, "", "pressed #"},
+		{"number of digits", Gather{NumDigits: 2}, "123", 2, "12", "pressed 12"},
+		{"finish key before the number", Gather{NumDigits: 4, FinishOnKey: "*"}, "12*3", 3, "12", "pressed 12*"},
+		{"star kept without a finish key", Gather{NumDigits: 3}, "*0#", 3, "*0#", "pressed *0#"},
+		{"timed out after keys", Gather{}, "42", 2, "42", "pressed 42"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.g.Field = "f"
+			in := &input{g: tc.g}
+			used := 0
+			for i := range len(tc.keys) {
+				used++
+				if in.press(keyPress{key: tc.keys[i], at: time.Now()}) {
+					break
+				}
+			}
+			var res Result
+			in.record(&res)
+			if used != tc.used || res.Digits["f"] != tc.digits || len(res.Events) != 1 || res.Events[0].Text != tc.event {
+				t.Errorf("took %d keys, digits %v, events %+v: want %d keys, %q, %q", used, res.Digits, res.Events, tc.used, tc.digits, tc.event)
+			}
+		})
+	}
+}
