@@ -54,7 +54,7 @@ func machineGreeting(t *testing.T) []int16 {
 func voicedFrames(pcm []int) []bool {
 	var v []bool
 	for i := 0; i+frameSamples <= len(pcm); i += frameSamples {
-		v = append(v, meanAbs(pcm[i:i+frameSamples]) >= silenceThreshold)
+		v = append(v, meanAbs(pcm[i:i+frameSamples]) >= float64(amd.DefaultParams().SilenceThreshold))
 	}
 	return v
 }

@@ -25,9 +25,6 @@ import (
 const (
 	sampleRate   = 8000
 	frameSamples = sampleRate / 50 // 20 ms
-	// silenceThreshold is the mean absolute amplitude under which a 20 ms
-	// frame is silence (the answering-machine detector's value).
-	silenceThreshold = 256
 )
 
 // converse runs an answered call until someone hangs up: it records both
@@ -133,13 +130,13 @@ type callMedia struct {
 	eventPT uint8
 	// keys receives the callee's key presses; when full, keys are dropped.
 	keys chan keyPress
-	// voiceThreshold is the mean absolute amplitude from which a frame is
-	// voice; lastVoiceAt is when the callee's last voiced frame arrived
-	// (UnixNano, 0 before any).
-	voiceThreshold int
-	lastVoiceAt    atomic.Int64
 	// detector is nil when AMD is off.
 	detector *amdFeed
+	// With AMD on, voiceThreshold is the detector's silence threshold and
+	// lastVoiceAt is when the callee's last voiced frame arrived (UnixNano,
+	// 0 before any), to tell when a machine's greeting ended.
+	voiceThreshold int
+	lastVoiceAt    atomic.Int64
 }
 
 type keyPress struct {
@@ -158,13 +155,12 @@ type playback struct {
 
 func newCallMedia(rec *recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
 	m := &callMedia{
-		rec:            rec,
-		stop:           make(chan struct{}),
-		plays:          make(chan *playback),
-		writerGone:     make(chan struct{}),
-		eventPT:        eventPT,
-		keys:           make(chan keyPress, 64),
-		voiceThreshold: silenceThreshold,
+		rec:        rec,
+		stop:       make(chan struct{}),
+		plays:      make(chan *playback),
+		writerGone: make(chan struct{}),
+		eventPT:    eventPT,
+		keys:       make(chan keyPress, 64),
 	}
 	if p != nil {
 		m.voiceThreshold = p.SilenceThreshold
@@ -216,8 +212,9 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 	}
 }
 
-// listen records the callee's audio, notes when they last spoke, feeds the
-// detector and decodes their keys, until the media closes.
+// listen records the callee's audio, decodes their keys and, with AMD on,
+// feeds the detector and notes when they last spoke, until the media
+// closes.
 func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 	buf := make([]byte, media.RTPBufSize)
 	pcm := make([]int16, 0, frameSamples)
@@ -247,10 +244,10 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := now.Add(-time.Duration(len(pcm)) * time.Second / sampleRate)
 		m.rec.add(calleeChannel, pcm, started)
-		if loud(pcm, m.voiceThreshold) {
-			m.lastVoiceAt.Store(now.UnixNano())
-		}
 		if m.detector != nil {
+			if loud(pcm, m.voiceThreshold) {
+				m.lastVoiceAt.Store(now.UnixNano())
+			}
 			m.detector.feed(pcm, started)
 		}
 	}
