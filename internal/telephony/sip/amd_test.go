@@ -216,3 +216,19 @@ func TestNotSureRunsScript(t *testing.T) {
 	}
 	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "a tone"}})
 }
+
+// The callee hangs up while the detector still listens: the call ends,
+// undecided, and neither the script nor the voicemail runs.
+func TestCalleeHangsUpDuringDetection(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	b := startBaresip(t, speak(t, "Hello?")) // baresip hangs up when it ends
+	res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{
+		AMD:       defaultAMD(),
+		Voicemail: Voicemail{LeaveMessage: true, Message: tone(time.Second)},
+		Script:    sayTone(time.Second),
+	})
+	b.waitCallEnded(t)
+	if !res.Answered || res.HangupBy != HangupByCallee || res.AMDStatus != "" || res.Machine || len(res.Events) != 0 {
+		t.Fatalf("result %+v: want a callee hangup before a verdict, nothing played", res)
+	}
+}

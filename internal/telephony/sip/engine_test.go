@@ -545,8 +545,13 @@ func TestAnsweredPlaysPromptAndRecords(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", "-sn", "uas")
 	rec := filepath.Join(t.TempDir(), "call.wav")
-	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{CallID: "call-1", Script: sayTone(2 * time.Second), RecordPath: rec})
+	var answers []time.Time
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{CallID: "call-1", Script: sayTone(2 * time.Second), RecordPath: rec,
+		OnAnswer: func(at time.Time) { answers = append(answers, at) }})
 	s.wait(t)
+	if len(answers) != 1 || !answers[0].Equal(res.AnsweredAt) {
+		t.Errorf("OnAnswer called with %v, want once with the answer time %v", answers, res.AnsweredAt)
+	}
 
 	if !res.Answered || res.Outcome.StatusCode != 200 || res.Disposition() != telephony.Answered {
 		t.Fatalf("result %+v: want answered", res)
