@@ -51,19 +51,10 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
 	callCtx, stop := e.callContext(ctx, d, c.MaxDuration, res.AnsweredAt)
-	hangupBy := e.run(callCtx, c, m, res)
+	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
 	stop()
-	var ctxErr, byeErr error
-	switch cause := context.Cause(callCtx); {
-	case hangupBy != "":
-	case errors.Is(cause, errCalleeHangup):
-		hangupBy = HangupByCallee
-	case errors.Is(cause, errMaxDuration):
-		hangupBy = HangupByMaxDuration
-	default: // ctx ended
-		hangupBy, ctxErr = HangupByAgent, ctx.Err()
-	}
 	close(m.stop)
+	var byeErr error
 	if hangupBy == HangupByCallee {
 		res.EndedAt, res.HangupBy = time.Now(), HangupByCallee
 	} else if byeErr = e.hangup(d, res, hangupBy); byeErr != nil {
@@ -77,6 +68,22 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	wg.Wait()
 	recErr := m.rec.close()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
+}
+
+// endedBy says who ends the call, given who the script says (hangupBy, ""
+// when callCtx ended it), and returns ctx's error when ctx ended it. A BYE
+// from the callee that came first wins: there is no call left to hang up.
+func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
+	switch cause := context.Cause(callCtx); {
+	case errors.Is(cause, errCalleeHangup):
+		return HangupByCallee, nil
+	case hangupBy != "":
+		return hangupBy, nil
+	case errors.Is(cause, errMaxDuration):
+		return HangupByMaxDuration, nil
+	default:
+		return HangupByAgent, ctx.Err()
+	}
 }
 
 // Causes of the end of a call context other than ctx's.
