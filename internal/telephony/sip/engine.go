@@ -186,7 +186,8 @@ type EngineConfig struct {
 	// after its last voiced frame for its greeting (and beep) to count as
 	// over, before we leave the message; 1 s when zero.
 	GreetingEndSilence time.Duration
-	// GreetingMaxWait bounds the wait for the greeting to end: after it we
+	// GreetingMaxWait bounds the wait for the greeting to end, from the
+	// detector's verdict on: after it we
 	// leave the message anyway; 30 s when zero.
 	GreetingMaxWait time.Duration
 }

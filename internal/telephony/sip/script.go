@@ -26,7 +26,7 @@ const (
 	pollInterval = 20 * time.Millisecond
 )
 
-// validate reports what in the call's script, voicemail and AMD
+// validate reports what in the call's script and AMD
 // parameters cannot work, before we dial.
 func (c CallSpec) validate() error {
 	var errs []error
