@@ -187,8 +187,8 @@ type EngineConfig struct {
 	// over, before we leave the message; 1 s when zero.
 	GreetingEndSilence time.Duration
 	// GreetingMaxWait bounds the wait for the greeting to end, from the
-	// detector's verdict on: after it we
-	// leave the message anyway; 30 s when zero.
+	// detector's verdict on: after it we leave the message anyway; 30 s
+	// when zero.
 	GreetingMaxWait time.Duration
 }
 

@@ -26,8 +26,8 @@ const (
 	pollInterval = 20 * time.Millisecond
 )
 
-// validate reports what in the call's script and AMD
-// parameters cannot work, before we dial.
+// validate reports what in the call's script and AMD parameters cannot
+// work, before we dial.
 func (c CallSpec) validate() error {
 	var errs []error
 	for i, s := range c.Script {
