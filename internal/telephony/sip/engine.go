@@ -15,6 +15,7 @@ import (
 	sipmsg "github.com/emiago/sipgo/sip"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -41,12 +42,66 @@ type CallSpec struct {
 	From, To string
 	// MaxDuration bounds the connected time; zero means no bound.
 	MaxDuration time.Duration
-	// Prompt is the path of an 8 kHz mono 16-bit WAV played once answered;
-	// optional.
-	Prompt string
 	// RecordPath is where the stereo 8 kHz 16-bit WAV of the connected call
 	// is written (left: us, right: the callee); empty records nothing.
 	RecordPath string
+	// Script runs in order once the call is up (once the detector said
+	// HUMAN or NOTSURE, when AMD is on). After its last step we hang up; an
+	// empty script listens until the callee hangs up or MaxDuration.
+	Script []Step
+	// AMD turns answering-machine detection on with these parameters; nil
+	// leaves it off.
+	AMD *amd.Params
+	// Voicemail says what to do when the detector says MACHINE.
+	Voicemail Voicemail
+	// OnAnswer, when set, is called once when a 2xx answered the call,
+	// before media starts (also for a 2xx we hang up at once: one that
+	// crossed our CANCEL, or with unusable SDP). It runs on the call's
+	// goroutine: return quickly.
+	OnAnswer func(at time.Time)
+}
+
+// Step is one step of a script.
+type Step struct {
+	// Text is what the step says (say text, or gather prompt text), for the
+	// transcript; may be empty.
+	Text string
+	// Audio is 8 kHz mono 16-bit PCM to play; nil plays nothing.
+	Audio []int16
+	// Gather collects DTMF digits during and after Audio; nil collects
+	// none (keys pressed outside a gather are dropped).
+	Gather *Gather
+	// Hangup ends the call once the step's audio and gather are done.
+	Hangup bool
+}
+
+// Gather collects the callee's DTMF digits. The first key pressed stops
+// the step's audio (barge-in). It ends after NumDigits digits, at
+// FinishOnKey, or once Timeout passed without a key after the audio
+// ended and after the last key.
+type Gather struct {
+	// Field is the key in Result.Digits.
+	Field string
+	// NumDigits stops the gather after that many digits; 0 waits for
+	// FinishOnKey or the timeout.
+	NumDigits int
+	// FinishOnKey is "" or one of 0-9, * and #: pressing it ends the
+	// input, and it is not kept in the digits.
+	FinishOnKey string
+	// Timeout is how long to wait for the first key after the audio ended,
+	// and between keys; 5 s when zero.
+	Timeout time.Duration
+}
+
+// Voicemail is what to do when the detector says MACHINE.
+type Voicemail struct {
+	// LeaveMessage false hangs up as soon as the detector says MACHINE.
+	LeaveMessage bool
+	// Message is played once the machine's greeting ended (see
+	// EngineConfig.GreetingEndSilence), then we hang up. 8 kHz mono 16-bit.
+	Message []int16
+	// MessageText is the message's text, for the transcript.
+	MessageText string
 }
 
 // Who hung up an answered call.
@@ -54,7 +109,27 @@ const (
 	HangupByAgent       = "agent"
 	HangupByCallee      = "callee"
 	HangupByMaxDuration = "max_duration"
+	// HangupByVoicemail: we hung up on an answering machine, at once or
+	// after leaving the message.
+	HangupByVoicemail = "voicemail"
 )
+
+// Speakers of transcript events.
+const (
+	SpeakerAgent  = "agent"
+	SpeakerCallee = "callee"
+)
+
+// Event is one line of the call's transcript.
+type Event struct {
+	At time.Time
+	// Speaker is SpeakerAgent or SpeakerCallee.
+	Speaker string
+	// Text is a step's Text when it starts playing, the voicemail's
+	// MessageText, "pressed 1234#" (every key of one gather, finish key
+	// included) or "(answering machine greeting)".
+	Text string
+}
 
 // Result is how a placed call ended.
 type Result struct {
@@ -66,11 +141,30 @@ type Result struct {
 	AnsweredAt, EndedAt time.Time
 	// HangupBy is one of the HangupBy constants for an answered call.
 	HangupBy string
+	// Machine is set when the detector said MACHINE.
+	Machine bool
+	// AMDStatus is the detector's verdict; "" when AMD was off or the call
+	// ended before it decided.
+	AMDStatus amd.Status
+	// AMDCause is the detector's reason for its verdict.
+	AMDCause string
+	// Digits holds, per Gather.Field, the digits of each gather in which
+	// the callee pressed at least one key (without the finish key: "" when
+	// only the finish key was pressed). A gather that timed out without a
+	// key has no entry. Nil when nothing was gathered.
+	Digits map[string]string
+	// Events is the transcript, in order.
+	Events []Event
 }
 
-// Disposition is the REST API's disposition of the call (never
-// AnsweringMachine: that takes the detector).
-func (r Result) Disposition() telephony.Disposition { return Disposition(r.Outcome) }
+// Disposition is the REST API's disposition of the call: AnsweringMachine
+// when the detector said MACHINE, else what the INVITE's outcome says.
+func (r Result) Disposition() telephony.Disposition {
+	if r.Machine {
+		return telephony.AnsweringMachine
+	}
+	return Disposition(r.Outcome)
+}
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
@@ -88,9 +182,14 @@ type EngineConfig struct {
 	// (not even 100 Trying), which makes the call unreachable; 32 s (RFC
 	// 3261 Timer B) when zero.
 	NoResponseTimeout time.Duration
-	// SilenceHangup is how long the line must stay silent after the prompt
-	// before we hang up; 1 s when zero.
-	SilenceHangup time.Duration
+	// GreetingEndSilence is how long an answering machine must stay silent
+	// after its last voiced frame for its greeting (and beep) to count as
+	// over, before we leave the message; 1 s when zero.
+	GreetingEndSilence time.Duration
+	// GreetingMaxWait bounds the wait for the greeting to end, from the
+	// detector's verdict on: after it we leave the message anyway; 30 s
+	// when zero.
+	GreetingMaxWait time.Duration
 }
 
 // Engine places calls over SIP trunks. One SIP user agent (sipgo, with
@@ -105,11 +204,13 @@ type EngineConfig struct {
 // response, the ring timeout sends CANCEL (no_answer on the 487). A 200
 // that crosses the CANCEL is ACKed and BYEd and counts as answered.
 //
-// Once answered, the engine sends the prompt and then silence as 20 ms
-// G.711 frames, records both directions on one timeline, and hangs up
-// when SilenceHangup passed after the prompt ended and after the callee
-// last spoke (a 20 ms frame with a mean absolute amplitude of 256 or
-// more), at MaxDuration, or when ctx ends; or it reports the callee's BYE.
+// Once answered, the engine sends 20 ms G.711 frames (silence between
+// prompts) and records both directions on one timeline. With AMD on, it
+// first feeds the callee's audio to the detector; on MACHINE it hangs up
+// or leaves the voicemail message. Then it runs the script: prompts,
+// DTMF gathers (RFC 4733 telephone-events, decoded by the engine) and
+// hangups. The call ends after the script, at MaxDuration, when ctx ends,
+// or at the callee's BYE.
 // In-dialog re-INVITEs are handled by diago, UPDATEs by the engine.
 type Engine struct {
 	cfg    EngineConfig
@@ -136,8 +237,11 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if cfg.NoResponseTimeout == 0 {
 		cfg.NoResponseTimeout = 64 * sipmsg.T1
 	}
-	if cfg.SilenceHangup == 0 {
-		cfg.SilenceHangup = time.Second
+	if cfg.GreetingEndSilence == 0 {
+		cfg.GreetingEndSilence = time.Second
+	}
+	if cfg.GreetingMaxWait == 0 {
+		cfg.GreetingMaxWait = 30 * time.Second
 	}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent(cfg.UserAgent))
 	if err != nil {
@@ -233,7 +337,8 @@ func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 }
 
 // Place places the call and blocks until it ended. The error reports a
-// call that could not be attempted (bad trunk, unreadable prompt), a
+// call that could not be attempted (bad trunk, invalid script or AMD
+// parameters), a
 // recording that could not be written, or ctx ending; how the far end
 // answered is in the Result, not in the error.
 func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error) {
@@ -241,11 +346,8 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	var prompt []int16
-	if c.Prompt != "" {
-		if prompt, err = loadPrompt(c.Prompt); err != nil {
-			return Result{}, err
-		}
+	if err := c.validate(); err != nil {
+		return Result{}, err
 	}
 
 	// Create the recording before dialing: a call answered only to be hung
@@ -268,11 +370,12 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	defer func() { _ = d.Close() }()
 
 	res, up, err := e.invite(ctx, d, t, c, recipient)
+	if res.Answered && c.OnAnswer != nil {
+		c.OnAnswer(res.AnsweredAt)
+	}
 	if !up {
 		return res, cmp.Or(err, ctx.Err())
 	}
-	res.Answered = true
-	res.AnsweredAt = time.Now()
 	if err := d.Ack(ctx); err != nil {
 		// The far end will retransmit its 200 and give up; tell it now.
 		res.EndedAt = time.Now()
@@ -281,7 +384,7 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	recording = true
 	rec.start = res.AnsweredAt
-	cerr := e.converse(ctx, d, prompt, rec, c.MaxDuration, &res)
+	cerr := e.converse(ctx, d, c, rec, &res)
 	return res, cerr
 }
 
@@ -342,6 +445,7 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	}
 	res.Outcome.RingTimeout = ringTimeout
 	if err == nil {
+		res.Answered, res.AnsweredAt = true, time.Now()
 		return res, true, nil
 	}
 	if final != nil && final.IsSuccess() {

@@ -2,6 +2,7 @@ package sip
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,21 +18,19 @@ import (
 	"github.com/emiago/diago/media"
 	"github.com/go-audio/wav"
 	"github.com/zaf/g711"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 )
 
 const (
 	sampleRate   = 8000
 	frameSamples = sampleRate / 50 // 20 ms
-	// silenceThreshold is the mean absolute amplitude under which a 20 ms
-	// frame is silence (the answering-machine detector's value).
-	silenceThreshold = 256
 )
 
-// converse runs the media of an answered call until someone hangs up:
-// it plays the prompt, records both directions into rec (which it closes)
-// and hangs up after the prompt and SilenceHangup of silence, at
-// maxDuration, or when ctx ends.
-func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, prompt []int16, rec *recorder, maxDuration time.Duration, res *Result) error {
+// converse runs an answered call until someone hangs up: it records both
+// directions into rec (which it closes), runs AMD and the script (see
+// run) and hangs up.
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *recorder, res *Result) error {
 	var wprops diago.MediaProps
 	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
 	if err != nil {
@@ -46,12 +45,14 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, pro
 		return errors.Join(err, e.hangup(d, res, HangupByAgent), rec.close())
 	}
 
-	m := &callMedia{rec: rec, stop: make(chan struct{})}
+	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
 	var wg sync.WaitGroup
-	wg.Go(func() { m.play(w, enc, prompt) })
+	wg.Go(func() { m.play(w, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
-	hangupBy, ctxErr := e.waitHangup(ctx, d, maxDuration, m, res.AnsweredAt)
+	callCtx, stop := e.callContext(ctx, d, c.MaxDuration, res.AnsweredAt)
+	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
+	stop()
 	close(m.stop)
 	var byeErr error
 	if hangupBy == HangupByCallee {
@@ -69,47 +70,162 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, pro
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
-// callMedia is the audio of one answered call.
+// endedBy says who ends the call, given who the script says (hangupBy, ""
+// when callCtx ended it), and returns ctx's error when ctx ended it. A BYE
+// from the callee that came first wins: there is no call left to hang up.
+func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
+	switch cause := context.Cause(callCtx); {
+	case errors.Is(cause, errCalleeHangup):
+		return HangupByCallee, nil
+	case hangupBy != "":
+		return hangupBy, nil
+	case errors.Is(cause, errMaxDuration):
+		return HangupByMaxDuration, nil
+	default:
+		return HangupByAgent, ctx.Err()
+	}
+}
+
+// Causes of the end of a call context other than ctx's.
+var (
+	errCalleeHangup = errors.New("callee hung up")
+	errMaxDuration  = errors.New("max duration")
+)
+
+// callContext is done when the callee hangs up, at maxDuration after the
+// answer, or when ctx ends, with errCalleeHangup, errMaxDuration or ctx's
+// error as its cause. Call stop once done with it.
+func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, maxDuration time.Duration, answeredAt time.Time) (context.Context, func()) {
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopBye := context.AfterFunc(d.Context(), func() { cancel(errCalleeHangup) })
+	stopCtx := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	stopMax := func() bool { return false }
+	if maxDuration > 0 {
+		stopMax = time.AfterFunc(time.Until(answeredAt.Add(maxDuration)), func() { cancel(errMaxDuration) }).Stop
+	}
+	return callCtx, func() {
+		stopBye()
+		stopCtx()
+		stopMax()
+		cancel(nil)
+	}
+}
+
+// telephoneEventPT is the payload type of telephone-event/8000 negotiated
+// in SDP, else the one we offer (diago offers 101).
+func telephoneEventPT(codecs []media.Codec) uint8 {
+	for _, c := range codecs {
+		if c.Name == media.CodecTelephoneEvent8000.Name && c.SampleRate == 8000 {
+			return c.PayloadType
+		}
+	}
+	return media.CodecTelephoneEvent8000.PayloadType
+}
+
+// callMedia is the audio of one answered call: a writer goroutine (play)
+// sends what the script queues, silence otherwise; a reader goroutine
+// (listen) records the callee, decodes their keys and feeds the detector.
 type callMedia struct {
 	rec  *recorder
 	stop chan struct{}
-	// promptDoneAt and lastVoiceAt are UnixNano times, 0 until then.
-	promptDoneAt, lastVoiceAt atomic.Int64
+
+	// plays hands playbacks to the writer; writerGone is closed when it
+	// stopped (the media closed or broke).
+	plays      chan *playback
+	writerGone chan struct{}
+
+	eventPT uint8
+	// keys receives the callee's key presses; when full, keys are dropped.
+	keys chan keyPress
+	// detector is nil when AMD is off.
+	detector *amdFeed
+	// With AMD on, voiceThreshold is the detector's silence threshold and
+	// lastVoiceAt is when the callee's last voiced frame arrived (UnixNano,
+	// 0 before any), to tell when a machine's greeting ended.
+	voiceThreshold int
+	lastVoiceAt    atomic.Int64
 }
 
-// play sends the prompt, then silence, paced by the RTP writer's clock,
-// until stop or until the media closes.
-func (m *callMedia) play(w io.Writer, enc func([]int16) []byte, prompt []int16) {
+type keyPress struct {
+	key byte
+	at  time.Time
+}
+
+// playback is audio queued for the writer.
+type playback struct {
+	pcm []int16
+	// cut stops it at the next frame (barge-in).
+	cut atomic.Bool
+	// done is closed once it played or was cut, or the writer stopped.
+	done chan struct{}
+}
+
+func newCallMedia(rec *recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
+	m := &callMedia{
+		rec:        rec,
+		stop:       make(chan struct{}),
+		plays:      make(chan *playback),
+		writerGone: make(chan struct{}),
+		eventPT:    eventPT,
+		keys:       make(chan keyPress, 64),
+	}
+	if p != nil {
+		m.voiceThreshold = p.SilenceThreshold
+		m.detector = newAMDFeed(*p, answeredAt)
+	}
+	return m
+}
+
+// play sends the queued playbacks, and silence between them, paced by the
+// RTP writer's clock, until stop or until the media closes.
+func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
+	defer close(m.writerGone)
+	var cur *playback
+	pos := 0
+	defer func() {
+		if cur != nil {
+			close(cur.done)
+		}
+	}()
 	frame := make([]int16, frameSamples)
-	for i := 0; ; i++ {
+	for {
 		select {
 		case <-m.stop:
 			return
 		default:
 		}
-		start := i * frameSamples
+		if cur == nil {
+			select {
+			case cur = <-m.plays:
+				pos = 0
+			default:
+			}
+		}
 		clear(frame)
-		if start < len(prompt) {
-			copy(frame, prompt[start:])
-		} else if m.promptDoneAt.Load() == 0 {
-			m.promptDoneAt.Store(time.Now().UnixNano())
+		if cur != nil && !cur.cut.Load() {
+			pos += copy(frame, cur.pcm[pos:])
 		}
 		now := time.Now()
 		if _, err := w.Write(enc(frame)); err != nil {
 			// The media closed (the call is over) or broke: either way
-			// nothing more is played, and the silence rule may end the call.
-			m.promptDoneAt.CompareAndSwap(0, time.Now().UnixNano())
+			// nothing more is played.
 			return
 		}
 		m.rec.add(agentChannel, frame, now)
+		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
+			close(cur.done)
+			cur = nil
+		}
 	}
 }
 
-// listen records the callee's audio and notes when they last spoke, until
-// the media closes.
+// listen records the callee's audio, decodes their keys and, with AMD on,
+// feeds the detector and notes when they last spoke, until the media
+// closes.
 func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 	buf := make([]byte, media.RTPBufSize)
 	pcm := make([]int16, 0, frameSamples)
+	var dtmf dtmfDecoder
 	for {
 		n, err := r.Read(buf)
 		if err != nil {
@@ -118,46 +234,28 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		if n == 0 {
 			continue
 		}
-		pcm = decode(pcm[:0], packets.PacketHeader.PayloadType, buf[:n])
-		if len(pcm) == 0 {
-			continue // telephone-event, comfort noise...
-		}
+		h := packets.PacketHeader
 		now := time.Now()
-		m.rec.add(calleeChannel, pcm, now.Add(-time.Duration(len(pcm))*time.Second/sampleRate))
-		if loud(pcm) {
-			m.lastVoiceAt.Store(now.UnixNano())
+		if h.PayloadType == m.eventPT {
+			if key, ok := dtmf.decode(h.SSRC, h.Timestamp, buf[:n]); ok {
+				select {
+				case m.keys <- keyPress{key: key, at: now}:
+				default:
+				}
+			}
+			continue
 		}
-	}
-}
-
-// waitHangup waits until the call must end and says who ends it; ctxErr is
-// set when ctx ended it.
-func (e *Engine) waitHangup(ctx context.Context, d *diago.DialogClientSession, maxDuration time.Duration, m *callMedia, answeredAt time.Time) (hangupBy string, ctxErr error) {
-	var maxC <-chan time.Time
-	if maxDuration > 0 {
-		tm := time.NewTimer(maxDuration - time.Since(answeredAt))
-		defer tm.Stop()
-		maxC = tm.C
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-d.Context().Done():
-			return HangupByCallee, nil
-		case <-maxC:
-			return HangupByMaxDuration, nil
-		case <-ctx.Done():
-			return HangupByAgent, ctx.Err()
-		case <-tick.C:
-			done := m.promptDoneAt.Load()
-			if done == 0 {
-				continue
+		pcm = decode(pcm[:0], h.PayloadType, buf[:n])
+		if len(pcm) == 0 {
+			continue // comfort noise, unknown payload types...
+		}
+		started := now.Add(-time.Duration(len(pcm)) * time.Second / sampleRate)
+		m.rec.add(calleeChannel, pcm, started)
+		if m.detector != nil {
+			if loud(pcm, m.voiceThreshold) {
+				m.lastVoiceAt.Store(now.UnixNano())
 			}
-			quietSince := max(done, m.lastVoiceAt.Load())
-			if time.Since(time.Unix(0, quietSince)) >= e.cfg.SilenceHangup {
-				return HangupByAgent, nil
-			}
+			m.detector.feed(pcm, started)
 		}
 	}
 }
@@ -206,13 +304,14 @@ func decode(pcm []int16, pt uint8, payload []byte) []int16 {
 	return pcm
 }
 
-// loud reports whether a frame is voice rather than silence.
-func loud(pcm []int16) bool {
+// loud reports whether a frame is voice rather than silence: its mean
+// absolute amplitude reaches threshold.
+func loud(pcm []int16, threshold int) bool {
 	var sum int
 	for _, s := range pcm {
 		sum += abs(int(s))
 	}
-	return sum >= silenceThreshold*len(pcm)
+	return sum >= threshold*len(pcm)
 }
 
 func abs(x int) int {
@@ -360,24 +459,29 @@ func wavHeader(n int) []byte {
 	return binary.LittleEndian.AppendUint32(h, dataSize)
 }
 
-// loadPrompt reads an 8 kHz mono 16-bit PCM WAV.
-func loadPrompt(path string) ([]int16, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("prompt: %w", err)
+// DecodeWAV reads an 8 kHz mono 16-bit PCM WAV, the audio format of
+// scripts and voicemail messages.
+func DecodeWAV(r io.Reader) ([]int16, error) {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		// The WAV decoder seeks between chunks.
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("wav: %w", err)
+		}
+		rs = bytes.NewReader(b)
 	}
-	defer func() { _ = f.Close() }()
-	dec := wav.NewDecoder(f)
-	if !dec.IsValidFile() {
-		return nil, fmt.Errorf("prompt %s: not a PCM WAV file", path)
+	dec := wav.NewDecoder(rs)
+	if !dec.IsValidFile() || dec.WavAudioFormat != 1 {
+		return nil, errors.New("wav: not a PCM WAV file")
 	}
 	if dec.SampleRate != sampleRate || dec.NumChans != 1 || dec.BitDepth != 16 {
-		return nil, fmt.Errorf("prompt %s: %d Hz, %d channels, %d bits: want 8000 Hz mono 16-bit",
-			path, dec.SampleRate, dec.NumChans, dec.BitDepth)
+		return nil, fmt.Errorf("wav: %d Hz, %d channels, %d bits: want 8000 Hz mono 16-bit",
+			dec.SampleRate, dec.NumChans, dec.BitDepth)
 	}
 	buf, err := dec.FullPCMBuffer()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("prompt %s: %w", path, err)
+		return nil, fmt.Errorf("wav: %w", err)
 	}
 	pcm := make([]int16, len(buf.Data))
 	for i, s := range buf.Data {
