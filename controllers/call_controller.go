@@ -47,7 +47,7 @@ type CallReconciler struct {
 	// Analyzer writes the post-call analysis; analysis.Rules when nil.
 	Analyzer analysis.Analyzer
 	Events   events.EventRecorder
-	Clock      clock.PassiveClock
+	Clock    clock.PassiveClock
 	// MaxConcurrent bounds how many Calls are reconciled at once.
 	MaxConcurrent int
 	// Live reads a Call the cache has not caught up on.

@@ -51,6 +51,9 @@ type flags struct {
 	webhooks       app.WebhookOptions
 	insecureHooks  string // "auto": on with --dev
 	webhookCAFile  string
+	simulator      bool
+	sipEnabled     bool
+	sip            app.SIPOptions
 }
 
 func parseFlags() (*flags, *zap.Options) {
@@ -78,6 +81,13 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.timings.Ring, "sim-ring", f.timings.Ring, "Simulated carrier: ringing time.")
 	flag.DurationVar(&f.timings.Talk, "sim-talk", f.timings.Talk, "Simulated carrier: length of an answered call.")
 	flag.DurationVar(&f.timings.Voicemail, "sim-voicemail", f.timings.Voicemail, "Simulated carrier: length of a voicemail message.")
+	flag.BoolVar(&f.simulator, "simulated-carrier", true, "Place the calls of agents without a trunkRef on the simulated carrier; false fails them with dispatch_failed.")
+	flag.BoolVar(&f.sipEnabled, "sip", true, "Place the calls of agents with a trunkRef over their SIP trunk.")
+	flag.StringVar(&f.sip.BindHost, "sip-bind-host", envOr("POD_IP", ""), "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
+	flag.StringVar(&f.sip.ExternalHost, "sip-external-host", "", "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
+	flag.StringVar(&f.sip.SpoolDir, "sip-spool-dir", "", "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
+	flag.StringVar(&f.sip.Flite, "flite", "flite", "The flite text-to-speech binary that speaks agents' scripts.")
+	flag.DurationVar(&f.sip.ProbeInterval, "sip-probe-interval", time.Minute, "How often each SIPTrunk is sent OPTIONS to check it is reachable.")
 	flag.StringVar(&f.insecureHooks, "webhook-allow-insecure", "auto", "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
 	flag.StringVar(&f.webhookCAFile, "webhook-ca-file", "", "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")
 	flag.DurationVar(&f.webhooks.Timeout, "webhook-timeout", 10*time.Second, "Time a receiver has to answer an attempt.")
@@ -133,6 +143,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	}
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
+		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
 		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
@@ -238,6 +249,30 @@ func (f *flags) applyDefaults() {
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
 	}
+	f.sip.Disabled = !f.sipEnabled
+	if f.sip.SpoolDir == "" {
+		f.sip.SpoolDir = filepath.Join(f.recordingDir, ".spool") // no namespace starts with a dot
+	}
+	if f.sip.BindHost == "" {
+		f.sip.BindHost = "127.0.0.1"
+		if !f.dev {
+			f.sip.BindHost = firstIPv4()
+		}
+	}
+}
+
+// firstIPv4 is the host's first non-loopback IPv4 address (127.0.0.1 if it
+// has none): the address carriers send SIP and RTP back to.
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && ip.IP.To4() != nil {
+				return ip.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }
 
 // controlPlane returns the cluster to run against: the embedded one with

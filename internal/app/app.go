@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -54,6 +55,11 @@ type Options struct {
 	RecordingS3 *recording.S3Config
 	// Carrier timings of the simulated carrier.
 	SimTimings sim.Timings
+	// DisableSimulator turns the simulated carrier off: calls of agents
+	// without a trunkRef then fail with dispatch_failed.
+	DisableSimulator bool
+	// SIP configures calls over SIP trunks.
+	SIP SIPOptions
 	// DefaultRegion reads numbers sent without "+".
 	DefaultRegion string
 	// Reconcilers false runs only the REST API (a benchmark, say).
@@ -62,8 +68,6 @@ type Options struct {
 	MaxConcurrentCalls int
 	// Webhooks configures event delivery.
 	Webhooks WebhookOptions
-	// SIP, if set, starts the SIP user agent and the SIPTrunk controller.
-	SIP *SIPOptions
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -167,19 +171,26 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	dialer := sim.New(opts.SimTimings)
+	dialer := &telephony.Router{}
+	if !opts.DisableSimulator {
+		dialer.Sim = sim.New(opts.SimTimings)
+	}
+	var sipCalls *sipStack
+	if !opts.SIP.Disabled {
+		if sipCalls, err = newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log); err != nil {
+			return nil, err
+		}
+		dialer.SIP = sipCalls.dialer
+	}
 	opts.Webhooks = opts.Webhooks.withDefaults()
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
 	if opts.Reconcilers {
-		if err := setupReconcilers(mgr, dir, numbers, dialer, store, opts); err != nil {
+		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, opts); err != nil {
 			return nil, err
 		}
 		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.Webhooks); err != nil {
-			return nil, err
-		}
-		if err := setupSIPTrunks(ctx, mgr, opts.SIP, opts.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -238,16 +249,23 @@ func cacheOptions() cache.Options {
 }
 
 func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *numberlists.Index,
-	dialer *sim.Carrier, store recording.Store, opts Options) error {
+	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, opts Options) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("numberlist controller: %w", err)
 	}
-	return (&controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
+	calls := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: mgr.GetEventRecorder("switchboard"),
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}).SetupWithManager(mgr)
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
+	if sipCalls != nil {
+		calls.Wake = sipCalls.callWake
+		if err := setupTrunkReconciler(mgr, sipCalls, opts.SIP); err != nil {
+			return err
+		}
+	}
+	return calls.SetupWithManager(mgr)
 }
 
 func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,

@@ -5,13 +5,7 @@ package app_test
 // real SIP peers (sipp) with OPTIONS.
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +18,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
 // Probe intervals of the tests. Most use one far longer than a test, so
@@ -115,65 +110,7 @@ const optionsAuth = `<?xml version="1.0" encoding="UTF-8"?>
 // for as many OPTIONS as come, until t ends, and returns its address.
 func startSippTrunk(t *testing.T, scenario string) string {
 	t.Helper()
-	return startSippTrunkOn(t, scenario, freeUDPPort(t))
-}
-
-// startSippTrunkOn is startSippTrunk on a given port.
-func startSippTrunkOn(t *testing.T, scenario string, port int) string {
-	t.Helper()
-	if _, err := exec.LookPath("sipp"); err != nil {
-		t.Fatalf("sipp is not on PATH: these tests need a real SIP peer; install it with "+
-			"`apt-get install -y sip-tester` (%v)", err)
-	}
-	dir := t.TempDir()
-	sf := filepath.Join(dir, "scenario.xml")
-	if err := os.WriteFile(sf, []byte(scenario), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command("sipp", "-sf", sf, "-i", "127.0.0.1", "-p", strconv.Itoa(port), "-nostdin")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &out // sipp writes logs to its working directory
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sipp: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	NewWithT(t).Eventually(func() bool { return udpListening(port) }, 5*time.Second, 20*time.Millisecond).
-		Should(BeTrue(), "sipp did not bind 127.0.0.1:%d", port)
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-}
-
-// freeUDPPort returns a loopback UDP port nothing listens on now.
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
-// freeTCPPort returns a loopback TCP port nothing listens on now.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// udpListening reads the kernel's socket table rather than binding the
-// port, which could take it from under sipp.
-func udpListening(port int) bool {
-	table, err := os.ReadFile("/proc/net/udp")
-	return err == nil && strings.Contains(string(table), fmt.Sprintf(" 0100007F:%04X ", port))
+	return siptest.StartSipp(t, "udp", siptest.InlineScenario(t, scenario)...).Addr
 }
 
 func createTrunk(t *testing.T, ns, name, address, secret string) {
@@ -211,7 +148,7 @@ func waitTrunkReady(t *testing.T, ns, name string, status metav1.ConditionStatus
 // cases).
 func TestSIPTrunkStatus(t *testing.T) {
 	withOperator(t, func(o *app.Options) {
-		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: longProbeInterval}
+		o.SIP.ProbeInterval = longProbeInterval
 	})
 	t.Run("reachable trunk shows in kubectl get", testTrunkReachable)
 	t.Run("dead trunk is unreachable", testTrunkUnreachable)
@@ -224,14 +161,14 @@ func TestSIPTrunkStatus(t *testing.T) {
 // once it answers, with no change to the trunk.
 func TestSIPTrunkReprobedPeriodically(t *testing.T) {
 	withOperator(t, func(o *app.Options) {
-		o.SIP = &app.SIPOptions{BindHost: "127.0.0.1", ProbeInterval: shortProbeInterval}
+		o.SIP.ProbeInterval = shortProbeInterval
 	})
 	g := NewWithT(t)
 	ns := resNamespace(t)
-	port := freeUDPPort(t)
+	port := siptest.FreePort(t, "udp")
 	createTrunk(t, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
-	startSippTrunkOn(t, optionsOK, port)
+	siptest.StartSippOn(t, "udp", port, siptest.InlineScenario(t, optionsOK)...)
 	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 	g.Expect(up.Status.LastProbeAt.After(down.Status.LastProbeAt.Time)).To(BeTrue())
 	g.Expect(up.Generation).To(Equal(down.Generation))
@@ -258,7 +195,7 @@ func testTrunkReachable(t *testing.T) {
 func testTrunkUnreachable(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
-	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(freeUDPPort(t)), "")
+	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
 	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
 
@@ -309,7 +246,7 @@ func testTrunkAddressChanged(t *testing.T) {
 	ns := resNamespace(t)
 	// Over TCP, nothing listening is refused at once.
 	dead := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
-		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:127.0.0.1:" + strconv.Itoa(freeTCPPort(t)),
+		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:127.0.0.1:" + strconv.Itoa(siptest.FreePort(t, "tcp")),
 			Transport: switchboardv1.SIPTransportTCP}}
 	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)

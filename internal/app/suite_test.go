@@ -132,6 +132,8 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 	opts := app.Options{
 		APIListener: lis, PublicURL: baseURL, RecordingDir: recordDir, RecordingSigningKey: signingKey,
 		SimTimings: testTimings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 32,
+		// Calls to the sipp callees on loopback; the spool survives restarts.
+		SIP: app.SIPOptions{BindHost: "127.0.0.1", SpoolDir: filepath.Join(recordDir, ".spool"), ProbeInterval: 2 * time.Second},
 		// Development mode: the test receivers listen on loopback.
 		Webhooks:    app.WebhookOptions{AllowInsecure: true, TLSConfig: receiverTLS, Schedule: testSchedule},
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Log: zap.New(zap.WriteTo(io.Discard)),

@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/controllers"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sipdial"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+)
+
+// SIPOptions configure real telephony over SIP trunks.
+type SIPOptions struct {
+	// Disabled opens no SIP listener: calls of agents with a trunkRef fail
+	// with dispatch_failed.
+	Disabled bool
+	// BindHost is the IP address SIP and RTP bind to (127.0.0.1 when
+	// empty); ExternalHost, when set, is the address put in SIP headers and
+	// SDP instead (behind NAT).
+	BindHost, ExternalHost string
+	// SpoolDir holds recordings of calls in progress; it should survive a
+	// container restart (an emptyDir does) so a call cut off keeps its
+	// audio. Defaults to a directory under the OS temporary directory.
+	SpoolDir string
+	// Flite is the text-to-speech binary ("flite" on PATH when empty).
+	Flite string
+	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
+	ProbeInterval time.Duration
+}
+
+// sipStack is the SIP side of the process: the engine, the dialer, and the
+// channels through which they wake the reconcilers.
+type sipStack struct {
+	engine    *sip.Engine
+	dialer    *sipdial.Dialer
+	callWake  chan event.GenericEvent
+	trunkWake chan event.GenericEvent
+}
+
+// newSIPStack starts the SIP user agent; its calls end when ctx does.
+func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts SIPOptions, log logr.Logger) (*sipStack, error) {
+	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
+	// it, and engineCloser closes it once they have.
+	engine, err := sip.NewEngine(context.WithoutCancel(ctx), sip.EngineConfig{BindHost: opts.BindHost, ExternalHost: opts.ExternalHost,
+		Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1)))})
+	if err != nil {
+		return nil, err
+	}
+	spool := opts.SpoolDir
+	if spool == "" {
+		spool = filepath.Join(os.TempDir(), "switchboard-spool")
+	}
+	s := &sipStack{engine: engine, callWake: make(chan event.GenericEvent, 1024),
+		trunkWake: make(chan event.GenericEvent, 64)}
+	s.dialer, err = sipdial.New(ctx, sipdial.Config{
+		Engine: engine,
+		Trunks: sipdial.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
+		Script: &sipdial.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite}, ConfigMaps: mgr.GetAPIReader()},
+		Backlog: func(ctx context.Context, ns, trunk string) ([]sipdial.Waiter, error) {
+			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
+			waiters := make([]sipdial.Waiter, 0, len(calls))
+			for i := range calls {
+				waiters = append(waiters, sipdial.Waiter{Order: calls[i].QueueOrder(),
+					Call: types.NamespacedName{Namespace: calls[i].Namespace, Name: calls[i].Name}})
+			}
+			return waiters, err
+		},
+		SpoolDir:     spool,
+		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
+		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
+		Log:          log.WithName("sipdial"),
+	})
+	if err != nil {
+		_ = engine.Close()
+		return nil, fmt.Errorf("SIP dialer: %w", err)
+	}
+	if err := mgr.Add(engineCloser{engine: engine, dialer: s.dialer}); err != nil {
+		_ = engine.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func meta(n types.NamespacedName) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Name}
+}
+
+// wake queues a reconcile of o without ever blocking the caller (a SIP
+// call's goroutine, say): a full channel is waited on in the background,
+// for a while (the controller may have stopped; the reconciler's own
+// periodic check is the fallback).
+func wake(ch chan event.GenericEvent, o client.Object) {
+	ev := event.GenericEvent{Object: o}
+	select {
+	case ch <- ev:
+	default:
+		go func() {
+			select {
+			case ch <- ev:
+			case <-time.After(time.Minute):
+			}
+		}()
+	}
+}
+
+// setupTrunkReconciler registers the SIPTrunk controller, which probes
+// trunks through the engine that places the calls (same socket, same Via)
+// and shows the dialer's usage.
+func setupTrunkReconciler(mgr manager.Manager, s *sipStack, opts SIPOptions) error {
+	err := (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Prober: s.engine,
+		Usage: s.dialer, UsageChanged: s.trunkWake, Events: mgr.GetEventRecorder("switchboard"),
+		Clock: clock.RealClock{}, ProbeInterval: opts.ProbeInterval}).SetupWithManager(context.Background(), mgr)
+	if err != nil {
+		return fmt.Errorf("siptrunk controller: %w", err)
+	}
+	return nil
+}
+
+// engineCloser closes the SIP engine when the manager stops, on every
+// replica (the engine listens on all of them), once the calls in progress
+// have hung up and closed their recordings.
+type engineCloser struct {
+	engine *sip.Engine
+	dialer *sipdial.Dialer
+}
+
+func (c engineCloser) NeedLeaderElection() bool { return false }
+
+func (c engineCloser) Start(ctx context.Context) error {
+	<-ctx.Done()
+	c.dialer.Wait()
+	return c.engine.Close()
+}

@@ -1,0 +1,211 @@
+package app_test
+
+// Calls placed through the REST API over SIP trunks to real sipp callees.
+
+import (
+	"context"
+	"encoding/binary"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+)
+
+// scenarioFile is a sipp scenario of the SIP engine's tests.
+func scenarioFile(name string) string {
+	return filepath.Join("..", "telephony", "sip", "testdata", name)
+}
+
+// applyTrunk creates a SIPTrunk to the sipp at addr.
+func applyTrunk(t testing.TB, ns, name, addr string, mutate func(*switchboardv1.SIPTrunkSpec)) *switchboardv1.SIPTrunk {
+	t.Helper()
+	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:" + addr, Transport: switchboardv1.SIPTransportUDP, RingTimeoutSeconds: 20}}
+	if mutate != nil {
+		mutate(&tr.Spec)
+	}
+	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
+	return tr
+}
+
+// sipOrg is an organization whose agent calls over a trunk to the sipp at
+// addr, with script as its script.
+func sipOrg(t *testing.T, addr string, trunk func(*switchboardv1.SIPTrunkSpec), agent func(*switchboardv1.AgentSpec)) *org {
+	t.Helper()
+	o := newOrg(t)
+	applyTrunk(t, o.ns, "carrier", addr, trunk)
+	a := createAgent(t, o.ns, "sip-agent", func(s *switchboardv1.AgentSpec) {
+		s.TrunkRef = &switchboardv1.LocalObjectReference{Name: "carrier"}
+		s.Greeting = ""
+		if agent != nil {
+			agent(s)
+		}
+	})
+	o.agent, o.agentID = a, a.ResolvedID()
+	return o
+}
+
+func callResource(t *testing.T, ns, id string) *switchboardv1.Call {
+	t.Helper()
+	var c switchboardv1.Call
+	NewWithT(t).Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: callName(id)}, &c)).To(Succeed())
+	return &c
+}
+
+// stereoEnergy is the mean absolute amplitude of each channel of a stereo
+// 16-bit WAV.
+func stereoEnergy(t *testing.T, wav []byte) (left, right float64) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(len(wav)).To(BeNumerically(">", 44))
+	g.Expect(string(wav[:4])).To(Equal("RIFF"))
+	g.Expect(binary.LittleEndian.Uint16(wav[22:])).To(Equal(uint16(2)), "channels")
+	g.Expect(binary.LittleEndian.Uint32(wav[24:])).To(Equal(uint32(8000)), "sample rate")
+	g.Expect(binary.LittleEndian.Uint16(wav[34:])).To(Equal(uint16(16)), "bits per sample")
+	data := wav[44:]
+	g.Expect(int(binary.LittleEndian.Uint32(wav[40:]))).To(Equal(len(data)), "data chunk size")
+	var l, r float64
+	n := len(data) / 4
+	for i := range n {
+		l += abs(float64(int16(binary.LittleEndian.Uint16(data[4*i:]))))   //nolint:gosec // PCM samples
+		r += abs(float64(int16(binary.LittleEndian.Uint16(data[4*i+2:])))) //nolint:gosec // PCM samples
+	}
+	return l / float64(n), r / float64(n)
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestSIPCallRunsScriptAndRecordsBothParties(t *testing.T) {
+	g := NewWithT(t)
+	// The callee answers and talks (sipp plays a 7 s recording) until the
+	// agent hangs up.
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("callee_talks.xml"))...)
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{
+			{Say: "Hello {{customer_name}}, this is a reminder of your appointment tomorrow."},
+			{Hangup: &switchboardv1.HangupStep{}},
+		}
+	})
+	id := o.createCall(t, "+14155550123", nil)
+	call := o.waitAnalyzed(t, id)
+	g.Expect(call).To(HaveKeyWithValue("status", "ended"))
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"))
+	g.Expect(call["duration_ms"]).To(BeNumerically(">", 1000), "the greeting takes seconds to say")
+	g.Expect(call["analysis"].(map[string]any)["summary"]).To(ContainSubstring("The callee answered"))
+
+	c := callResource(t, o.ns, id)
+	g.Expect(c.Status.Trunk).To(Equal("carrier"))
+	g.Expect(c.Status.AnsweredAt).NotTo(BeNil())
+
+	rec := do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil)
+	g.Expect(rec.status).To(Equal(http.StatusOK), string(rec.raw))
+	wav := fetch(t, rec.body["url"].(string))
+	g.Expect(wav.status).To(Equal(http.StatusOK))
+	left, right := stereoEnergy(t, wav.raw)
+	g.Expect(left).To(BeNumerically(">", 100), "the agent's speech is on the left channel")
+	g.Expect(right).To(BeNumerically(">", 100), "the callee's audio is on the right channel")
+}
+
+func TestSIPCallRejectedWithReason(t *testing.T) {
+	g := NewWithT(t)
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("reject_reason.xml"),
+		"status", "480", "reason", "Temporarily Unavailable", "cause", "17")...)
+	o := sipOrg(t, callee.Addr, nil, nil)
+	id := o.createCall(t, "+14155550123", nil)
+	call := o.waitAnalyzed(t, id)
+	// The Q.850 cause (17, user busy) decides over the status (480).
+	g.Expect(call).To(HaveKeyWithValue("disposition", "busy"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "dial_busy"))
+	g.Expect(call["recording_url"]).To(BeNil())
+	g.Expect(call["analysis"].(map[string]any)["summary"]).To(Equal("The call was not answered: the line was busy."))
+}
+
+func TestSIPCallToMissingTrunkIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	a := createAgent(t, o.ns, "lost", func(s *switchboardv1.AgentSpec) {
+		s.TrunkRef = &switchboardv1.LocalObjectReference{Name: "not-there"}
+	})
+	r := do(t, "POST", "/v1/calls", o.key, map[string]any{"agent_id": a.ResolvedID(), "to_number": "+14155550123",
+		"variables": map[string]any{"customer_name": "Ada"}})
+	g.Expect(r.status).To(Equal(http.StatusBadGateway), string(r.raw))
+	d := detail(t, r)
+	g.Expect(d).To(HaveKeyWithValue("error_code", "dispatch_failed"))
+	g.Expect(d["error"]).To(ContainSubstring(`SIP trunk "not-there" does not exist`))
+}
+
+func TestSIPTrunkQueueKeepsOrder(t *testing.T) {
+	g := NewWithT(t)
+	// Each call talks for 1.5 s and the trunk carries one at a time.
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("callee_bye.xml"), "talk_ms", "1500")...)
+	o := sipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
+	var ids []string
+	for range 3 {
+		ids = append(ids, o.createCall(t, "+14155550123", nil))
+	}
+	// While the first talks, the others wait, and say why.
+	g.Eventually(func() string {
+		c := callResource(t, o.ns, ids[2])
+		if cond := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition); cond != nil {
+			return cond.Reason
+		}
+		return ""
+	}, 10*time.Second, 50*time.Millisecond).Should(Equal(switchboardv1.ReasonWaitingForTrunk))
+	g.Expect(o.getCall(t, ids[2])).To(HaveKeyWithValue("status", "queued"))
+
+	var calls []*switchboardv1.Call
+	for _, id := range ids {
+		call := o.waitAnalyzed(t, id)
+		g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+		g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "user_hangup"))
+		calls = append(calls, callResource(t, o.ns, id))
+	}
+	// They went out in the order they were placed, one after another.
+	for i := 1; i < len(calls); i++ {
+		g.Expect(calls[i].Status.StartedAt.Time).To(BeTemporally(">=", calls[i-1].Status.EndedAt.Time),
+			"call %d started before call %d ended", i+1, i)
+	}
+}
+
+func TestSIPCallCutOffByRestartEndsTruthfully(t *testing.T) {
+	g := NewWithT(t)
+	// The callee answers and stays on the line until hung up.
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("uas.xml"))...)
+	o := sipOrg(t, callee.Addr, nil, nil) // no script: the agent listens
+	id := o.createCall(t, "+14155550123", nil)
+	g.Eventually(func() *metav1.MicroTime { return callResource(t, o.ns, id).Status.AnsweredAt },
+		10*time.Second, 50*time.Millisecond).ShouldNot(BeNil())
+	time.Sleep(time.Second) // some conversation
+
+	withOperator(t, func(*app.Options) {}) // the operator restarts mid-call
+
+	call := o.waitAnalyzed(t, id)
+	g.Expect(call).To(HaveKeyWithValue("status", "ended"))
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "operator_restart"))
+	g.Expect(call["duration_ms"]).To(BeNumerically(">=", 900))
+	g.Expect(call["analysis"].(map[string]any)["summary"]).To(ContainSubstring("cut off when Switchboard restarted"))
+	// The audio recorded until the cut is kept.
+	rec := do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil)
+	g.Expect(rec.status).To(Equal(http.StatusOK), string(rec.raw))
+	wav := fetch(t, rec.body["url"].(string))
+	g.Expect(wav.status).To(Equal(http.StatusOK))
+	stereoEnergy(t, wav.raw) // a well-formed stereo WAV
+	g.Expect(len(wav.raw)-44).To(BeNumerically(">=", 4*8000*900/1000), "at least the 0.9 s before the cut")
+}

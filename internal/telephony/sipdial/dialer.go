@@ -1,0 +1,296 @@
+// Package sipdial places the calls of Agents bound to SIPTrunks: it is the
+// telephony.Dialer of real telephony, on top of the SIP call engine
+// (package sip).
+//
+// A SIP call is a live session in this process. Dial starts it (once the
+// trunk's queue lets it go) and Progress reads it; the engine's news (the
+// callee answered, the call ended) wakes the call's reconciler at once.
+// The session stays in memory, and its recording in the spool directory,
+// until the reconciler has stored the recording and the analysis
+// (Release).
+//
+// If the operator restarts during a call, the session is gone and the call
+// with it (the far end sees the media stop). Progress then ends the call
+// with disconnection_reason operator_restart: answered when the Call's
+// status recorded an answer (its recording, if the spool survived, is kept
+// up to the cut), carrier_failure otherwise.
+package sipdial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+)
+
+// Placer places one call and blocks until it ended: the SIP engine.
+type Placer interface {
+	Place(ctx context.Context, t sip.Trunk, c sip.CallSpec) (sip.Result, error)
+}
+
+// TrunkSource resolves a SIPTrunk. A configuration problem (no such trunk,
+// missing credentials) is a *telephony.DispatchError.
+type TrunkSource interface {
+	Trunk(ctx context.Context, namespace, name string) (sip.Trunk, Limits, error)
+}
+
+// Backlog lists the queued calls of a trunk (from the informer cache).
+type Backlog func(ctx context.Context, namespace, trunk string) ([]Waiter, error)
+
+// Config configures a Dialer.
+type Config struct {
+	Engine  Placer
+	Trunks  TrunkSource
+	Script  *ScriptRenderer
+	Backlog Backlog
+	// SpoolDir holds recordings until they are stored.
+	SpoolDir string
+	// WakeCall asks for a call to be reconciled now.
+	WakeCall func(call types.NamespacedName)
+	// TrunkChanged reports that a trunk's usage changed (at most every
+	// TrunkChangedEvery per trunk); optional.
+	TrunkChanged      func(trunk types.NamespacedName)
+	TrunkChangedEvery time.Duration
+	Log               logr.Logger
+}
+
+// restartReason is the disconnection reason of a call cut off by an
+// operator restart.
+const restartReason = "operator_restart"
+
+// recheck is how often a live call is looked at if no news came.
+const recheck = 30 * time.Second
+
+// Dialer places calls over SIP trunks.
+type Dialer struct {
+	cfg      Config
+	ctx      context.Context
+	gate     *gate
+	notifier *throttle
+
+	mu       sync.Mutex
+	sessions map[string]*session // by call id
+	calls    sync.WaitGroup      // the calls' goroutines
+}
+
+var _ telephony.Dialer = (*Dialer)(nil)
+
+// New returns a Dialer whose calls run until ctx ends (the process stops).
+func New(ctx context.Context, cfg Config) (*Dialer, error) {
+	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
+		return nil, fmt.Errorf("recording spool: %w", err)
+	}
+	d := &Dialer{cfg: cfg, ctx: ctx, sessions: map[string]*session{}}
+	d.notifier = newThrottle(cfg.TrunkChangedEvery, cfg.TrunkChanged)
+	d.gate = newGate(func(call types.NamespacedName) { cfg.WakeCall(call) }, time.Now)
+	return d, nil
+}
+
+// session is one call placed by this process.
+type session struct {
+	call, trunk types.NamespacedName
+	recordPath  string
+
+	mu         sync.Mutex
+	answeredAt *time.Time
+	ended      bool
+	endedAt    time.Time
+	result     sip.Result
+	err        error
+	script     []sip.Step
+}
+
+func (d *Dialer) session(callID string) *session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions[callID]
+}
+
+// Usage reports a trunk's calls in flight and waiting.
+func (d *Dialer) Usage(namespace, name string) (active, queued int) {
+	return d.gate.usage(types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// Admit checks that the call's trunk exists and is configured; it takes no
+// capacity (the call may then wait in the queue).
+func (d *Dialer) Admit(ctx context.Context, req telephony.Request) error {
+	_, _, err := d.cfg.Trunks.Trunk(ctx, req.Namespace, req.Trunk)
+	return err
+}
+
+// Dial starts the call when its trunk's queue lets it go, or answers a
+// *telephony.WaitError. It is idempotent per call.
+func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) error {
+	if d.session(req.CallID) != nil {
+		return nil
+	}
+	trunk, limits, err := d.cfg.Trunks.Trunk(ctx, req.Namespace, req.Trunk)
+	if err != nil {
+		return err
+	}
+	call := types.NamespacedName{Namespace: req.Namespace, Name: req.CallName}
+	trunkKey := types.NamespacedName{Namespace: req.Namespace, Name: req.Trunk}
+	var backlog []Waiter
+	if !limits.unbounded() {
+		if backlog, err = d.cfg.Backlog(ctx, req.Namespace, req.Trunk); err != nil {
+			return err
+		}
+	}
+	if wait := d.gate.admit(trunkKey, limits, Waiter{Call: call, Order: req.Order}, backlog); wait != nil {
+		d.notifier.touch(trunkKey)
+		return wait
+	}
+	// The script is rendered once the call may go (text-to-speech for
+	// each waiting retry would be wasted work).
+	spec, err := d.cfg.Script.Render(ctx, req)
+	if err != nil {
+		d.gate.release(trunkKey, call)
+		return err
+	}
+	spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
+	spec.RecordPath = d.spoolPath(req.CallID)
+	s := &session{call: call, trunk: trunkKey, recordPath: spec.RecordPath, script: spec.Script}
+	d.mu.Lock()
+	d.sessions[req.CallID] = s
+	d.mu.Unlock()
+	d.notifier.touch(trunkKey)
+	d.calls.Go(func() { d.run(s, trunk, spec) })
+	return nil
+}
+
+// Wait returns once every call has hung up and closed its recording, after
+// the Dialer's context ended (a shutdown hangs up every call).
+func (d *Dialer) Wait() { d.calls.Wait() }
+
+func (d *Dialer) spoolPath(callID string) string {
+	return filepath.Join(d.cfg.SpoolDir, filepath.Base(callID)+".wav")
+}
+
+// run places the call and records how it ended.
+func (d *Dialer) run(s *session, trunk sip.Trunk, spec sip.CallSpec) {
+	spec.OnAnswer = func(at time.Time) {
+		s.mu.Lock()
+		s.answeredAt = &at
+		s.mu.Unlock()
+		d.cfg.WakeCall(s.call)
+	}
+	res, err := d.cfg.Engine.Place(d.ctx, trunk, spec)
+	if d.ctx.Err() != nil {
+		// The process is stopping: the call was cut off, and the next
+		// process reports it as such (operator_restart).
+		return
+	}
+	if err != nil {
+		d.cfg.Log.Error(err, "SIP call", "call", s.call, "trunk", s.trunk)
+	}
+	s.mu.Lock()
+	s.ended, s.endedAt, s.result, s.err = true, time.Now(), res, err
+	s.mu.Unlock()
+	d.gate.release(s.trunk, s.call)
+	d.notifier.touch(s.trunk)
+	d.cfg.WakeCall(s.call)
+}
+
+// Progress reports the live session, or a call cut off by a restart.
+func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.Time) (telephony.Progress, error) {
+	s := d.session(req.CallID)
+	if s == nil {
+		return d.lost(req, now), nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		if s.answeredAt != nil {
+			return telephony.Progress{Phase: telephony.Connected, AnsweredAt: s.answeredAt, NextCheck: recheck}, nil
+		}
+		return telephony.Progress{Phase: telephony.Ringing, NextCheck: recheck}, nil
+	}
+	return endedProgress(s.result, s.endedAt), nil
+}
+
+// hangupReasons are the disconnection reasons of answered calls.
+var hangupReasons = map[string]string{
+	sip.HangupByCallee:      "user_hangup",
+	sip.HangupByAgent:       "agent_hangup",
+	sip.HangupByMaxDuration: "max_duration",
+	sip.HangupByVoicemail:   "voicemail",
+}
+
+func endedProgress(res sip.Result, endedAt time.Time) telephony.Progress {
+	if !res.Answered {
+		return telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
+			DisconnectionReason: sip.DisconnectionReason(res.Outcome)}
+	}
+	d := telephony.Answered
+	if res.Machine {
+		d = telephony.AnsweringMachine
+	}
+	answeredAt, end := res.AnsweredAt, res.EndedAt
+	return telephony.Progress{Phase: telephony.Ended, AnsweredAt: &answeredAt, EndedAt: &end, Disposition: d,
+		DisconnectionReason: hangupReasons[res.HangupBy], Duration: end.Sub(answeredAt)}
+}
+
+// lost is the end of a call this process never placed or no longer has:
+// an operator restart cut it off. The spool file's last write, when it
+// survived, tells when the audio stopped.
+func (d *Dialer) lost(req telephony.Request, now time.Time) telephony.Progress {
+	p := telephony.Progress{Phase: telephony.Ended, EndedAt: &now, Disposition: telephony.CarrierFailure,
+		DisconnectionReason: restartReason}
+	if req.AnsweredAt == nil {
+		return p
+	}
+	end := now
+	if fi, err := os.Stat(d.spoolPath(req.CallID)); err == nil && fi.ModTime().After(*req.AnsweredAt) {
+		end = fi.ModTime()
+	}
+	p.Disposition, p.AnsweredAt, p.EndedAt, p.Duration = telephony.Answered, req.AnsweredAt, &end, end.Sub(*req.AnsweredAt)
+	return p
+}
+
+// Recording opens the call's stereo WAV. A call cut off by a restart has
+// the audio written until then, if the spool survived.
+func (d *Dialer) Recording(_ context.Context, req telephony.Request, _ telephony.Progress) (io.ReadCloser, error) {
+	path := d.spoolPath(req.CallID)
+	if d.session(req.CallID) == nil {
+		if err := repairWAV(path); err != nil {
+			d.cfg.Log.Info("the recording of a call cut off by a restart is lost", "call", req.CallID, "error", err.Error())
+			return nil, telephony.ErrNoRecording
+		}
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, telephony.ErrNoRecording
+	}
+	return f, err
+}
+
+// Transcript lists what the agent said and the callee keyed.
+func (d *Dialer) Transcript(_ context.Context, req telephony.Request, _ telephony.Progress) ([]telephony.Turn, error) {
+	s := d.session(req.CallID)
+	if s == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return transcript(s.result), nil
+}
+
+// Release drops the session and its spooled recording.
+func (d *Dialer) Release(_ context.Context, req telephony.Request) {
+	d.mu.Lock()
+	delete(d.sessions, req.CallID)
+	d.mu.Unlock()
+	if err := os.Remove(d.spoolPath(req.CallID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.cfg.Log.Error(err, "removing spooled recording", "call", req.CallID)
+	}
+}

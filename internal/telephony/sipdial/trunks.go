@@ -1,0 +1,53 @@
+package sipdial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/trunks"
+)
+
+// ClusterTrunks reads SIPTrunks from the informer cache and their
+// credentials Secrets live (the manager caches only API-key Secrets).
+type ClusterTrunks struct {
+	Cache   client.Reader
+	Secrets client.Reader
+}
+
+var _ TrunkSource = ClusterTrunks{}
+
+// Trunk resolves namespace/name; a missing or misconfigured trunk is a
+// dispatch failure that says what to fix.
+func (c ClusterTrunks) Trunk(ctx context.Context, namespace, name string) (sip.Trunk, Limits, error) {
+	var t switchboardv1.SIPTrunk
+	if err := c.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &t); apierrors.IsNotFound(err) {
+		return sip.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+			Reason: fmt.Sprintf("the agent's SIP trunk %q does not exist", name)}
+	} else if err != nil {
+		return sip.Trunk{}, Limits{}, fmt.Errorf("reading SIP trunk %s: %w", name, err)
+	}
+	st, err := trunks.Resolve(ctx, c.Secrets, &t)
+	var ce *trunks.ConfigError
+	if errors.As(err, &ce) {
+		return sip.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+			Reason: fmt.Sprintf("SIP trunk %q: %s", name, ce.Message)}
+	} else if err != nil {
+		return sip.Trunk{}, Limits{}, err
+	}
+	var lim Limits
+	if t.Spec.MaxConcurrentCalls != nil {
+		lim.MaxConcurrent = int(*t.Spec.MaxConcurrentCalls)
+	}
+	if t.Spec.CallsPerSecond != nil {
+		lim.CallsPerSecond = int(*t.Spec.CallsPerSecond)
+	}
+	return st, lim, nil
+}
