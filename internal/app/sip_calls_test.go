@@ -19,6 +19,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // scenarioFile is a sipp scenario of the SIP engine's tests.
@@ -208,4 +209,59 @@ func TestSIPCallCutOffByRestartEndsTruthfully(t *testing.T) {
 	g.Expect(wav.status).To(Equal(http.StatusOK))
 	stereoEnergy(t, wav.raw) // a well-formed stereo WAV
 	g.Expect(len(wav.raw)-44).To(BeNumerically(">=", 4*8000*900/1000), "at least the 0.9 s before the cut")
+}
+
+// waitAnswered waits until the Call's status records the answer.
+func waitAnswered(t *testing.T, ns, id string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() *metav1.MicroTime { return callResource(t, ns, id).Status.AnsweredAt },
+		15*time.Second, 20*time.Millisecond).ShouldNot(BeNil(), "call %s was never answered", id)
+}
+
+func TestSIPCallGathersKeyedDigitsIntoExtractedData(t *testing.T) {
+	g := NewWithT(t)
+	// baresip answers, stays silent for 30 s and keys what the test types.
+	callee := siptest.StartBaresip(t, "+14155550123", make([]int16, 30*8000))
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{
+			{Gather: &switchboardv1.GatherStep{Field: "party_size", FinishOnKey: "#", TimeoutSeconds: 5,
+				Prompt: "Hello {{customer_name}}. How many people will come? Key the number, then the pound key."}},
+			{Gather: &switchboardv1.GatherStep{Field: "confirmed", NumDigits: 1, TimeoutSeconds: 5,
+				Prompt: "Press 1 to confirm, or 2 to cancel."}},
+			{Say: "Thank you, goodbye."},
+		}
+	})
+	id := o.createCall(t, "+14155550123", nil)
+	waitAnswered(t, o.ns, id)
+	g.Expect(callee.Command("sndcode", "42#")).To(Succeed())
+	time.Sleep(time.Second) // the second prompt has started
+	g.Expect(callee.Command("sndcode", "1")).To(Succeed())
+
+	call := o.waitAnalyzed(t, id)
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"))
+	analysis := call["analysis"].(map[string]any)
+	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{
+		"customer_name": nil, "confirmed": true, "party_size": 42.0}))
+	g.Expect(analysis["summary"]).To(ContainSubstring("The callee keyed 42 for party_size, 1 for confirmed."))
+}
+
+func TestSIPCallToAnsweringMachine(t *testing.T) {
+	g := NewWithT(t)
+	greeting, err := (&tts.Flite{}).Speak(context.Background(), "Hi, you have reached Ada Lovelace. "+
+		"I cannot take your call right now. Please leave your name, your number and a short message after the tone.")
+	g.Expect(err).NotTo(HaveOccurred())
+	// The machine plays its greeting, then records silence.
+	callee := siptest.StartBaresip(t, "+14155550123", append(append([]int16(nil), greeting...), make([]int16, 20*8000)...))
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Say: "This is only for humans."}}
+		s.Voicemail = &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailHangup}
+	})
+	id := o.createCall(t, "+14155550123", nil)
+	call := o.waitAnalyzed(t, id)
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answering_machine"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "voicemail"))
+	g.Expect(call["analysis"].(map[string]any)["summary"]).To(Equal(
+		"The call reached an answering machine; the agent hung up without leaving a message."))
+	g.Expect(call["recording_url"]).NotTo(BeNil())
 }

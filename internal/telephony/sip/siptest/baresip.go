@@ -1,0 +1,186 @@
+package siptest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Baresip is one running baresip (Debian package baresip-core) playing a
+// callee that auto-answers and plays a WAV file as its voice; it hangs up
+// when the file ends. Its ctrl_tcp module takes commands, such as sending
+// DTMF, while the call is up.
+type Baresip struct {
+	// Addr is its SIP host:port.
+	Addr     string
+	ctrlAddr string
+	cmd      *exec.Cmd
+	out      *lockedBuffer
+	done     chan struct{}
+}
+
+// StartBaresip starts baresip on free loopback ports as the callee user
+// (an E.164 number: baresip answers 404 to any other Request-URI user),
+// playing voice (8 kHz mono 16-bit) as its audio, and stops it when the
+// test ends.
+func StartBaresip(t testing.TB, user string, voice []int16) *Baresip {
+	t.Helper()
+	if _, err := exec.LookPath("baresip"); err != nil {
+		t.Fatalf("baresip is not on PATH: these tests need a real SIP callee; install it with "+
+			"`apt-get install -y baresip-core` (%v)", err)
+	}
+	dir := t.TempDir()
+	sipPort, ctrlPort := FreePort(t, "udp"), FreePort(t, "tcp")
+	b := &Baresip{
+		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(sipPort)),
+		ctrlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctrlPort)),
+		out:      &lockedBuffer{},
+		done:     make(chan struct{}),
+	}
+	// No sound card: aufile is the microphone. baresip 1.0's aufile cannot
+	// play, so the callee hears nothing, which baresip tolerates.
+	config := fmt.Sprintf(`poll_method epoll
+sip_listen %s
+sip_transports udp
+audio_source aufile,%s
+audio_player aufile,/dev/null
+module_path %s
+module g711.so
+module aufile.so
+module_app account.so
+module_app menu.so
+module_app ctrl_tcp.so
+ctrl_tcp_listen %s
+`, b.Addr, writeMonoWAV(t, voice), baresipModules(t), b.ctrlAddr)
+	for name, content := range map[string]string{
+		"config":   config,
+		"accounts": "<sip:" + user + "@127.0.0.1>;regint=0;answermode=auto\n",
+		"contacts": "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.cmd = exec.CommandContext(context.Background(), "baresip", "-f", dir) // killed at cleanup
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatalf("start baresip: %v", err)
+	}
+	go func() {
+		_ = b.cmd.Wait()
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		<-b.done
+		if t.Failed() {
+			t.Logf("baresip:\n%s", b.Output())
+		}
+	})
+	b.waitReady(t, sipPort)
+	return b
+}
+
+// baresipModules is the folder of baresip's modules.
+func baresipModules(t testing.TB) string {
+	t.Helper()
+	for _, dir := range []string{"/usr/lib/baresip/modules", "/usr/local/lib/baresip/modules"} {
+		if _, err := os.Stat(filepath.Join(dir, "aufile.so")); err == nil {
+			return dir
+		}
+	}
+	t.Fatal("baresip's modules (aufile.so) are not installed")
+	return ""
+}
+
+// writeMonoWAV writes 8 kHz mono 16-bit PCM as a WAV file in a temporary
+// folder and returns its path.
+func writeMonoWAV(t testing.TB, pcm []int16) string {
+	t.Helper()
+	const rate = 8000
+	size := uint32(2 * len(pcm)) //nolint:gosec // test audio is short
+	b := make([]byte, 0, 44+size)
+	b = append(b, "RIFF"...)
+	b = binary.LittleEndian.AppendUint32(b, 36+size)
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16)
+	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
+	b = binary.LittleEndian.AppendUint16(b, 1) // mono
+	b = binary.LittleEndian.AppendUint32(b, rate)
+	b = binary.LittleEndian.AppendUint32(b, 2*rate)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 16)
+	b = append(b, "data"...)
+	b = binary.LittleEndian.AppendUint32(b, size)
+	for _, s := range pcm {
+		b = binary.LittleEndian.AppendUint16(b, uint16(s)) //nolint:gosec // PCM reinterpretation
+	}
+	path := filepath.Join(t.TempDir(), "voice.wav")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Output is what baresip printed so far.
+func (b *Baresip) Output() string { return b.out.String() }
+
+// waitReady waits until baresip holds its SIP port and takes commands.
+func (b *Baresip) waitReady(t testing.TB, sipPort int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-b.done:
+			t.Fatalf("baresip exited early:\n%s", b.Output())
+		default:
+		}
+		if c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", b.ctrlAddr); err == nil {
+			_ = c.Close()
+			if udpBound(sipPort) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("baresip is not listening on %s:\n%s", b.Addr, b.Output())
+}
+
+// Command sends a command to ctrl_tcp (a JSON netstring), as typing
+// "/command params" would, and waits for its answer.
+func (b *Baresip) Command(command, params string) error {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(context.Background(), "tcp", b.ctrlAddr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	msg := fmt.Sprintf(`{"command":%q,"params":%q,"token":"t"}`, command, params)
+	if _, err = fmt.Fprintf(c, "%d:%s,", len(msg), msg); err != nil {
+		return err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = c.Read(make([]byte, 512))
+	return err
+}
+
+// WaitCallEnded waits for baresip to log the end of its call (it runs on
+// until killed).
+func (b *Baresip) WaitCallEnded(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(b.Output(), "terminated") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("baresip's call did not end")
+}
