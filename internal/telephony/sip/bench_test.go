@@ -8,9 +8,10 @@ package sip
 // (default 200) in flight at a time, to one sipp that rejects every INVITE
 // at once with 486 (busy, testdata/bench_busy.xml), or answers, streams a
 // tone for SWITCHBOARD_BENCH_SIP_ANSWERED_TALK (default 1s) and hangs up
-// while we record (answered, testdata/bench_stream.xml). It reports call
-// attempts per second (attempts/s, started to ended), Place's p50 and p99
-// duration, our CPU per attempt and sipp's.
+// while we record (answered, testdata/bench_stream.xml). The callers
+// start 5 ms apart. It reports call attempts per second (attempts/s: the
+// attempts that ended once all callers had started, over that time),
+// Place's p50 and p99 duration, our CPU per attempt and sipp's.
 //
 // BenchmarkConcurrentRecordedCalls: SWITCHBOARD_BENCH_SIP_CALLS (default
 // 200) answered calls started at SWITCHBOARD_BENCH_SIP_RATE calls per
@@ -72,6 +73,7 @@ import (
 // benchSipp is sipp running for a benchmark, until the benchmark ends.
 type benchSipp struct {
 	addr string
+	dir  string // its working directory, where it writes its logs
 	cmd  *exec.Cmd
 	out  *lockedWriter
 	done chan struct{}
@@ -101,7 +103,7 @@ func startBenchSipp(b *testing.B, mediaPort int, args ...string) *benchSipp {
 func launchBenchSipp(b *testing.B, port, mediaPort int, args []string) *benchSipp {
 	argv := append([]string{
 		"-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mp", strconv.Itoa(mediaPort),
-		"-nostdin", // no -m: it serves calls until stopped
+		"-nostdin", "-trace_err", "-buff_size", "4194304", // no -m: it serves calls until stopped
 	}, args...)
 	s := &benchSipp{
 		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
@@ -109,7 +111,8 @@ func launchBenchSipp(b *testing.B, port, mediaPort int, args []string) *benchSip
 		done: make(chan struct{}),
 	}
 	s.cmd = exec.Command("sipp", argv...)
-	s.cmd.Dir = b.TempDir() // sipp writes logs to the working directory
+	s.dir = b.TempDir()
+	s.cmd.Dir = s.dir // sipp writes logs to the working directory
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		b.Fatalf("start sipp: %v", err)
@@ -129,6 +132,17 @@ func (s *benchSipp) output() string {
 	s.out.mu.Lock()
 	defer s.out.mu.Unlock()
 	return s.out.w.String()
+}
+
+// errors is the start of sipp's error log (-trace_err): the first errors.
+func (s *benchSipp) errors() string {
+	logs, _ := filepath.Glob(filepath.Join(s.dir, "*_errors.log"))
+	var out []byte
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		out = append(out, b...)
+	}
+	return string(out[:min(len(out), 3000)])
 }
 
 // cpu is the CPU time sipp used so far (user + system).
@@ -299,6 +313,26 @@ func BenchmarkCallAttempts(b *testing.B) {
 	})
 }
 
+// rampStep is how far apart the callers of benchAttempts start.
+const rampStep = 5 * time.Millisecond
+
+// steadyRate is the number of attempts per second that ended after the
+// ramp, when all callers were placing calls, up to the last one; ended
+// holds when each ended.
+func steadyRate(ended []time.Duration, ramp time.Duration) float64 {
+	last, n := time.Duration(0), 0
+	for _, e := range ended {
+		last = max(last, e)
+		if e > ramp {
+			n++
+		}
+	}
+	if last <= ramp {
+		return 0
+	}
+	return float64(n) / (last - ramp).Seconds()
+}
+
 // benchAttempts places b.N calls, SWITCHBOARD_BENCH_SIP_CONCURRENCY at a
 // time, to a sipp playing scenario, each expected to end with status;
 // recordDir, if set, receives a recording of each.
@@ -313,12 +347,16 @@ func benchAttempts(b *testing.B, status int, recordDir string, scenario []string
 	trunk := Trunk{Address: "sip:" + s.addr}
 
 	var next, failed atomic.Int64
-	latencies := make([]time.Duration, b.N)
+	latencies, ended := make([]time.Duration, b.N), make([]time.Duration, b.N)
 	cpu := startCPU(b, s)
 	b.ResetTimer()
 	var wg sync.WaitGroup
-	for range min(conc, b.N) {
+	for w := range min(conc, b.N) {
 		wg.Go(func() {
+			// The callers start 5 ms apart, as a dialer's would,
+			// rather than all at once: sipp's scenarios abort a call on the
+			// INVITE retransmissions such a burst causes.
+			time.Sleep(time.Duration(w) * rampStep)
 			for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
 				c := CallSpec{CallID: fmt.Sprintf("bench-%d", i), From: "+14155550100", To: "+14155550123", MaxDuration: time.Minute}
 				if recordDir != "" {
@@ -326,7 +364,7 @@ func benchAttempts(b *testing.B, status int, recordDir string, scenario []string
 				}
 				start := time.Now()
 				res, err := e.Place(b.Context(), trunk, c)
-				latencies[i] = time.Since(start)
+				latencies[i], ended[i] = time.Since(start), time.Since(cpu.wall0)
 				if err != nil || res.Outcome.StatusCode != status {
 					if failed.Add(1) <= 3 {
 						b.Logf("call %d: %v (%+v)", i, err, res)
@@ -337,13 +375,15 @@ func benchAttempts(b *testing.B, status int, recordDir string, scenario []string
 	}
 	wg.Wait()
 	b.StopTimer()
-	elapsed := time.Since(cpu.wall0)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "attempts/s")
+	b.ReportMetric(steadyRate(ended, time.Duration(min(conc, b.N))*rampStep), "attempts/s")
 	b.ReportMetric(float64(failed.Load()), "failed")
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99_ms")
 	cpu.report(b, s, b.N, "attempt")
+	if failed.Load() > 0 {
+		b.Logf("sipp's errors:\n%s", s.errors())
+	}
 }
 
 // The benchmark tone: 320 Hz, a period of 25 samples, so that a 1 s file
