@@ -9,8 +9,10 @@ package sip
 // at once with 486 (busy, testdata/bench_busy.xml), or answers, streams a
 // tone for SWITCHBOARD_BENCH_SIP_ANSWERED_TALK (default 1s) and hangs up
 // while we record (answered, testdata/bench_stream.xml). The callers
-// start 5 ms apart. It reports call attempts per second (attempts/s: the
-// attempts that ended once all callers had started, over that time),
+// start 5 ms apart. It reports call attempts per second (attempts/s, from
+// the first start to the last end, ramp included; steady_attempts/s, the
+// attempts that ended once all callers had started, over that time, when
+// that lasted a second or more),
 // Place's p50 and p99 duration, our CPU per attempt and sipp's.
 //
 // BenchmarkConcurrentRecordedCalls: SWITCHBOARD_BENCH_SIP_CALLS (default
@@ -316,10 +318,11 @@ func BenchmarkCallAttempts(b *testing.B) {
 // rampStep is how far apart the callers of benchAttempts start.
 const rampStep = 5 * time.Millisecond
 
-// steadyRate is the number of attempts per second that ended after the
-// ramp, when all callers were placing calls, up to the last one; ended
-// holds when each ended.
-func steadyRate(ended []time.Duration, ramp time.Duration) float64 {
+// attemptRates are the attempts per second from the first start to the
+// last end, and once all callers had started (steady, 0 when less than a
+// second of it): the attempts that ended after the ramp over that time.
+// ended holds when each ended.
+func attemptRates(ended []time.Duration, ramp time.Duration) (all, steady float64) {
 	last, n := time.Duration(0), 0
 	for _, e := range ended {
 		last = max(last, e)
@@ -327,10 +330,11 @@ func steadyRate(ended []time.Duration, ramp time.Duration) float64 {
 			n++
 		}
 	}
-	if last <= ramp {
-		return 0
+	all = float64(len(ended)) / last.Seconds()
+	if last-ramp >= time.Second {
+		steady = float64(n) / (last - ramp).Seconds()
 	}
-	return float64(n) / (last - ramp).Seconds()
+	return all, steady
 }
 
 // benchAttempts places b.N calls, SWITCHBOARD_BENCH_SIP_CONCURRENCY at a
@@ -375,7 +379,11 @@ func benchAttempts(b *testing.B, status int, recordDir string, scenario []string
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(steadyRate(ended, time.Duration(min(conc, b.N))*rampStep), "attempts/s")
+	all, steady := attemptRates(ended, time.Duration(min(conc, b.N))*rampStep)
+	b.ReportMetric(all, "attempts/s")
+	if steady > 0 {
+		b.ReportMetric(steady, "steady_attempts/s")
+	}
 	b.ReportMetric(float64(failed.Load()), "failed")
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50_ms")
