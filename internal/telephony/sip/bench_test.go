@@ -719,6 +719,7 @@ type gap struct {
 // callee channel.
 func reportGaps(b *testing.B, runs []callRun) {
 	var gaps, lost, gapTotal, gapCalls, checked int
+	byInstant := map[string][]string{} // the calls whose first gap began then
 	for _, r := range runs {
 		if !r.res.Answered {
 			continue
@@ -740,10 +741,14 @@ func reportGaps(b *testing.B, runs []callRun) {
 				lost++
 			}
 		}
-		// When on the clock: whether the gaps of all calls cluster (a
-		// stall of a whole process) or not.
-		b.Logf("%s: %d gaps, the first %d ms at %s, audio lost: %v", filepath.Base(r.rec), len(found),
-			found[0].length*1000/sampleRate, r.res.AnsweredAt.Add(found[0].at).Format("15:04:05.000"), found[0].lost)
+		// Which calls, and when on the clock: whether the gaps of many
+		// calls cluster (a stall of a whole process, or of one of sipp's
+		// RTP threads, each of which streams for 20 consecutive calls).
+		at := r.res.AnsweredAt.Add(found[0].at).Format("15:04:05.00")
+		byInstant[at] = append(byInstant[at], strings.TrimSuffix(filepath.Base(r.rec), ".wav"))
+	}
+	for at, calls := range byInstant {
+		b.Logf("gaps at %s in %d calls: %s", at, len(calls), strings.Join(calls, " "))
 	}
 	b.ReportMetric(float64(gaps), "gaps")
 	b.ReportMetric(float64(lost), "gaps_lost_audio")
