@@ -12,8 +12,10 @@ package sip
 // start 5 ms apart. It reports call attempts per second (attempts/s, from
 // the first start to the last end, ramp included; steady_attempts/s, the
 // attempts that ended once all callers had started, over that time, when
-// that lasted a second or more),
-// Place's p50 and p99 duration, our CPU per attempt and sipp's.
+// that lasted a second or more), Place's p50 and p99 duration, our CPU per
+// attempt and sipp's. With 486s the callers finish before the ramp does;
+// with answers, 200 callers holding each call 1 s cap the rate near 195/s
+// (raise SWITCHBOARD_BENCH_SIP_CONCURRENCY to find the engine's limit).
 //
 // BenchmarkConcurrentRecordedCalls: SWITCHBOARD_BENCH_SIP_CALLS (default
 // 200) answered calls started at SWITCHBOARD_BENCH_SIP_RATE calls per
@@ -36,8 +38,12 @@ package sip
 // tone resumes in phase lost no audio: it arrived late (jitter or a
 // stall of sipp, the kernel or us). A gap after which the phase jumped
 // (gaps_lost_audio) also lost packets: a lost 20 ms packet shifts the
-// 25-sample period of the tone by 10 samples. A lost packet with no gap
-// (less than 40 ms of accumulated lateness) is not counted. Gaps on the
+// 25-sample period of the tone by 10 samples (five in a row, 100 ms, would
+// pass for late). A lost packet with no gap (less than 40 ms of
+// accumulated lateness) is not counted. udp_drops is the number of
+// datagrams the kernel dropped on our sockets (full receive buffers).
+// max_wakeup_delay_ms is how late a 5 ms timer goroutine of this process
+// woke up at worst: a stall that hits every call's reader. Gaps on the
 // sending side (late writes of our own RTP) are not measured: the engine
 // exposes no hook for it.
 //
@@ -45,7 +51,10 @@ package sip
 // batch; heap_MB the peak of runtime HeapInuse sampled every 100 ms, minus
 // the heap before the batch; both also per call. CPU: getrusage(SELF) user
 // + system before and after, per call; sipp's utime + stime from
-// /proc/<pid>/stat (USER_HZ is 100 on Linux).
+// /proc/<pid>/stat (USER_HZ is 100 on Linux); cpu_% and sipp_cpu_% are of
+// one core. machine_busy_% (of all cores) and steal_% come from
+// /proc/stat: a machine busier than the engine and sipp account for was
+// running something else, and its figures (gaps above all) are not clean.
 
 import (
 	"bytes"
