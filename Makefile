@@ -88,6 +88,13 @@ bench-webhooks: ## Benchmark webhook deliveries per second and event latency (en
 	go test ./internal/app/ -run '^$$' -bench 'WebhookDeliveries' -benchtime $(WEBHOOK_BENCH_DELIVERIES)x -count 1 -timeout 30m; \
 	go test ./internal/app/ -run '^$$' -bench 'WebhookLatency' -benchtime 1x -count 1 -timeout 30m
 
+SIP_BENCH_ATTEMPTS ?= 5000
+
+.PHONY: bench-sip
+bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded calls against sipp.
+	go test ./internal/telephony/sip/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
+	go test ./internal/telephony/sip/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
+
 ##@ Build
 
 .PHONY: build
