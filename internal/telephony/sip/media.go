@@ -226,6 +226,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 	buf := make([]byte, media.RTPBufSize)
 	pcm := make([]int16, 0, frameSamples)
 	var dtmf dtmfDecoder
+	var clock rtpClock
 	for {
 		n, err := r.Read(buf)
 		if err != nil {
@@ -249,7 +250,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		if len(pcm) == 0 {
 			continue // comfort noise, unknown payload types...
 		}
-		started := now.Add(-time.Duration(len(pcm)) * time.Second / sampleRate)
+		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.add(calleeChannel, pcm, started)
 		if m.detector != nil {
 			if loud(pcm, m.voiceThreshold) {
@@ -259,6 +260,41 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 	}
 }
+
+// rtpClock places the callee's audio on the call's timeline by RTP
+// timestamp rather than by arrival time, so that a packet delayed by the
+// network or by a busy machine keeps its place and only audio that never
+// came leaves silence in the recording. The stream is anchored at the
+// arrival of its first packet, and anchored again when a packet comes
+// earlier than its place (the anchor packet itself was late), when the
+// source changes, or when the timestamps jump (a packet seemingly more
+// than maxLate late).
+type rtpClock struct {
+	anchored bool
+	ssrc     uint32
+	ts       uint32
+	at       time.Time
+}
+
+// maxLate is the most a packet may be late and still be placed by its
+// timestamp.
+const maxLate = 2 * time.Second
+
+// place returns when the audio of a packet with this source and timestamp
+// started, given when it would have started by its arrival.
+func (c *rtpClock) place(ssrc, ts uint32, byArrival time.Time) time.Time {
+	if c.anchored && ssrc == c.ssrc {
+		byTimestamp := c.at.Add(samplesDuration(int(int32(ts - c.ts)))) //nolint:gosec // RTP timestamps wrap
+		if late := byArrival.Sub(byTimestamp); late >= 0 && late <= maxLate {
+			return byTimestamp
+		}
+	}
+	c.anchored, c.ssrc, c.ts, c.at = true, ssrc, ts, byArrival
+	return byArrival
+}
+
+// samplesDuration is how long n samples play.
+func samplesDuration(n int) time.Duration { return time.Duration(n) * time.Second / sampleRate }
 
 // hangup sends BYE and records who hung up.
 func (e *Engine) hangup(d *diago.DialogClientSession, res *Result, by string) error {
