@@ -33,6 +33,9 @@ const (
 	ReasonCredentialsMissing = "CredentialsMissing"
 	// ReasonInvalidAddress: spec.address is not a usable SIP URI.
 	ReasonInvalidAddress = "InvalidAddress"
+	// ReasonTransportUnsupported: spec.transport is tls, which this release
+	// does not speak yet.
+	ReasonTransportUnsupported = "TransportUnsupported"
 	// ReasonTrunkError: the trunk answered OPTIONS with an error status.
 	ReasonTrunkError = "TrunkError"
 )
@@ -58,7 +61,8 @@ type SIPTrunkSpec struct {
 	// +kubebuilder:validation:Pattern=`^sips?:[^\s@]+$`
 	Address string `json:"address"`
 
-	// transport is udp, tcp or tls. Defaults to udp.
+	// transport is udp, tcp or tls. Defaults to udp. tls is not supported
+	// yet: such a trunk is Ready=False (TransportUnsupported).
 	// +optional
 	// +kubebuilder:default=udp
 	Transport SIPTransport `json:"transport,omitempty"`

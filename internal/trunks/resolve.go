@@ -23,7 +23,8 @@ const DefaultRingTimeout = 60 * time.Second
 // ConfigError is a SIPTrunk whose spec or credentials cannot work as they
 // are: it will not fix itself until someone edits the trunk or its Secret.
 type ConfigError struct {
-	// Reason is ReasonCredentialsMissing or ReasonInvalidAddress.
+	// Reason is ReasonCredentialsMissing, ReasonInvalidAddress or
+	// ReasonTransportUnsupported.
 	Reason string
 	// Message says what to fix, for the Ready condition.
 	Message string
@@ -42,6 +43,11 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 	}
 	if t.Spec.RingTimeoutSeconds > 0 {
 		out.RingTimeout = time.Duration(t.Spec.RingTimeoutSeconds) * time.Second
+	}
+	if t.Spec.Transport == switchboardv1.SIPTransportTLS {
+		// The engine speaks SIP over UDP and TCP; TLS (and SRTP) come later.
+		return sip.Trunk{}, &ConfigError{Reason: switchboardv1.ReasonTransportUnsupported,
+			Message: "spec.transport tls is not supported yet: use udp or tcp"}
 	}
 	if err := checkAddress(t.Spec.Address, out.Transport); err != nil {
 		return sip.Trunk{}, err

@@ -41,6 +41,8 @@ func TestResolve(t *testing.T) {
 		secret("org-a", "empty", nil),
 		secret("org-b", "theirs", map[string]string{"username": "bob", "password": "x"}),
 	).Build()
+	tls := trunk("sip:carrier.example:5061", "")
+	tls.Spec.Transport = switchboardv1.SIPTransportTLS
 	withRing := trunk("sip:carrier.example:5060", "creds")
 	withRing.Spec.RingTimeoutSeconds = 25
 
@@ -72,6 +74,8 @@ func TestResolve(t *testing.T) {
 			want: sip.Trunk{Address: "sip:10.0.0.1:5060;transport=TCP", Transport: "tcp", RingTimeout: 60 * time.Second}},
 		{name: "transport in the address disagrees", trunk: trunk("sip:10.0.0.1:5060;transport=udp", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"transport=udp", "spec.transport is tcp"}},
+		{name: "tls is not supported yet", trunk: tls,
+			reason: switchboardv1.ReasonTransportUnsupported, mention: []string{"tls is not supported", "udp or tcp"}},
 		{name: "bad port", trunk: trunk("sip:carrier.example:99999", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"sip:host[:port]"}},
 	} {
