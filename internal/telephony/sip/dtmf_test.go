@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"bytes"
 	"encoding/binary"
 	"maps"
 	"os"
@@ -109,7 +110,17 @@ func writeDTMFPcap(t *testing.T, keys string) string {
 	pcap = le.AppendUint32(pcap, 65535) // snaplen
 	pcap = le.AppendUint32(pcap, 1)     // Ethernet
 	var seq uint16
-	at := 500 * time.Millisecond
+	// Half a second of PCMU silence first: sipp replays packets relative to
+	// the first one (it ignores the capture's start time), and keys sent
+	// before the first gather has started are dropped by design.
+	at := time.Duration(0)
+	for ; at < 500*time.Millisecond; at += 20 * time.Millisecond {
+		rtp := []byte{0x80, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}
+		binary.BigEndian.PutUint16(rtp[2:], seq)
+		binary.BigEndian.PutUint32(rtp[4:], uint32(at/time.Millisecond*8)) //nolint:gosec // small
+		pcap = appendUDPPacket(pcap, at, append(rtp, bytes.Repeat([]byte{0xFF}, 160)...))
+		seq++
+	}
 	for i := range len(keys) {
 		ts := uint32(8000 + i*2400)
 		for j, p := range dtmfEvent(ts, byte(strings.IndexByte(dtmfKeys, keys[i])), 0) {
