@@ -5,12 +5,14 @@ package app_test
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -264,4 +266,83 @@ func TestSIPCallToAnsweringMachine(t *testing.T) {
 	g.Expect(call["analysis"].(map[string]any)["summary"]).To(Equal(
 		"The call reached an answering machine; the agent hung up without leaving a message."))
 	g.Expect(call["recording_url"]).NotTo(BeNil())
+}
+
+func TestSIPTrunkPacesCalls(t *testing.T) {
+	g := NewWithT(t)
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("reject_reason.xml"),
+		"status", "486", "reason", "Busy Here", "cause", "17")...)
+	o := sipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.CallsPerSecond = ptr.To[int32](2) }, nil)
+	var ids []string
+	for range 4 {
+		ids = append(ids, o.createCall(t, "+14155550123", nil))
+	}
+	var started []time.Time
+	for _, id := range ids {
+		g.Expect(o.waitAnalyzed(t, id)).To(HaveKeyWithValue("disposition", "busy"))
+		started = append(started, callResource(t, o.ns, id).Status.StartedAt.Time)
+	}
+	// In order, and at most two per second: each half a second after the
+	// one before (a millisecond of slack for the timestamps' precision).
+	for i := 1; i < len(started); i++ {
+		g.Expect(started[i].Sub(started[i-1])).To(BeNumerically(">=", 499*time.Millisecond),
+			"call %d went out %s after call %d", i+1, started[i].Sub(started[i-1]), i)
+	}
+}
+
+// toneWAV is a 16-bit 8 kHz mono WAV of a loud 440 Hz tone.
+func toneWAV(d time.Duration) []byte {
+	n := int(d.Seconds() * 8000)
+	b := []byte("RIFF")
+	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*n)) //nolint:gosec // short
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16) // fmt chunk size
+	b = binary.LittleEndian.AppendUint16(b, 1)
+	b = binary.LittleEndian.AppendUint16(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 8000)
+	b = binary.LittleEndian.AppendUint32(b, 16000)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 16)
+	b = append(b, "data"...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(2*n)) //nolint:gosec // short
+	for i := range n {
+		v := int16(12000 * math.Sin(2*math.Pi*440*float64(i)/8000))
+		b = binary.LittleEndian.AppendUint16(b, uint16(v)) //nolint:gosec // PCM
+	}
+	return b
+}
+
+func TestSIPCallPlaysAudioFromConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("uas.xml"))...)
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Play: &switchboardv1.AudioSource{
+			ConfigMapKeyRef: switchboardv1.ConfigMapKeyReference{Name: "jingles", Key: "tone.wav"}}}}
+	})
+	g.Expect(k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "jingles"},
+		BinaryData: map[string][]byte{"tone.wav": toneWAV(2 * time.Second)}})).To(Succeed())
+	id := o.createCall(t, "+14155550123", nil)
+	call := o.waitAnalyzed(t, id)
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"))
+	g.Expect(call["duration_ms"]).To(BeNumerically(">=", 2000))
+	rec := do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil)
+	g.Expect(rec.status).To(Equal(http.StatusOK), string(rec.raw))
+	left, _ := stereoEnergy(t, fetch(t, rec.body["url"].(string)).raw)
+	g.Expect(left).To(BeNumerically(">", 3000), "the tone is on the agent's channel")
+}
+
+func TestSIPCallWithMissingAudioFailsClearly(t *testing.T) {
+	g := NewWithT(t)
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("uas.xml"))...)
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Play: &switchboardv1.AudioSource{
+			ConfigMapKeyRef: switchboardv1.ConfigMapKeyReference{Name: "not-there", Key: "x.wav"}}}}
+	})
+	id := o.createCall(t, "+14155550123", nil)
+	g.Eventually(func() any { return o.getCall(t, id)["status"] }, 10*time.Second, 50*time.Millisecond).Should(Equal("failed"))
+	c := callResource(t, o.ns, id)
+	g.Expect(c.Status.Failure).NotTo(BeNil())
+	g.Expect(c.Status.Failure.ErrorCode).To(Equal("dispatch_failed"))
+	g.Expect(c.Status.Failure.Message).To(ContainSubstring("ConfigMap not-there"))
 }
