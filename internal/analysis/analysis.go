@@ -168,8 +168,8 @@ func summary(p telephony.Progress, data map[string]any, transcript []telephony.T
 		if len(transcript) > 0 && !agentSpoke(transcript) {
 			return "The call reached an answering machine; the agent hung up without leaving a message."
 		}
-		return fmt.Sprintf("The call reached an answering machine; the agent left a %d-second message.",
-			wholeSeconds(p.Duration)) + endings[p.DisconnectionReason]
+		return fmt.Sprintf("The call reached an answering machine; the agent left a message (the call lasted %s).",
+			seconds(p.Duration)) + endings[p.DisconnectionReason]
 	}
 	if why, ok := unanswered[p.Disposition]; ok {
 		return "The call was not answered: " + why + "."

@@ -97,7 +97,7 @@ func TestSummary(t *testing.T) {
 		{"no fields", nil, answered(4 * time.Second), nil,
 			"The callee answered and spoke with the agent for 4 seconds; no details were requested."},
 		{"answering machine", fields, vm, nil,
-			"The call reached an answering machine; the agent left a 2-second message."},
+			"The call reached an answering machine; the agent left a message (the call lasted 2 seconds)."},
 		{"busy", fields, ended(telephony.Busy), nil, "The call was not answered: the line was busy."},
 		{"no answer", fields, ended(telephony.NoAnswer), nil, "The call was not answered: nobody answered."},
 		{"rejected", fields, ended(telephony.Rejected), nil, "The call was not answered: the callee declined the call."},
