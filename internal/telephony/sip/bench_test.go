@@ -63,9 +63,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -79,75 +77,29 @@ import (
 	"time"
 
 	"github.com/zaf/g711"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
 // benchSipp is sipp running for a benchmark, until the benchmark ends.
 type benchSipp struct {
+	*siptest.Sipp
 	addr string
-	dir  string // its working directory, where it writes its logs
-	cmd  *exec.Cmd
-	out  *lockedWriter
-	done chan struct{}
 }
 
 // startBenchSipp starts sipp as a callee for any number of calls on a
-// loopback UDP port (retried if taken), with media ports from mediaPort on.
+// loopback UDP port, with media ports from mediaPort on, a large socket
+// buffer (a burst of INVITEs overflows the default) and its errors logged.
 func startBenchSipp(b *testing.B, mediaPort int, args ...string) *benchSipp {
 	b.Helper()
-	if _, err := exec.LookPath("sipp"); err != nil {
-		b.Skipf("sipp is not on PATH (apt-get install sip-tester): %v", err)
-	}
-	for attempt := 1; ; attempt++ {
-		port := benchFreeUDPPort(b)
-		s := launchBenchSipp(b, port, mediaPort, args)
-		err := waitListening(&sipp{cmd: s.cmd, out: s.out.w, done: s.done}, "udp", port)
-		if err == nil {
-			return s
-		}
-		if attempt == 5 || !strings.Contains(s.output(), "Address already in use") {
-			b.Fatal(err)
-		}
-	}
-}
-
-// launchBenchSipp starts sipp and stops it when the benchmark ends.
-func launchBenchSipp(b *testing.B, port, mediaPort int, args []string) *benchSipp {
-	argv := append([]string{
-		"-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mp", strconv.Itoa(mediaPort),
-		"-nostdin", "-trace_err", "-buff_size", "4194304", // no -m: it serves calls until stopped
-	}, args...)
-	s := &benchSipp{
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:  &lockedWriter{w: &bytes.Buffer{}},
-		done: make(chan struct{}),
-	}
-	s.cmd = exec.Command("sipp", argv...)
-	s.dir = b.TempDir()
-	s.cmd.Dir = s.dir // sipp writes logs to the working directory
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		b.Fatalf("start sipp: %v", err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.done)
-	}()
-	b.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	})
-	return s
-}
-
-func (s *benchSipp) output() string {
-	s.out.mu.Lock()
-	defer s.out.mu.Unlock()
-	return s.out.w.String()
+	s := siptest.StartSipp(b, "udp", append([]string{"-mp", strconv.Itoa(mediaPort),
+		"-trace_err", "-buff_size", "4194304"}, args...)...)
+	return &benchSipp{Sipp: s, addr: s.Addr}
 }
 
 // errors is the start of sipp's error log (-trace_err): the first errors.
 func (s *benchSipp) errors() string {
-	logs, _ := filepath.Glob(filepath.Join(s.dir, "*_errors.log"))
+	logs, _ := filepath.Glob(filepath.Join(s.Dir, "*_errors.log"))
 	var out []byte
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
@@ -158,7 +110,7 @@ func (s *benchSipp) errors() string {
 
 // cpu is the CPU time sipp used so far (user + system).
 func (s *benchSipp) cpu(b *testing.B) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
 	if err != nil {
 		b.Fatalf("sipp's CPU time: %v", err)
 	}
@@ -168,16 +120,6 @@ func (s *benchSipp) cpu(b *testing.B) time.Duration {
 	utime, _ := strconv.Atoi(f[11])
 	stime, _ := strconv.Atoi(f[12])
 	return time.Duration(utime+stime) * time.Second / 100
-}
-
-// benchFreeUDPPort is a loopback UDP port nothing is bound to now.
-func benchFreeUDPPort(b *testing.B) int {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // benchMediaPort is the first of sipp's media ports: below the kernel's

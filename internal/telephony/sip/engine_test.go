@@ -1,7 +1,6 @@
 package sip
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -9,10 +8,8 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,211 +19,54 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
 // These tests place real calls over loopback to sipp (Debian package
 // sip-tester) playing the callee.
 
-// sipp is one running sipp callee.
+// sipp is a sipp callee (siptest.Sipp) for one call (-m 1), under the
+// names these tests use.
 type sipp struct {
-	addr string // host:port it listens on
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan struct{}
-	err  error // exit status, once done is closed
+	*siptest.Sipp
+	addr string
 }
 
-// startSipp starts a sipp callee on a free loopback port for one call and
-// kills it when the test ends. transport is "udp" or "tcp"; args pick the
-// scenario (-sn uas, or the -sf of scenario(...)). A port found free can be
-// taken by another process before sipp binds it: then it tries another.
+// startSipp starts a sipp callee for one call on a free loopback port.
+// transport is "udp" or "tcp"; args pick the scenario (-sn uas, or the -sf
+// of scenario(...)).
 func startSipp(t *testing.T, transport string, args ...string) *sipp {
 	t.Helper()
-	return retrySipp(t, transport, func() int { return freePort(t, transport) }, args...)
+	s := siptest.StartSipp(t, transport, append([]string{"-m", "1", "-timeout", "30s"}, args...)...)
+	return &sipp{Sipp: s, addr: s.Addr}
 }
 
-// startSippOn is startSipp on a given port. sipp also binds ports next to
-// its media port (video RTP at +2), which another socket may hold: then it
-// tries other media ports.
+// startSippOn is startSipp on a given port.
 func startSippOn(t *testing.T, transport string, port int, args ...string) *sipp {
 	t.Helper()
-	return retrySipp(t, transport, func() int { return port }, args...)
+	s := siptest.StartSippOn(t, transport, port, append([]string{"-m", "1", "-timeout", "30s"}, args...)...)
+	return &sipp{Sipp: s, addr: s.Addr}
 }
 
-// retrySipp launches sipp on port() until it binds its ports, 5 times at
-// most.
-func retrySipp(t *testing.T, transport string, port func() int, args ...string) *sipp {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		s, err := launchSipp(t, transport, port(), args...)
-		if err == nil {
-			return s
-		}
-		if attempt == 5 || !strings.Contains(s.output(), "Address already in use") {
-			t.Fatal(err)
-		}
-	}
-}
+// wait waits for sipp to end its call and fails the test if it failed.
+func (s *sipp) wait(t *testing.T) { s.Wait(t, 10*time.Second) }
 
-// launchSipp starts sipp and waits until it holds its port.
-func launchSipp(t *testing.T, transport string, port int, args ...string) (*sipp, error) {
-	t.Helper()
-	if _, err := exec.LookPath("sipp"); err != nil {
-		t.Fatalf("sipp is not on PATH: these tests need a real SIP callee; install it with "+
-			"`apt-get install -y sip-tester` (%v)", err)
-	}
-	mediaPort := freePort(t, "udp")
-	argv := []string{
-		"-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mp", strconv.Itoa(mediaPort),
-		"-m", "1", "-nostdin", "-timeout", "30s", "-timeout_error",
-	}
-	if transport == "tcp" {
-		argv = append(argv, "-t", "t1")
-	}
-	argv = append(argv, args...)
-	s := &sipp{
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:  &bytes.Buffer{},
-		done: make(chan struct{}),
-	}
-	s.cmd = exec.Command("sipp", argv...)
-	s.cmd.Dir = t.TempDir() // sipp writes logs to the working directory
-	s.cmd.Stdout = &lockedWriter{w: s.out}
-	s.cmd.Stderr = s.cmd.Stdout
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start sipp: %v", err)
-	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		if t.Failed() {
-			t.Logf("sipp %v:\n%s", argv, s.output())
-		}
-	})
-	return s, waitListening(s, transport, port)
-}
+func freePort(t *testing.T, transport string) int { return siptest.FreePort(t, transport) }
 
-// output is what sipp printed so far.
-func (s *sipp) output() string {
-	w := s.cmd.Stdout.(*lockedWriter)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return s.out.String()
-}
+func udpBound(port int) bool { return siptest.UDPBound(port) }
 
-// wait waits for sipp to end and fails the test if its call failed.
-func (s *sipp) wait(t *testing.T) {
-	t.Helper()
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("sipp did not finish its call")
-	}
-	if s.err != nil {
-		t.Fatalf("sipp's call failed: %v", s.err)
-	}
-}
-
-// waitListening waits until sipp holds its port. It never binds the port
-// itself, which could take it from under sipp.
-func waitListening(s *sipp, transport string, port int) error {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return fmt.Errorf("sipp exited early: %v\n%s", s.err, s.output())
-		default:
-		}
-		if transport == "tcp" {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				_ = c.Close()
-				return nil
-			}
-		} else if udpBound(port) {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("sipp is not listening on %s/%s", transport, addr)
-}
-
-// udpBound reports whether a UDP socket is bound to 127.0.0.1:port,
-// from the kernel's table (/proc/net/udp, addresses in hex).
-func udpBound(port int) bool {
-	table, err := os.ReadFile("/proc/net/udp")
-	if err != nil {
-		return false
-	}
-	return strings.Contains(string(table), fmt.Sprintf(" 0100007F:%04X ", port))
-}
-
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T, transport string) int {
-	t.Helper()
-	if transport == "tcp" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = l.Close() }()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// scenario returns sipp's -sf argument for testdata/name with each
-// [key] of the key-value pairs kv replaced by its value. (sipp's own -key
-// substitution comes too late for a response's status code, which it
-// checks when it loads the scenario.)
+// scenario returns sipp's -sf argument for testdata/name with each [key]
+// of the key-value pairs kv replaced by its value.
 func scenario(t *testing.T, name string, kv ...string) []string {
 	t.Helper()
-	for i := 0; i+1 < len(kv); i += 2 {
-		kv[i] = "[" + kv[i] + "]"
-	}
-	return editedScenario(t, name, kv...)
+	return siptest.Scenario(t, filepath.Join("testdata", name), kv...)
 }
 
 // editedScenario returns sipp's -sf argument for testdata/name with each
 // old string of the old-new pairs replaced by the new one.
 func editedScenario(t *testing.T, name string, oldnew ...string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for i := 0; i+1 < len(oldnew); i += 2 {
-		if !strings.Contains(s, oldnew[i]) {
-			t.Fatalf("scenario %s has no %q", name, oldnew[i])
-		}
-		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"-sf", path}
+	return siptest.EditedScenario(t, filepath.Join("testdata", name), oldnew...)
 }
 
 func newEngine(t *testing.T, cfg EngineConfig) *Engine {
@@ -759,7 +599,7 @@ func TestDigestAuth(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		s := startSipp(t, "udp", scenario(t, "auth.xml", "user", "trunkuser", "pass", "s3cret")...)
 		res := place(t, e, Trunk{Address: "sip:" + s.addr, Username: "trunkuser", Password: "wrong"}, CallSpec{})
-		<-s.done
+		<-s.Done()
 		if res.Answered || res.Outcome.StatusCode != 403 || res.Disposition() != telephony.CarrierFailure {
 			t.Errorf("result %+v: want 403 carrier_failure", res)
 		}

@@ -1,17 +1,17 @@
 package sip
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
 // kamailioConfig is what testdata/kamailio.cfg is filled with.
@@ -26,10 +26,8 @@ type kamailioConfig struct {
 
 // kamailio is one running kamailio proxy.
 type kamailio struct {
+	*siptest.Process
 	addr string // host:port it listens on, over UDP and TCP
-	cmd  *exec.Cmd
-	out  *lockedWriter
-	done chan struct{}
 }
 
 // startKamailio runs kamailio (Debian package kamailio) in the foreground
@@ -38,10 +36,6 @@ type kamailio struct {
 // when the test ends. The test fails when kamailio is not installed.
 func startKamailio(t *testing.T, cfg kamailioConfig) *kamailio {
 	t.Helper()
-	if _, err := exec.LookPath("kamailio"); err != nil {
-		t.Fatalf("kamailio is not on PATH: these tests need a real SIP proxy; install it with "+
-			"`apt-get install -y kamailio` (%v)", err)
-	}
 	if cfg.Relay == "" {
 		cfg.Relay = "127.0.0.1:9" // discard: nothing answers
 	}
@@ -50,7 +44,8 @@ func startKamailio(t *testing.T, cfg kamailioConfig) *kamailio {
 		if err == nil {
 			return k
 		}
-		if attempt == 5 || !strings.Contains(k.output(), "in use") {
+		k.Stop()
+		if attempt == 5 || !strings.Contains(k.Output(), "in use") {
 			t.Fatal(err)
 		}
 	}
@@ -62,31 +57,12 @@ func launchKamailio(t *testing.T, port int, cfg kamailioConfig) (*kamailio, erro
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "kamailio.cfg")
 	writeKamailioConfig(t, conf, port, cfg)
-	k := &kamailio{
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:  &lockedWriter{w: &bytes.Buffer{}},
-		done: make(chan struct{}),
-	}
-	// -DD: stay in the foreground (children are still forked); -E: log to
+	// -DD: stay in the foreground (children are still forked, and stopped
+	// with it: siptest runs it in its own process group); -E: log to
 	// stderr; small memory pools, as for a test.
-	k.cmd = exec.Command("kamailio", "-DD", "-E", "-f", conf, "-P", filepath.Join(dir, "kamailio.pid"),
-		"-Y", dir, "-w", dir, "-m", "32", "-M", "8")
-	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
-	// Its own process group, so that stopping it stops its children too.
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := k.cmd.Start(); err != nil {
-		t.Fatalf("start kamailio: %v", err)
-	}
-	go func() {
-		_ = k.cmd.Wait()
-		close(k.done)
-	}()
-	t.Cleanup(func() {
-		k.stop()
-		if t.Failed() {
-			t.Logf("kamailio:\n%s", k.output())
-		}
-	})
+	k := &kamailio{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Process: siptest.Start(t, "apt-get install -y kamailio", "kamailio", "-DD", "-E", "-f", conf,
+			"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")}
 	return k, k.waitListening(port)
 }
 
@@ -110,12 +86,12 @@ func (k *kamailio) waitListening(port int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case <-k.done:
-			return errors.New("kamailio exited early:\n" + k.output())
+		case <-k.Done():
+			return errors.New("kamailio exited early:\n" + k.Output())
 		default:
 		}
 		if udpBound(port) {
-			if c, err := net.Dial("tcp", k.addr); err == nil {
+			if c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", k.addr); err == nil {
 				_ = c.Close()
 				return nil
 			}
@@ -123,25 +99,6 @@ func (k *kamailio) waitListening(port int) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return errors.New("kamailio is not listening on " + k.addr)
-}
-
-// stop asks kamailio's process group to end (SIGTERM), then kills it.
-func (k *kamailio) stop() {
-	pgid := -k.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
-		<-k.done
-	}
-}
-
-// output is what kamailio logged so far.
-func (k *kamailio) output() string {
-	k.out.mu.Lock()
-	defer k.out.mu.Unlock()
-	return k.out.w.String()
 }
 
 // A carrier's proxy challenges OPTIONS with 407: the probe answers with

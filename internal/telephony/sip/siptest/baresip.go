@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,12 +18,10 @@ import (
 // when the file ends. Its ctrl_tcp module takes commands, such as sending
 // DTMF, while the call is up.
 type Baresip struct {
+	*Process
 	// Addr is its SIP host:port.
 	Addr     string
 	ctrlAddr string
-	cmd      *exec.Cmd
-	out      *lockedBuffer
-	done     chan struct{}
 }
 
 // StartBaresip starts baresip on free loopback ports as the callee user
@@ -33,17 +30,11 @@ type Baresip struct {
 // test ends.
 func StartBaresip(t testing.TB, user string, voice []int16) *Baresip {
 	t.Helper()
-	if _, err := exec.LookPath("baresip"); err != nil {
-		t.Fatalf("baresip is not on PATH: these tests need a real SIP callee; install it with "+
-			"`apt-get install -y baresip-core` (%v)", err)
-	}
 	dir := t.TempDir()
 	sipPort, ctrlPort := FreePort(t, "udp"), FreePort(t, "tcp")
 	b := &Baresip{
 		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(sipPort)),
 		ctrlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctrlPort)),
-		out:      &lockedBuffer{},
-		done:     make(chan struct{}),
 	}
 	// No sound card: aufile is the microphone. baresip 1.0's aufile cannot
 	// play, so the callee hears nothing, which baresip tolerates.
@@ -69,22 +60,7 @@ ctrl_tcp_listen %s
 			t.Fatal(err)
 		}
 	}
-	b.cmd = exec.CommandContext(context.Background(), "baresip", "-f", dir) // killed at cleanup
-	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
-	if err := b.cmd.Start(); err != nil {
-		t.Fatalf("start baresip: %v", err)
-	}
-	go func() {
-		_ = b.cmd.Wait()
-		close(b.done)
-	}()
-	t.Cleanup(func() {
-		_ = b.cmd.Process.Kill()
-		<-b.done
-		if t.Failed() {
-			t.Logf("baresip:\n%s", b.Output())
-		}
-	})
+	b.Process = Start(t, "apt-get install -y baresip", "baresip", "-f", dir)
 	b.waitReady(t, sipPort)
 	return b
 }
@@ -130,22 +106,17 @@ func writeMonoWAV(t testing.TB, pcm []int16) string {
 	return path
 }
 
-// Output is what baresip printed so far.
-func (b *Baresip) Output() string { return b.out.String() }
-
 // waitReady waits until baresip holds its SIP port and takes commands.
 func (b *Baresip) waitReady(t testing.TB, sipPort int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case <-b.done:
+		if b.exited() {
 			t.Fatalf("baresip exited early:\n%s", b.Output())
-		default:
 		}
 		if c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", b.ctrlAddr); err == nil {
 			_ = c.Close()
-			if udpBound(sipPort) {
+			if UDPBound(sipPort) {
 				return
 			}
 		}
