@@ -27,8 +27,24 @@ type Baresip struct {
 // StartBaresip starts baresip on free loopback ports as the callee user
 // (an E.164 number: baresip answers 404 to any other Request-URI user),
 // playing voice (8 kHz mono 16-bit) as its audio, and stops it when the
-// test ends.
+// test ends. Its SIP port is found free for UDP, but baresip binds TCP on
+// it too, where another process may be: then it tries other ports.
 func StartBaresip(t testing.TB, user string, voice []int16) *Baresip {
+	t.Helper()
+	wav := writeMonoWAV(t, voice)
+	for attempt := 1; ; attempt++ {
+		b, err := launchBaresip(t, user, wav)
+		if err == nil {
+			return b
+		}
+		b.Stop()
+		if attempt == 5 || !strings.Contains(b.Output(), "Address already in use") {
+			t.Fatal(err)
+		}
+	}
+}
+
+func launchBaresip(t testing.TB, user, wav string) (*Baresip, error) {
 	t.Helper()
 	dir := t.TempDir()
 	sipPort, ctrlPort := FreePort(t, "udp"), FreePort(t, "tcp")
@@ -50,7 +66,7 @@ module_app account.so
 module_app menu.so
 module_app ctrl_tcp.so
 ctrl_tcp_listen %s
-`, b.Addr, writeMonoWAV(t, voice), baresipModules(t), b.ctrlAddr)
+`, b.Addr, wav, baresipModules(t), b.ctrlAddr)
 	for name, content := range map[string]string{
 		"config":   config,
 		"accounts": "<sip:" + user + "@127.0.0.1>;regint=0;answermode=auto\n",
@@ -61,8 +77,7 @@ ctrl_tcp_listen %s
 		}
 	}
 	b.Process = Start(t, "apt-get install -y baresip", "baresip", "-f", dir)
-	b.waitReady(t, sipPort)
-	return b
+	return b, b.waitReady(sipPort)
 }
 
 // baresipModules is the folder of baresip's modules.
@@ -107,22 +122,21 @@ func writeMonoWAV(t testing.TB, pcm []int16) string {
 }
 
 // waitReady waits until baresip holds its SIP port and takes commands.
-func (b *Baresip) waitReady(t testing.TB, sipPort int) {
-	t.Helper()
+func (b *Baresip) waitReady(sipPort int) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if b.exited() {
-			t.Fatalf("baresip exited early:\n%s", b.Output())
+			return fmt.Errorf("baresip exited early:\n%s", b.Output())
 		}
 		if c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", b.ctrlAddr); err == nil {
 			_ = c.Close()
 			if UDPBound(sipPort) {
-				return
+				return nil
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("baresip is not listening on %s:\n%s", b.Addr, b.Output())
+	return fmt.Errorf("baresip is not listening on %s:\n%s", b.Addr, b.Output())
 }
 
 // Command sends a command to ctrl_tcp (a JSON netstring), as typing
