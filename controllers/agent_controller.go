@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ type AgentReconciler struct {
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks,verbs=get;list;watch
 
 // Reconcile sets status.agentID and the Ready condition.
 func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -70,6 +72,12 @@ func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Ag
 			strings.Join(others, ", "), id)
 		return cond, nil
 	}
+	if missing, err := r.trunkMissing(ctx, agent); err != nil || missing {
+		cond.Status, cond.Reason = metav1.ConditionFalse, switchboardv1.ReasonTrunkNotFound
+		cond.Message = fmt.Sprintf("SIP trunk %q does not exist in this namespace: calls are refused with dispatch_failed.",
+			agent.Spec.TrunkRef.Name)
+		return cond, err
+	}
 	switch {
 	case !agent.Spec.IsActive():
 		cond.Reason, cond.Message = switchboardv1.ReasonInactive, "The agent is inactive: calls are refused with agent_inactive."
@@ -79,16 +87,48 @@ func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Ag
 	return cond, nil
 }
 
+// trunkMissing reports whether the agent names a SIPTrunk that does not
+// exist.
+func (r *AgentReconciler) trunkMissing(ctx context.Context, agent *switchboardv1.Agent) (bool, error) {
+	if agent.Spec.TrunkRef == nil {
+		return false, nil
+	}
+	var trunk switchboardv1.SIPTrunk
+	err := r.Get(ctx, types.NamespacedName{Namespace: agent.Namespace, Name: agent.Spec.TrunkRef.Name}, &trunk)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
 // SetupWithManager registers the reconciler. A change to one Agent can
 // end or start a duplicate id of another, so the namespace's Agents sharing
-// its id are reconciled too.
+// its id are reconciled too; a SIPTrunk appearing or going away changes
+// the readiness of the Agents naming it.
 func (r *AgentReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Agent{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&switchboardv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.sameID),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&switchboardv1.SIPTrunk{}, handler.EnqueueRequestsFromMapFunc(r.namingTrunk),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("agent").
 		Complete(r)
+}
+
+// namingTrunk lists the Agents whose trunkRef names the trunk o.
+func (r *AgentReconciler) namingTrunk(ctx context.Context, o client.Object) []reconcile.Request {
+	var agents switchboardv1.AgentList
+	if err := r.List(ctx, &agents, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, a := range agents.Items {
+		if a.Spec.TrunkRef != nil && a.Spec.TrunkRef.Name == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
+		}
+	}
+	return reqs
 }
 
 func (r *AgentReconciler) sameID(ctx context.Context, o client.Object) []reconcile.Request {

@@ -15,6 +15,8 @@ const (
 	ReasonDuplicateAgentID = "DuplicateAgentID"
 	// ReasonInactive: the Agent is valid but spec.active is false.
 	ReasonInactive = "Inactive"
+	// ReasonTrunkNotFound: spec.trunkRef names no SIPTrunk of the namespace.
+	ReasonTrunkNotFound = "TrunkNotFound"
 )
 
 // Reasons for a Call's Ready condition, which turns True once the call has

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
@@ -345,4 +346,25 @@ func TestSIPCallWithMissingAudioFailsClearly(t *testing.T) {
 	g.Expect(c.Status.Failure).NotTo(BeNil())
 	g.Expect(c.Status.Failure.ErrorCode).To(Equal("dispatch_failed"))
 	g.Expect(c.Status.Failure.Message).To(ContainSubstring("ConfigMap not-there"))
+}
+
+func TestAgentReadyFollowsItsTrunk(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	a := createAgent(t, o.ns, "early", func(s *switchboardv1.AgentSpec) {
+		s.TrunkRef = &switchboardv1.LocalObjectReference{Name: "carrier"}
+	})
+	ready := func() string {
+		var got switchboardv1.Agent
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(a), &got)).To(Succeed())
+		if c := apimeta.FindStatusCondition(got.Status.Conditions, switchboardv1.ReadyCondition); c != nil {
+			return string(c.Status) + "/" + c.Reason
+		}
+		return ""
+	}
+	g.Eventually(ready, 10*time.Second, 50*time.Millisecond).Should(Equal("False/TrunkNotFound"))
+	tr := applyTrunk(t, o.ns, "carrier", "127.0.0.1:9", nil)
+	g.Eventually(ready, 10*time.Second, 50*time.Millisecond).Should(Equal("True/Reconciled"))
+	g.Expect(k8s.Delete(context.Background(), tr)).To(Succeed())
+	g.Eventually(ready, 10*time.Second, 50*time.Millisecond).Should(Equal("False/TrunkNotFound"))
 }
