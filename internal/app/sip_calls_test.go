@@ -368,3 +368,26 @@ func TestAgentReadyFollowsItsTrunk(t *testing.T) {
 	g.Expect(k8s.Delete(context.Background(), tr)).To(Succeed())
 	g.Eventually(ready, 10*time.Second, 50*time.Millisecond).Should(Equal("False/TrunkNotFound"))
 }
+
+func TestSIPTrunkQueueKeepsOrderAcrossRestart(t *testing.T) {
+	g := NewWithT(t)
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("callee_bye.xml"), "talk_ms", "1000")...)
+	o := sipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
+	var ids []string
+	for range 4 {
+		ids = append(ids, o.createCall(t, "+14155550123", nil))
+	}
+	waitAnswered(t, o.ns, ids[0])
+	withOperator(t, func(*app.Options) {}) // restart while the first talks and three wait
+
+	g.Expect(o.waitAnalyzed(t, ids[0])).To(HaveKeyWithValue("disconnection_reason", "operator_restart"))
+	var calls []*switchboardv1.Call
+	for _, id := range ids[1:] {
+		g.Expect(o.waitAnalyzed(t, id)).To(HaveKeyWithValue("disconnection_reason", "user_hangup"))
+		calls = append(calls, callResource(t, o.ns, id))
+	}
+	for i := 1; i < len(calls); i++ {
+		g.Expect(calls[i].Status.StartedAt.Time).To(BeTemporally(">=", calls[i-1].Status.EndedAt.Time),
+			"after the restart, call %d started before call %d ended", i+2, i+1)
+	}
+}
