@@ -391,3 +391,66 @@ func TestSIPTrunkQueueKeepsOrderAcrossRestart(t *testing.T) {
 			"after the restart, call %d started before call %d ended", i+2, i+1)
 	}
 }
+
+func TestSIPCallDispositionsFromTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		status, reason   string
+		disposition, why string
+	}{
+		{"486", "Busy Here", "busy", "dial_busy"},
+		{"603", "Decline", "rejected", "dial_rejected"},
+		{"404", "Not Found", "invalid_number", "invalid_destination"},
+		{"480", "Temporarily Unavailable", "no_answer", "no_answer"},
+		{"503", "Service Unavailable", "carrier_failure", "carrier_error"},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			g := NewWithT(t)
+			callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("reject.xml"),
+				"status", tc.status, "reason", tc.reason)...)
+			o := sipOrg(t, callee.Addr, nil, nil)
+			call := o.waitAnalyzed(t, o.createCall(t, "+14155550123", nil))
+			g.Expect(call).To(HaveKeyWithValue("disposition", tc.disposition))
+			g.Expect(call).To(HaveKeyWithValue("disconnection_reason", tc.why))
+			g.Expect(call).To(HaveKeyWithValue("duration_ms", BeNumerically("==", 0)))
+		})
+	}
+	t.Run("ring timeout", func(t *testing.T) {
+		g := NewWithT(t)
+		callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("ring_forever.xml"))...)
+		o := sipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.RingTimeoutSeconds = 1 }, nil)
+		call := o.waitAnalyzed(t, o.createCall(t, "+14155550123", nil))
+		g.Expect(call).To(HaveKeyWithValue("disposition", "no_answer"))
+		g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "no_answer"))
+	})
+}
+
+func TestSIPCallWithDigestCredentialsUntilMaxDuration(t *testing.T) {
+	g := NewWithT(t)
+	// The callee challenges the INVITE (401) and, once answered, never
+	// hangs up: the agent's maxDurationSeconds ends the call.
+	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, scenarioFile("auth.xml"), "user", "acme", "pass", "s3cret")...)
+	o := sipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) {
+		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}
+	}, func(s *switchboardv1.AgentSpec) { s.MaxDurationSeconds = 2 })
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "carrier-sip"},
+		StringData: map[string]string{"username": "acme", "password": "s3cret"}})).To(Succeed())
+	call := o.waitAnalyzed(t, o.createCall(t, "+14155550123", nil))
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "max_duration"))
+	g.Expect(call["duration_ms"]).To(BeNumerically("~", 2000, 300))
+	g.Expect(call["analysis"].(map[string]any)["summary"]).To(ContainSubstring("maximum duration"))
+}
+
+func TestSIPCallAnsweredByAHumanRunsTheScript(t *testing.T) {
+	g := NewWithT(t)
+	hello, err := (&tts.Flite{}).Speak(context.Background(), "Hello?")
+	g.Expect(err).NotTo(HaveOccurred())
+	callee := siptest.StartBaresip(t, "+14155550123", append(append([]int16(nil), hello...), make([]int16, 20*8000)...))
+	o := sipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Say: "Hello {{customer_name}}, this is Acme Dental."}}
+		s.Voicemail = &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailHangup}
+	})
+	call := o.waitAnalyzed(t, o.createCall(t, "+14155550123", nil))
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"))
+}
