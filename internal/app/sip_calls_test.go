@@ -454,3 +454,26 @@ func TestSIPCallAnsweredByAHumanRunsTheScript(t *testing.T) {
 	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
 	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"))
 }
+
+func TestSIPCallThroughProxyAuthentication(t *testing.T) {
+	g := NewWithT(t)
+	// The callee behind the proxy record-routes, so that our BYE goes
+	// through the proxy too.
+	callee := siptest.StartSipp(t, "udp", siptest.EditedScenario(t, scenarioFile("uas.xml"),
+		"[last_CSeq:]\n      Contact:", "[last_CSeq:]\n      [last_Record-Route:]\n      Contact:")...)
+	// kamailio challenges every request with 407 until it carries these
+	// credentials, then relays INVITEs to the callee.
+	proxy := siptest.StartKamailio(t, filepath.Join("..", "telephony", "sip", "testdata", "kamailio.cfg"),
+		siptest.KamailioConfig{User: "acme", Password: "s3cret", Relay: callee.Addr})
+	o := sipOrg(t, proxy.Addr, func(s *switchboardv1.SIPTrunkSpec) {
+		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}
+	}, func(s *switchboardv1.AgentSpec) { s.MaxDurationSeconds = 1 })
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "carrier-sip"},
+		StringData: map[string]string{"username": "acme", "password": "s3cret"}})).To(Succeed())
+	// The trunk's OPTIONS probe passes the same challenge.
+	waitTrunkReady(t, o.ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
+
+	call := o.waitAnalyzed(t, o.createCall(t, "+14155550123", nil))
+	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "max_duration"))
+}

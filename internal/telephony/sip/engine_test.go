@@ -53,8 +53,6 @@ func (s *sipp) wait(t *testing.T) { s.Wait(t, 10*time.Second) }
 
 func freePort(t *testing.T, transport string) int { return siptest.FreePort(t, transport) }
 
-func udpBound(port int) bool { return siptest.UDPBound(port) }
-
 // scenario returns sipp's -sf argument for testdata/name with each [key]
 // of the key-value pairs kv replaced by its value.
 func scenario(t *testing.T, name string, kv ...string) []string {

@@ -1,104 +1,31 @@
 package sip
 
 import (
-	"context"
-	"errors"
-	"net"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
-// kamailioConfig is what testdata/kamailio.cfg is filled with.
-type kamailioConfig struct {
-	// User and Password are the only credentials the proxy accepts (407
-	// digest, realm trunk.test).
-	User, Password string
-	// Relay is the host:port authorized INVITEs are relayed to (a sipp
-	// callee); optional when only OPTIONS are sent.
-	Relay string
-}
+// kamailioConfig is what testdata/kamailio.cfg is filled with: User and
+// Password are the only credentials the proxy accepts (407 digest, realm
+// trunk.test), Relay where authorized INVITEs go.
+type kamailioConfig = siptest.KamailioConfig
 
-// kamailio is one running kamailio proxy.
+// kamailio is a kamailio proxy (siptest.Kamailio) under the names these
+// tests use.
 type kamailio struct {
-	*siptest.Process
-	addr string // host:port it listens on, over UDP and TCP
+	*siptest.Kamailio
+	addr string
 }
 
-// startKamailio runs kamailio (Debian package kamailio) in the foreground
-// as a digest-authenticating proxy on a free loopback port, UDP and TCP,
-// with its pid file and runtime files in a temporary folder, and stops it
-// when the test ends. The test fails when kamailio is not installed.
+// startKamailio runs kamailio as a digest-authenticating proxy with
+// testdata/kamailio.cfg.
 func startKamailio(t *testing.T, cfg kamailioConfig) *kamailio {
 	t.Helper()
-	if cfg.Relay == "" {
-		cfg.Relay = "127.0.0.1:9" // discard: nothing answers
-	}
-	for attempt := 1; ; attempt++ {
-		k, err := launchKamailio(t, freePort(t, "udp"), cfg)
-		if err == nil {
-			return k
-		}
-		k.Stop()
-		if attempt == 5 || !strings.Contains(k.Output(), "in use") {
-			t.Fatal(err)
-		}
-	}
-}
-
-// launchKamailio starts kamailio on port and waits until it listens.
-func launchKamailio(t *testing.T, port int, cfg kamailioConfig) (*kamailio, error) {
-	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "kamailio.cfg")
-	writeKamailioConfig(t, conf, port, cfg)
-	// -DD: stay in the foreground (children are still forked, and stopped
-	// with it: siptest runs it in its own process group); -E: log to
-	// stderr; small memory pools, as for a test.
-	k := &kamailio{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Process: siptest.Start(t, "apt-get install -y kamailio", "kamailio", "-DD", "-E", "-f", conf,
-			"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")}
-	return k, k.waitListening(port)
-}
-
-// writeKamailioConfig fills testdata/kamailio.cfg's [port], [user],
-// [pass] and [relay] into path.
-func writeKamailioConfig(t *testing.T, path string, port int, cfg kamailioConfig) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "kamailio.cfg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.NewReplacer("[port]", strconv.Itoa(port), "[user]", cfg.User, "[pass]", cfg.Password,
-		"[relay]", cfg.Relay).Replace(string(b))
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitListening waits until kamailio holds its UDP port and accepts TCP.
-func (k *kamailio) waitListening(port int) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-k.Done():
-			return errors.New("kamailio exited early:\n" + k.Output())
-		default:
-		}
-		if udpBound(port) {
-			if c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", k.addr); err == nil {
-				_ = c.Close()
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return errors.New("kamailio is not listening on " + k.addr)
+	k := siptest.StartKamailio(t, filepath.Join("testdata", "kamailio.cfg"), cfg)
+	return &kamailio{Kamailio: k, addr: k.Addr}
 }
 
 // A carrier's proxy challenges OPTIONS with 407: the probe answers with
