@@ -129,6 +129,9 @@ type Event struct {
 	// MessageText, "pressed 1234#" (every key of one gather, finish key
 	// included) or "(answering machine greeting)".
 	Text string
+	// Field and Digits are set on a gather's event: the Gather.Field it
+	// answered and the digits kept (without the finish key).
+	Field, Digits string
 }
 
 // Result is how a placed call ended.

@@ -262,7 +262,8 @@ func (in *input) record(res *Result) {
 		res.Digits = map[string]string{}
 	}
 	res.Digits[in.g.Field] = in.digits.String()
-	res.Events = append(res.Events, Event{At: in.firstAt, Speaker: SpeakerCallee, Text: "pressed " + in.pressed.String()})
+	res.Events = append(res.Events, Event{At: in.firstAt, Speaker: SpeakerCallee, Text: "pressed " + in.pressed.String(),
+		Field: in.g.Field, Digits: in.digits.String()})
 }
 
 var closedChan = func() chan struct{} {

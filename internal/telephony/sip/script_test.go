@@ -41,6 +41,9 @@ func TestGatherDigitsFromBaresip(t *testing.T) {
 	}
 	want := []Event{{Speaker: SpeakerAgent, Text: "Enter your PIN, then hash."}, {Speaker: SpeakerCallee, Text: "pressed 1234#"}, {Speaker: SpeakerAgent, Text: "Thank you."}}
 	assertTranscript(t, res, want)
+	if ev := res.Events[1]; ev.Field != "pin" || ev.Digits != "1234" {
+		t.Errorf("the gather's event carries field %q digits %q, want pin 1234", ev.Field, ev.Digits)
+	}
 	// The keys cut the 4 s prompt.
 	if d := res.EndedAt.Sub(res.AnsweredAt); d > 3500*time.Millisecond {
 		t.Errorf("connected for %s, want the prompt cut by the keys (under 3.5 s)", d)
