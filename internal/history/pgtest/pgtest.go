@@ -5,6 +5,7 @@
 package pgtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BinDirEnv names the environment variable that overrides DefaultBinDir,
@@ -57,7 +59,7 @@ func NewServer(tb testing.TB) *Server {
 		bin = DefaultBinDir
 	}
 	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil { //nolint:gosec // the folder is the test runner's choice
 			tb.Fatalf("pgtest: %s not found in %s: install PostgreSQL 15 (apt-get install postgresql) "+
 				"or set %s to the folder holding its binaries", name, bin, BinDirEnv)
 		}
@@ -78,13 +80,26 @@ func NewServer(tb testing.TB) *Server {
 	}
 	s.run("initdb", "-D", s.dataDir(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync")
 	s.Start()
-	s.run("createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", "postgres", Database)
+	s.CreateDatabase(tb, Database)
 	return s
 }
 
 // DSN is the address of the server's database, stable across Stop and Start.
-func (s *Server) DSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, Database)
+func (s *Server) DSN() string { return s.dsnOf(Database) }
+
+// CreateDatabase creates another empty database and returns its DSN: a
+// clean database per test without the cost of a server per test. tb is the
+// calling test, which may be a subtest of the one that made the server.
+func (s *Server) CreateDatabase(tb testing.TB, name string) string {
+	tb.Helper()
+	if err := s.command("createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", "postgres", name); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	return s.dsnOf(name)
+}
+
+func (s *Server) dsnOf(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
 }
 
 // Start starts the stopped server again, on the same port. The first start
@@ -150,8 +165,11 @@ func (s *Server) run(name string, args ...string) {
 }
 
 func (s *Server) command(name string, args ...string) error {
-	cmd := exec.Command(filepath.Join(s.bin, name), args...)
-	cmd.Dir = s.root // the postgres user may not be allowed into the test's folder
+	// A bound, so that a wedged server fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...) //nolint:gosec // PostgreSQL's own tools, from the folder the test runner chose
+	cmd.Dir = s.root                                                     // the postgres user may not be allowed into the test's folder
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	if s.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
@@ -189,7 +207,8 @@ func postgresUser(tb testing.TB) *syscall.Credential {
 
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
