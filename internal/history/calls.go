@@ -1,0 +1,144 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// The SQL below is shared by both dialects: modernc.org/sqlite binds $N
+// placeholders by position, as PostgreSQL does.
+
+// upsertCall writes a call unless the stored state is newer, so that a slow
+// writer holding an old state cannot move a call back in its lifecycle.
+const upsertCall = `
+INSERT INTO calls (namespace, call_id, created_at, status, disposition, agent_id,
+                   to_number, source, ended_at, resource_version, object, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (namespace, call_id) DO UPDATE SET
+    created_at = excluded.created_at,
+    status = excluded.status,
+    disposition = excluded.disposition,
+    agent_id = excluded.agent_id,
+    to_number = excluded.to_number,
+    source = excluded.source,
+    ended_at = excluded.ended_at,
+    resource_version = excluded.resource_version,
+    object = excluded.object,
+    updated_at = excluded.updated_at
+WHERE excluded.resource_version >= calls.resource_version`
+
+const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
+
+// defaultLimit is the page size when the caller gives none.
+const defaultLimit = 50
+
+// record is a call's row: the columns lists filter and sort on, beside the
+// whole resource they were taken from.
+type record struct {
+	namespace, callID         string
+	createdAt                 int64
+	status, disposition       string
+	agentID, toNumber, source string
+	endedAt                   *int64
+	resourceVersion           int64
+	object                    string
+	updatedAt                 int64
+}
+
+func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
+	key := KeyOf(c)
+	if c.Namespace == "" || key.CallID == "" {
+		return record{}, errors.New("history: a call needs a namespace and a call id to be saved")
+	}
+	stored := c.DeepCopy()
+	stored.ManagedFields = nil // the API server's bookkeeping, large and never rendered
+	object, err := json.Marshal(stored)
+	if err != nil {
+		return record{}, fmt.Errorf("history: encoding call %s: %w", key.CallID, err)
+	}
+	source := c.Spec.Source
+	if source == "" {
+		source = switchboardv1.SourceKubectl // the CRD's default, for Calls built outside the API server
+	}
+	// An unparsable resourceVersion (a Call not read from the API server)
+	// counts as the oldest state.
+	rv, _ := strconv.ParseInt(c.ResourceVersion, 10, 64)
+	r := record{
+		namespace:       c.Namespace,
+		callID:          key.CallID,
+		createdAt:       key.CreatedAt.UnixNano(),
+		status:          string(c.CurrentPhase()),
+		disposition:     string(c.Status.Disposition),
+		agentID:         strings.ToLower(c.Spec.AgentID),
+		toNumber:        c.Spec.ToNumber,
+		source:          string(source),
+		resourceVersion: rv,
+		object:          string(object),
+		updatedAt:       now.UnixNano(),
+	}
+	if c.Status.EndedAt != nil {
+		ended := c.Status.EndedAt.UnixNano()
+		r.endedAt = &ended
+	}
+	return r, nil
+}
+
+// args are r's values in upsertCall's order.
+func (r record) args() []any {
+	return []any{r.namespace, r.callID, r.createdAt, r.status, r.disposition, r.agentID,
+		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt}
+}
+
+// listQuery is the SQL and arguments of one page of namespace's calls.
+// Only fixed column names enter the text; every value is a parameter.
+func listQuery(namespace string, q CallQuery) (string, []any) {
+	var args []any
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"namespace = " + param(namespace)}
+	for _, f := range []struct{ column, value string }{
+		{"status", q.Status},
+		{"disposition", q.Disposition},
+		{"agent_id", strings.ToLower(q.AgentID)},
+		{"to_number", q.ToNumber},
+		{"source", q.Source},
+	} {
+		if f.value != "" {
+			where = append(where, f.column+" = "+param(f.value))
+		}
+	}
+	if !q.CreatedAfter.IsZero() {
+		where = append(where, "created_at > "+param(q.CreatedAfter.UnixNano()))
+	}
+	if !q.CreatedBefore.IsZero() {
+		where = append(where, "created_at < "+param(q.CreatedBefore.UnixNano()))
+	}
+	if q.After != nil {
+		// A row value comparison, so that both databases seek the index
+		// straight to the cursor instead of filtering rows before it.
+		where = append(where, "(created_at, call_id) < ("+
+			param(q.After.CreatedAt.UnixNano())+", "+param(q.After.CallID)+")")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	return "SELECT object FROM calls WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY created_at DESC, call_id DESC LIMIT " + param(int64(limit)), args
+}
+
+func decodeCall(object []byte) (*switchboardv1.Call, error) {
+	var c switchboardv1.Call
+	if err := json.Unmarshal(object, &c); err != nil {
+		return nil, fmt.Errorf("history: decoding a stored call: %w", err)
+	}
+	return &c, nil
+}

@@ -1,0 +1,77 @@
+// Package history is the store of calls outside the cluster: every call as
+// it changes, kept after its Call resource has left the cluster, listed and
+// read by the REST API. The cluster holds configuration and live state;
+// history lives here, in a database built for it (SQLite embedded by
+// default, PostgreSQL in production), behind the one interface Store.
+//
+// A call is kept as its whole resource (spec, status, the annotations that
+// carry its acceptance time and refusal) in a JSON column, beside the
+// columns its lists filter and sort on, so that an archived call renders
+// exactly as a live one: the REST API's call object comes from the same
+// resource in both cases.
+package history
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+)
+
+// ErrNotFound: no such call in the organization.
+var ErrNotFound = errors.New("history: not found")
+
+// Store keeps calls by organization (namespace) and call id.
+type Store interface {
+	// SaveCall inserts the call's record or replaces it with this newer
+	// state. Saving the same state again is a no-op; a state older than the
+	// one stored (a lower resourceVersion of the same resource, compared as
+	// numbers) never replaces it, so concurrent writers cannot move a call
+	// back in its lifecycle.
+	SaveCall(ctx context.Context, c *switchboardv1.Call) error
+	// GetCall returns the stored call of namespace whose call_id is id, or
+	// ErrNotFound.
+	GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error)
+	// ListCalls returns up to q.Limit calls of namespace matching q, newest
+	// first by (CreatedAt, call id), strictly after q.After when set.
+	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)
+	// Close releases the database.
+	Close() error
+}
+
+// CallQuery filters a list of calls. Zero values do not filter.
+type CallQuery struct {
+	Status      string // queued, in_progress, ended, failed
+	Disposition string
+	AgentID     string // compared in lower case
+	ToNumber    string // E.164, exact
+	Source      string // api, kubectl
+	// CreatedAfter and CreatedBefore bound CreatedAt (exclusive).
+	CreatedAfter, CreatedBefore time.Time
+	// After is the key of the last call of the previous page.
+	After *Key
+	Limit int
+}
+
+// Key is a call's place in the newest-first order.
+type Key struct {
+	CreatedAt time.Time
+	CallID    string
+}
+
+// KeyOf is c's place in the order: its acceptance time (the REST API's
+// accepted-at annotation, else the resource's creation time) and call id.
+func KeyOf(c *switchboardv1.Call) Key {
+	return Key{CreatedAt: c.QueueOrder().UTC(), CallID: callid.Of(c)}
+}
+
+// Before reports whether k comes after o in the newest-first order: created
+// earlier, or at the same instant with a smaller call id.
+func (k Key) Before(o Key) bool {
+	if !k.CreatedAt.Equal(o.CreatedAt) {
+		return k.CreatedAt.Before(o.CreatedAt)
+	}
+	return k.CallID < o.CallID
+}

@@ -1,0 +1,179 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+const sqliteMigrationTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`
+
+// sqliteStore keeps calls in an embedded SQLite file.
+type sqliteStore struct {
+	// writer has a single connection: SQLite has one writer at a time, and
+	// queueing writes here is cheaper and fairer than busy-waiting on the
+	// file lock. Its transactions begin IMMEDIATE so that they take the
+	// write lock up front rather than failing to upgrade a read lock.
+	writer *sql.DB
+	// reader has several read-only connections, which WAL lets run
+	// alongside the writer.
+	reader *sql.DB
+}
+
+// openSQLite opens (creating it, and its folder, if needed) the database at
+// path, or a private in-memory database when path is ":memory:".
+func openSQLite(ctx context.Context, path string) (Store, error) {
+	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	s := &sqliteStore{}
+	if path == ":memory:" {
+		// Every connection to :memory: is a database of its own, so one
+		// connection serves reads and writes alike.
+		db, err := sql.Open("sqlite", ":memory:?"+pragmas+"&_txlock=immediate")
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		s.writer, s.reader = db, db
+	} else {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("history: creating the folder of %s: %w", path, err)
+		}
+		writer, err := sql.Open("sqlite", path+"?"+pragmas+
+			"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		if err != nil {
+			return nil, err
+		}
+		writer.SetMaxOpenConns(1)
+		reader, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
+		if err != nil {
+			return nil, errors.Join(err, writer.Close())
+		}
+		s.writer, s.reader = writer, reader
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("history: opening sqlite:%s: %w", path, err), s.Close())
+	}
+	return s, nil
+}
+
+// migrate applies the pending migrations one transaction each. The
+// IMMEDIATE transaction holds the write lock from its start, so two
+// processes opening one file migrate one after the other.
+func (s *sqliteStore) migrate(ctx context.Context) error {
+	known, err := loadMigrations("sqlite")
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := s.migrateOne(ctx, known)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (s *sqliteStore) migrateOne(ctx context.Context, known []migration) (done bool, err error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, sqliteMigrationTable); err != nil {
+		return false, err
+	}
+	recorded, err := sqliteVersions(ctx, tx)
+	if err != nil {
+		return false, unreadableMigrations(err)
+	}
+	next, err := nextMigration(recorded, known)
+	if err != nil || next == nil {
+		return true, err
+	}
+	if _, err := tx.ExecContext(ctx, next.sql); err != nil {
+		return false, fmt.Errorf("migration %s: %w", next.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, recordMigration, next.version); err != nil {
+		return false, err
+	}
+	return false, tx.Commit()
+}
+
+func sqliteVersions(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, readMigrations)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var versions []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		versions = append(versions, v)
+	}
+	return versions, rows.Err()
+}
+
+func (s *sqliteStore) SaveCall(ctx context.Context, c *switchboardv1.Call) error {
+	r, err := recordOf(c, time.Now())
+	if err != nil {
+		return err
+	}
+	if _, err := s.writer.ExecContext(ctx, upsertCall, r.args()...); err != nil {
+		return fmt.Errorf("history: saving call %s: %w", r.callID, err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
+	var object []byte
+	err := s.reader.QueryRowContext(ctx, selectCall, namespace, id).Scan(&object)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: reading call %s: %w", id, err)
+	}
+	return decodeCall(object)
+}
+
+func (s *sqliteStore) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
+	query, args := listQuery(namespace, q)
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: listing calls: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var calls []switchboardv1.Call
+	for rows.Next() {
+		var object []byte
+		if err := rows.Scan(&object); err != nil {
+			return nil, fmt.Errorf("history: listing calls: %w", err)
+		}
+		c, err := decodeCall(object)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, *c)
+	}
+	return calls, rows.Err()
+}
+
+func (s *sqliteStore) Close() error {
+	if s.reader == s.writer {
+		return s.writer.Close()
+	}
+	return errors.Join(s.reader.Close(), s.writer.Close())
+}
