@@ -95,15 +95,24 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 	go test ./internal/telephony/sip/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
 	go test ./internal/telephony/sip/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
 
+HISTORY_BENCH_CALLS ?= 1000000
+
+.PHONY: bench-history
+bench-history: ## Benchmark list and get latency over a million stored calls, on SQLite and PostgreSQL.
+	SWITCHBOARD_HISTORY_BENCH_CALLS=$(HISTORY_BENCH_CALLS) go test ./internal/history/ -run '^$$' -bench 'Store' -benchtime 2000x -count 1 -timeout 60m
+
 ##@ Build
 
 .PHONY: build
 build: manifests generate ## Build the manager binary into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/switchboard ./cmd/switchboard
 
+# ARGS passes flags to the binary: make run ARGS="--call-retention=30s".
+ARGS ?=
+
 .PHONY: run
-run: manifests generate ## Start a complete local instance (control plane, operator, REST API, demo data).
-	SWITCHBOARD_ASSETS="$$(hack/setup-envtest.sh)" go run ./cmd/switchboard --dev
+run: manifests generate ## Start a complete local instance (control plane, operator, REST API, demo data; state kept in .dev/).
+	SWITCHBOARD_ASSETS="$$(hack/setup-envtest.sh)" go run ./cmd/switchboard --dev $(ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image.

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -55,11 +56,17 @@ type CallReconciler struct {
 	// Wake receives Calls the carrier has news of (a SIP call answered or
 	// ended, trunk capacity freed); optional.
 	Wake <-chan event.GenericEvent
+	// History keeps finished calls once they leave the cluster.
+	History history.Store
+	// Retention is how long a finished, archived Call stays in the
+	// cluster (kubectl get calls) before it is deleted.
+	Retention time.Duration
 
-	writes ownWrites
+	writes   ownWrites
+	archived archived
 }
 
-// +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=switchboard.dev,resources=calls/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=numberlists,verbs=get;list;watch
@@ -79,8 +86,7 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	done := finished(&call)
 	if done && len(deliveries.Unemitted(&call)) == 0 {
-		r.writes.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
+		return r.archive(ctx, &call)
 	}
 	// A merge patch without optimistic locking: each step is idempotent, so
 	// redoing one from a stale cache read writes the same values again.
@@ -102,6 +108,9 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		// Only now that the analysis is stored may the carrier drop the
 		// audio and transcript it would be redone from.
 		r.Dialer.Release(ctx, r.request(ctx, &call))
+	}
+	if err == nil && finished(&call) {
+		return r.archive(ctx, &call)
 	}
 	return result, err
 }
@@ -257,7 +266,10 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	r.setReady(c, metav1.ConditionFalse, reason, "The call ended; post-call processing is under way.")
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Ended", "Hangup", "Call ended: %s (%s) after %s",
 		p.Disposition, p.DisconnectionReason, c.Status.Duration)
-	return reconcile.Result{}, nil
+	// The post-call steps usually complete at once; doing them in the same
+	// pass saves the apiserver a status write per call. If one fails, the
+	// end is written all the same and they are retried.
+	return r.reconcilePostCall(ctx, c)
 }
 
 // reconcilePostCall stores the recording and analyzes the call. Both are

@@ -21,6 +21,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -51,8 +52,10 @@ type WebhookDeliveryReconciler struct {
 	// Retention is how long finished deliveries are kept.
 	Retention time.Duration
 	Health    *deliveries.Health
-	Events    events.EventRecorder
-	Clock     clock.PassiveClock
+	// History holds the calls that have left the cluster.
+	History history.Store
+	Events  events.EventRecorder
+	Clock   clock.PassiveClock
 	// MaxConcurrent bounds attempts in flight (each may wait for its
 	// receiver up to the timeout).
 	MaxConcurrent int
@@ -106,20 +109,23 @@ func (r *WebhookDeliveryReconciler) attempt(ctx context.Context, d *switchboardv
 	if ep.Spec.Disabled && !manual {
 		return r.abandon(ctx, d, patch, "the webhook endpoint is disabled")
 	}
-	var call switchboardv1.Call
-	if err := r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}, &call); err != nil {
-		// A deleted Call takes its deliveries with it (owner reference).
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	call, err := r.call(ctx, d)
+	if errors.Is(err, history.ErrNotFound) {
+		// Neither in the cluster nor archived: deleted by hand before it
+		// was archived. The delivery is left as it is, for the log.
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
-	if !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
-		return r.waitForState(ctx, d, &call, patch)
+	if !slices.Contains(deliveries.DueEvents(call), d.Spec.Event) {
+		return r.waitForState(ctx, d, call, patch)
 	}
 	if !manual && d.Status.ScheduledAttempts == 0 {
-		if wait := r.waitForEarlier(ctx, d, &call, &ep); wait > 0 {
+		if wait := r.waitForEarlier(ctx, d, call, &ep); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	res, sentAt := r.send(ctx, d, &call, &ep)
+	res, sentAt := r.send(ctx, d, call, &ep)
 	trigger := switchboardv1.TriggerScheduled
 	if manual {
 		trigger = switchboardv1.TriggerManual
@@ -138,6 +144,17 @@ func (r *WebhookDeliveryReconciler) attempt(ctx context.Context, d *switchboardv
 		return reconcile.Result{}, err
 	}
 	return r.next(d, r.Clock.Now())
+}
+
+// call reads the delivery's call: the Call while it is in the cluster, its
+// record in the history store after it has left.
+func (r *WebhookDeliveryReconciler) call(ctx context.Context, d *switchboardv1.WebhookDelivery) (*switchboardv1.Call, error) {
+	var call switchboardv1.Call
+	err := r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}, &call)
+	if !apierrors.IsNotFound(err) {
+		return &call, err
+	}
+	return r.History.GetCall(ctx, d.Namespace, d.Spec.CallID)
 }
 
 // send makes one signed POST of the call as it is now. The attempt's time
@@ -272,8 +289,8 @@ func disableEndpoint(ctx context.Context, c client.Client, rec events.EventRecor
 // SetupWithManager registers the reconciler. Status writes requeue the
 // delivery, which then finds its next attempt not yet due and waits.
 func (r *WebhookDeliveryReconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.Sender == nil || r.Health == nil || r.Live == nil {
-		return errors.New("webhook delivery reconciler needs a sender, a health tracker and a live reader")
+	if r.Sender == nil || r.Health == nil || r.Live == nil || r.History == nil {
+		return errors.New("webhook delivery reconciler needs a sender, a health tracker, a live reader and the history store")
 	}
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.WebhookDelivery{}).

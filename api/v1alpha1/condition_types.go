@@ -38,3 +38,15 @@ const (
 	// ReasonFailed: the call never went out (see status.failure).
 	ReasonFailed = "Failed"
 )
+
+// A Call's Archived condition appears only when writing the finished call
+// to the history store failed: False while it fails (the Call then stays in
+// the cluster past its retention), True once it has succeeded after all.
+const (
+	// ArchivedCondition says whether a finished call is in the history store.
+	ArchivedCondition = "Archived"
+	// ReasonStoreUnavailable: the history store could not be written.
+	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonArchived: the call is in the history store.
+	ReasonArchived = "Archived"
+)

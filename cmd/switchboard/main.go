@@ -24,6 +24,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -54,6 +55,9 @@ type flags struct {
 	simulator      bool
 	sipEnabled     bool
 	sip            app.SIPOptions
+	historyDSN     string
+	callRetention  time.Duration
+	normalEvents   string // "auto": on with --dev
 }
 
 func parseFlags() (*flags, *zap.Options) {
@@ -100,6 +104,9 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.webhooks.RotationOverlap, "webhook-rotation-overlap", 24*time.Hour, "How long a rotated-out signing secret keeps signing.")
 	flag.DurationVar(&f.webhooks.DisableAfter, "webhook-disable-after", 5*24*time.Hour, "Disable an endpoint whose deliveries have all failed this long (negative: never).")
 	flag.IntVar(&f.webhooks.MaxConcurrent, "max-concurrent-deliveries", 128, "Webhook attempts in flight.")
+	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
+	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
+	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	zopts := &zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -141,7 +148,18 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err := f.webhookOptions(); err != nil {
 		return err
 	}
+	normalEvents, err := f.callNormalEvents()
+	if err != nil {
+		return err
+	}
+	store, err := history.Open(ctx, f.historyDSN)
+	if err != nil {
+		return fmt.Errorf("history store: %w", err)
+	}
+	defer func() { _ = store.Close() }()
+	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
+		History: store, CallRetention: f.callRetention, CallNormalEvents: normalEvents,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
@@ -214,6 +232,17 @@ func (f *flags) webhookOptions() error {
 	return nil
 }
 
+// callNormalEvents resolves --call-normal-events.
+func (f *flags) callNormalEvents() (bool, error) {
+	switch f.normalEvents {
+	case "auto":
+		return f.dev, nil
+	case "true", "false":
+		return f.normalEvents == "true", nil
+	}
+	return false, fmt.Errorf("--call-normal-events: want true, false or auto, got %q", f.normalEvents)
+}
+
 // banner tells a `make run` user what to type next, once it works.
 func (f *flags) banner() {
 	if !f.dev {
@@ -244,6 +273,12 @@ func (f *flags) applyDefaults() {
 		f.recordingDir = "/var/lib/switchboard/recordings"
 		if f.dev {
 			f.recordingDir = filepath.Join(f.devDir, "recordings")
+		}
+	}
+	if f.historyDSN == "" {
+		f.historyDSN = "sqlite:/var/lib/switchboard/history/history.db"
+		if f.dev {
+			f.historyDSN = "sqlite:" + filepath.Join(f.devDir, "history.db")
 		}
 	}
 	if f.dev && f.probeAddr == ":8081" {
@@ -294,6 +329,11 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 	}
 	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
 		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo")
+	if env.Fresh {
+		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
+	} else {
+		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
+	}
 	return env.Config, func() {
 		if err := env.Stop(); err != nil {
 			log.Error(err, "stopping control plane")

@@ -2,8 +2,10 @@ package main
 
 // TestLocalRunContract starts the real binary the way `make run` does and
 // checks DESIGN.md's local run contract: a user can curl the REST API with
-// .dev/api-key at once, kubectl works with .dev/kubeconfig, and Ctrl-C
-// (SIGINT) stops everything, leaving no kube-apiserver or etcd behind.
+// .dev/api-key at once, kubectl works with .dev/kubeconfig, a call that
+// has left the cluster still reads the same, Ctrl-C (SIGINT) stops
+// everything, leaving no kube-apiserver or etcd behind, and a second start
+// resumes the state the first left in the dev folder.
 
 import (
 	"bytes"
@@ -34,28 +36,58 @@ func TestLocalRunContract(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	devDir, addr := t.TempDir(), freeAddr(t)
-	cmd := exec.Command(bin, "--dev", "--dev-dir", devDir)
-	cmd.Dir = filepath.Join("..", "..") // the checkout root, as `make run`
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_ASSETS="+assets, "SWITCHBOARD_ADDR="+addr)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
+	base := "http://" + addr
 
-	key := waitForFile(t, filepath.Join(devDir, "api-key"), &logs)
-	status, body := waitForAPI(t, "http://"+addr+"/v1/calls", key, &logs)
+	// First run: a short retention (ARGS), so the call leaves the cluster.
+	cmd, logs := startDev(t, bin, assets, devDir, addr, "--call-retention=1s")
+	key := waitForFile(t, filepath.Join(devDir, "api-key"), logs)
+	status, body := waitForAPI(t, base+"/v1/calls", key, logs)
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/calls with the demo key = %d %s", status, body)
 	}
-	waitForLog(t, &logs, "Switchboard is running. In another terminal:")
+	waitForLog(t, logs, "Switchboard is running. In another terminal:")
+	waitForLog(t, logs, "new local state")
+	callID := between(body, `"call_id":"`, `"`)
 	out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
 		"get", "calls,agents,numberlists", "-n", "demo").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "appointment-reminder") || !strings.Contains(string(out), "do-not-call") {
 		t.Fatalf("kubectl get with .dev/kubeconfig: %v\n%s", err, out)
 	}
+	analyzed := waitForCall(t, base, key, callID, `"analysis":{`, logs)
+	waitForKubectl(t, assets, devDir, func(out string) bool {
+		return !strings.Contains(out, strings.ReplaceAll(callID, "_", "-"))
+	}, "the call leaves the cluster after its retention", logs)
+	if got := getCall(t, base, key, callID); withoutLink(got) != withoutLink(analyzed) {
+		t.Fatalf("archived call reads\n%s\nwas\n%s", got, analyzed)
+	}
+	stopDev(t, cmd, logs)
 
+	// Second run: the state in the dev folder is kept.
+	cmd, logs = startDev(t, bin, assets, devDir, addr)
+	waitForLog(t, logs, "resuming the local state kept in "+devDir)
+	waitForCall(t, base, key, callID, `"analysis":{`, logs)
+	if got := getCall(t, base, key, callID); withoutLink(got) != withoutLink(analyzed) {
+		t.Fatalf("after a restart the call reads\n%s\nwas\n%s", got, analyzed)
+	}
+	stopDev(t, cmd, logs)
+}
+
+// startDev starts the binary the way `make run` does.
+func startDev(t *testing.T, bin, assets, devDir, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+	cmd := exec.Command(bin, append([]string{"--dev", "--dev-dir", devDir}, args...)...)
+	cmd.Dir = filepath.Join("..", "..") // the checkout root, as `make run`
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_ASSETS="+assets, "SWITCHBOARD_ADDR="+addr)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, logs
+}
+
+// stopDev sends Ctrl-C and checks that everything exits, cleanly.
+func stopDev(t *testing.T, cmd *exec.Cmd, logs *syncBuffer) {
 	children := descendants(cmd.Process.Pid)
 	if len(children) < 2 {
 		t.Fatalf("expected kube-apiserver and etcd under the process, found pids %v", children)
@@ -78,6 +110,63 @@ func TestLocalRunContract(t *testing.T) {
 			t.Errorf("process %d (%s) survived Ctrl-C", pid, comm(pid))
 		}
 	}
+}
+
+// getCall reads a call object; the test fails on anything but 200.
+func getCall(t *testing.T, base, key, id string) string {
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", base+"/v1/calls/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/calls/%s = %d %s", id, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// waitForCall waits until the call object contains text.
+func waitForCall(t *testing.T, base, key, id, text string, logs *syncBuffer) string {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got := getCall(t, base, key, id); strings.Contains(got, text) {
+			return got
+		}
+	}
+	t.Fatalf("call %s never showed %s\n%s", id, text, tail(logs.String()))
+	return ""
+}
+
+// waitForKubectl waits until `kubectl get calls -n demo` satisfies ok.
+func waitForKubectl(t *testing.T, assets, devDir string, ok func(string) bool, what string, logs *syncBuffer) {
+	var out []byte
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		out, err = exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
+			"get", "calls", "-n", "demo").CombinedOutput()
+		if err == nil && ok(string(out)) {
+			return
+		}
+	}
+	t.Fatalf("%s: never happened; kubectl get calls:\n%s\n%s", what, out, tail(logs.String()))
+}
+
+// withoutLink drops the recording link, which is signed afresh at each read.
+func withoutLink(call string) string {
+	link := between(call, `"recording_url":"`, `"`)
+	return strings.Replace(call, link, "", 1)
+}
+
+// between returns what s holds between the first start and the next end.
+func between(s, start, end string) string {
+	_, after, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, end)
+	return v
 }
 
 // syncBuffer collects the process's output while the test reads it.

@@ -617,7 +617,7 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/v1/agents", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
 		{"GET", "/v1/calls/call_0/transcript", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
 		{"DELETE", "/v1/calls", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
-		{"GET", "/v1/calls", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
+		{"PATCH", "/v1/calls", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
 		{"PUT", "/v1/calls/call_x", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
 		{"DELETE", "/v1/calls/call_x", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
 		{"POST", "/v1/calls/call_x/recording", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},

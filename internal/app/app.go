@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,8 +31,10 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -68,6 +71,16 @@ type Options struct {
 	MaxConcurrentCalls int
 	// Webhooks configures event delivery.
 	Webhooks WebhookOptions
+	// History is the store of calls that have left the cluster (required);
+	// the caller opens and closes it.
+	History history.Store
+	// CallRetention is how long a finished, archived Call stays in the
+	// cluster before it is deleted (default one hour).
+	CallRetention time.Duration
+	// CallNormalEvents records the Normal Events of calls (dialing,
+	// answered, ended, analyzed), an apiserver write each; Warnings are
+	// always recorded.
+	CallNormalEvents bool
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -128,6 +141,10 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	return o
 }
 
+// DefaultCallRetention is how long a finished Call stays in the cluster
+// after it is archived, for `kubectl get calls`.
+const DefaultCallRetention = time.Hour
+
 // NewScheme returns the scheme with Kubernetes' and Switchboard's types.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -144,6 +161,9 @@ func utilruntimeMust(err error) {
 
 // New builds the manager with everything registered; Start runs it.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if opts.History == nil {
+		return nil, errors.New("no history store")
+	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOptions(),
@@ -190,11 +210,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, opts); err != nil {
 			return nil, err
 		}
-		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.Webhooks); err != nil {
+		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.History, opts.Webhooks); err != nil {
 			return nil, err
 		}
 	}
-	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Client: mgr.GetClient(),
+	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},
@@ -256,20 +277,28 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("numberlist controller: %w", err)
 	}
-	calls := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
-		Dialer: dialer, Recordings: store, Events: mgr.GetEventRecorder("switchboard"),
+	recorder := mgr.GetEventRecorder("switchboard")
+	if !opts.CallNormalEvents {
+		recorder = controllers.WarningsOnly{EventRecorder: recorder}
+	}
+	retention := opts.CallRetention
+	if retention <= 0 {
+		retention = DefaultCallRetention
+	}
+	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
+		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
 	if sipCalls != nil {
-		calls.Wake = sipCalls.callWake
+		callReconciler.Wake = sipCalls.callWake
 		if err := setupTrunkReconciler(mgr, sipCalls, opts.SIP); err != nil {
 			return err
 		}
 	}
-	return calls.SetupWithManager(mgr)
+	return callReconciler.SetupWithManager(mgr)
 }
 
 func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
-	store recording.Store, opts WebhookOptions) error {
+	store recording.Store, hist history.Store, opts WebhookOptions) error {
 	health := deliveries.NewHealth()
 	recorder := mgr.GetEventRecorder("switchboard")
 	secrets, err := signingSecretCache(mgr)
@@ -283,7 +312,7 @@ func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, send
 	}
 	return (&controllers.WebhookDeliveryReconciler{Client: mgr.GetClient(),
 		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
-		Sender:  sender, Recordings: store, Schedule: opts.Schedule, Retention: opts.Retention, Health: health,
+		Sender:  sender, Recordings: store, History: hist, Schedule: opts.Schedule, Retention: opts.Retention, Health: health,
 		Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrent,
 		Live: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }

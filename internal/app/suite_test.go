@@ -37,6 +37,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -63,7 +64,9 @@ var (
 	k8s        client.Client // not cached: what the cluster really holds
 	operator   *runningOperator
 	recordDir  string
-	signingKey = []byte("0123456789abcdef0123456789abcdef")
+	// historyStore is the suite's history store (SQLite).
+	historyStore history.Store
+	signingKey   = []byte("0123456789abcdef0123456789abcdef")
 )
 
 func TestMain(m *testing.M) {
@@ -100,6 +103,13 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	recordDir = dir
+	// One history store for the whole suite, kept across operator
+	// restarts as a real installation's is.
+	if historyStore, err = history.Open(context.Background(), "sqlite:"+filepath.Join(dir, ".history", "history.db")); err != nil {
+		fmt.Fprintln(os.Stderr, "opening history store:", err)
+		return 1
+	}
+	defer func() { _ = historyStore.Close() }()
 	// Benchmarks measure the REST API alone, as a non-leader replica runs
 	// it: no reconciler competes for the two cores.
 	flag.Parse()
@@ -137,6 +147,7 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 		// Development mode: the test receivers listen on loopback.
 		Webhooks:    app.WebhookOptions{AllowInsecure: true, TLSConfig: receiverTLS, Schedule: testSchedule},
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Log: zap.New(zap.WriteTo(io.Discard)),
+		History: historyStore, CallNormalEvents: true,
 	}
 	for _, tweak := range tweaks {
 		tweak(&opts)

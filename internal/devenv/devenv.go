@@ -47,21 +47,33 @@ type Options struct {
 type Env struct {
 	Config *rest.Config
 	APIKey string
-	env    *envtest.Environment
+	// Fresh: the state folder held no cluster data; the samples were
+	// applied. A restart keeps what the last run left instead.
+	Fresh bool
+	env   *envtest.Environment
 }
 
 // Start starts the control plane and seeds the demo organization.
 func Start(ctx context.Context, opts Options) (*Env, error) {
+	// etcd keeps its data under the state folder, so that calls, agents
+	// and endpoints survive a restart of `make run`.
+	etcdDir := filepath.Join(opts.StateDir, "etcd")
+	_, err := os.Stat(etcdDir)
+	fresh := errors.Is(err, os.ErrNotExist)
+	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: opts.AssetsDir,
 		CRDDirectoryPaths:     []string{opts.CRDDir},
 		ErrorIfCRDPathMissing: true,
 	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane (assets in %q): %w", opts.AssetsDir, err)
 	}
-	e := &Env{Config: cfg, env: env}
+	e := &Env{Config: cfg, Fresh: fresh, env: env}
 	if err := e.seed(ctx, opts); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
@@ -86,8 +98,12 @@ func (e *Env) seed(ctx context.Context, opts Options) error {
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
 	}
-	if err := applySamples(ctx, c, opts.SamplesDir, opts.Namespace); err != nil {
-		return err
+	// Applied once: a restart must not place the sample call again, nor
+	// undo what the user changed.
+	if e.Fresh {
+		if err := applySamples(ctx, c, opts.SamplesDir, opts.Namespace); err != nil {
+			return err
+		}
 	}
 	return e.createAPIKey(ctx, c, filepath.Join(opts.StateDir, "api-key"), opts.Namespace)
 }

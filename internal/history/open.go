@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 )
 
@@ -21,4 +22,17 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 		return nil, errors.New("history: unsupported store address: expected postgres://..., " +
 			"postgresql://..., or sqlite:PATH (for example sqlite:.dev/history.db, or sqlite::memory:)")
 	}
+}
+
+// Describe names the store at dsn for logs: the backend and where it is,
+// without user name or password.
+func Describe(dsn string) string {
+	if strings.HasPrefix(dsn, "sqlite:") {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres (unparsable address)"
+	}
+	return "postgres://" + u.Host + u.Path
 }

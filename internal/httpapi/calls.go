@@ -13,6 +13,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -177,9 +178,9 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 			Ctx: map[string]any{"pattern": callid.Pattern}}})
 		return nil, false
 	}
-	call, err := a.cfg.Directory.Call(r.Context(), organization(r.Context()), id)
+	call, err := a.cfg.Calls.Get(r.Context(), organization(r.Context()), id)
 	switch {
-	case errors.Is(err, directory.ErrNotFound):
+	case errors.Is(err, calls.ErrNotFound):
 		writeDetail(w, http.StatusNotFound, "Call not found.")
 		return nil, false
 	case err != nil:

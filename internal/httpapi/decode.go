@@ -169,13 +169,26 @@ func (d *decoder) phone(field string, required bool) string {
 	if !ok {
 		return ""
 	}
-	num, err := phonenumbers.Parse(s, d.region)
+	e164, ok := normalizePhone(s, d.region)
+	if !ok {
+		d.fail("value_error", name, phoneError(name), mustJSON(s))
+	}
+	return e164
+}
+
+func phoneError(field string) string {
+	return "Value error, " + field + " is not a valid phone number; use E.164, for example +14155551234"
+}
+
+// normalizePhone validates a number with libphonenumber's rules and returns
+// it in E.164.
+func normalizePhone(s, region string) (string, bool) {
+	num, err := phonenumbers.Parse(s, region)
 	if err != nil || !phoneChars.MatchString(strings.TrimSpace(s)) || num.GetExtension() != "" ||
 		!phonenumbers.IsValidNumber(num) {
-		d.fail("value_error", name, "Value error, "+name+" is not a valid phone number; use E.164, for example +14155551234", mustJSON(s))
-		return ""
+		return "", false
 	}
-	return phonenumbers.Format(num, phonenumbers.E164)
+	return phonenumbers.Format(num, phonenumbers.E164), true
 }
 
 func (d *decoder) variables() (json.RawMessage, map[string]any) {

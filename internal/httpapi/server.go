@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -24,7 +25,9 @@ import (
 type Config struct {
 	Keys      *apikeys.Index
 	Directory *directory.Directory
-	Client    client.Client // writes Calls, WebhookEndpoints, Secrets
+	// Calls reads calls, live or archived.
+	Calls  *calls.Book
+	Client client.Client // writes Calls, WebhookEndpoints, Secrets
 	// Live reads straight from the API server: signing Secrets, which the
 	// cache does not hold.
 	Live       client.Reader
@@ -71,6 +74,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Use(authenticate(cfg.Keys, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {
 			r.Post("/", a.createCall)
+			r.Get("/", a.listCalls)
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
 		})

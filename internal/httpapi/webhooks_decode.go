@@ -24,6 +24,9 @@ const (
 const (
 	defaultPageSize = 20
 	maxPageSize     = 100
+	// Calls are listed in larger pages (an export walks them all).
+	defaultCallPageSize = 50
+	maxCallPageSize     = 1000
 )
 
 // endpointRequest is a decoded endpoint body. On a create every field is
@@ -236,8 +239,13 @@ var (
 // decodePage reads limit (1..100, default 20) and cursor, which must look
 // like an id of the listed resource (valid reports that).
 func decodePage(q url.Values, valid func(string) bool, pattern string) (pageQuery, []ValidationItem) {
+	return decodePageSized(q, defaultPageSize, maxPageSize, valid, pattern)
+}
+
+// decodePageSized is decodePage with another default and maximum limit.
+func decodePageSized(q url.Values, defaultSize, maxSize int, valid func(string) bool, pattern string) (pageQuery, []ValidationItem) {
 	d := &decoder{}
-	page := pageQuery{Limit: defaultPageSize}
+	page := pageQuery{Limit: defaultSize}
 	if q.Has("limit") {
 		s := q.Get("limit")
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -247,9 +255,9 @@ func decodePage(q url.Values, valid func(string) bool, pattern string) (pageQuer
 			d.failCtx("int_parsing", loc, "Input should be a valid integer, unable to parse string as an integer", s, nil)
 		case n < 1:
 			d.failCtx("greater_than_equal", loc, "Input should be greater than or equal to 1", s, map[string]any{"ge": 1})
-		case n > maxPageSize:
-			d.failCtx("less_than_equal", loc, "Input should be less than or equal to "+strconv.Itoa(maxPageSize), s,
-				map[string]any{"le": maxPageSize})
+		case n > maxSize:
+			d.failCtx("less_than_equal", loc, "Input should be less than or equal to "+strconv.Itoa(maxSize), s,
+				map[string]any{"le": maxSize})
 		default:
 			page.Limit = n
 		}

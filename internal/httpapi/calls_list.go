@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/history"
+)
+
+// callList is the body of GET /v1/calls, shaped like the other lists.
+type callList struct {
+	Data       []callview.Call `json:"data"`
+	HasMore    bool            `json:"has_more"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+var (
+	callStatuses = []string{string(switchboardv1.CallQueued), string(switchboardv1.CallInProgress),
+		string(switchboardv1.CallEnded), string(switchboardv1.CallFailed)}
+	callDispositions = []string{string(switchboardv1.DispositionAnswered), string(switchboardv1.DispositionAnsweringMachine),
+		string(switchboardv1.DispositionNoAnswer), string(switchboardv1.DispositionBusy), string(switchboardv1.DispositionRejected),
+		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
+		string(switchboardv1.DispositionCarrierFailure)}
+	callSources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceKubectl)}
+)
+
+// listCalls implements GET /v1/calls: the organization's calls newest
+// first, live and archived together.
+func (a *api) listCalls(w http.ResponseWriter, r *http.Request) {
+	q, invalid := decodeCallQuery(r.URL.Query(), a.cfg.DefaultRegion)
+	if invalid != nil {
+		writeValidation(w, invalid)
+		return
+	}
+	page, err := a.cfg.Calls.List(r.Context(), organization(r.Context()), q)
+	if err != nil {
+		a.unavailable(w, err, "listing calls", "The calls could not be listed")
+		return
+	}
+	out := callList{Data: make([]callview.Call, 0, len(page.Calls)), HasMore: page.More}
+	for i := range page.Calls {
+		view, err := callview.Render(r.Context(), &page.Calls[i], a.cfg.Recordings)
+		if err != nil {
+			a.unavailable(w, err, "rendering call", "The calls could not be listed")
+			return
+		}
+		out.Data = append(out.Data, view)
+	}
+	if page.More {
+		out.NextCursor = ptr(encodeCallCursor(history.KeyOf(&page.Calls[len(page.Calls)-1])))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeCallQuery reads the filters, limit (1..1000, default 50) and cursor
+// of GET /v1/calls.
+func decodeCallQuery(v url.Values, region string) (history.CallQuery, []ValidationItem) {
+	page, errs := decodePageSized(v, defaultCallPageSize, maxCallPageSize, validCallCursor, callCursorPattern)
+	d := &decoder{errs: errs}
+	q := history.CallQuery{Limit: page.Limit}
+	if page.Cursor != "" {
+		q.After = decodeCallCursor(page.Cursor)
+	}
+	q.Status = d.queryEnum(v, "status", callStatuses)
+	q.Disposition = d.queryEnum(v, "disposition", callDispositions)
+	q.Source = d.queryEnum(v, "source", callSources)
+	q.AgentID = d.queryAgentID(v)
+	q.ToNumber = d.queryPhone(v, "to_number", region)
+	q.CreatedAfter = d.queryTime(v, "created_after")
+	q.CreatedBefore = d.queryTime(v, "created_before")
+	return q, d.errs
+}
+
+func (d *decoder) queryEnum(v url.Values, field string, allowed []string) string {
+	if !v.Has(field) {
+		return ""
+	}
+	s := v.Get(field)
+	if !slices.Contains(allowed, s) {
+		d.failCtx("enum", []any{"query", field}, "Input should be "+expectedList(allowed), s,
+			map[string]any{"expected": expectedList(allowed)})
+		return ""
+	}
+	return s
+}
+
+func (d *decoder) queryAgentID(v url.Values) string {
+	if !v.Has("agent_id") {
+		return ""
+	}
+	s := v.Get("agent_id")
+	if !uuidPattern.MatchString(s) {
+		d.failCtx("uuid_parsing", []any{"query", "agent_id"}, "Input should be a valid UUID", s, nil)
+		return ""
+	}
+	return strings.ToLower(s)
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func (d *decoder) queryPhone(v url.Values, field, region string) string {
+	if !v.Has(field) {
+		return ""
+	}
+	s := v.Get(field)
+	e164, ok := normalizePhone(s, region)
+	if !ok {
+		d.failCtx("value_error", []any{"query", field}, phoneError(field), s, nil)
+	}
+	return e164
+}
+
+func (d *decoder) queryTime(v url.Values, field string) time.Time {
+	if !v.Has(field) {
+		return time.Time{}
+	}
+	s := v.Get(field)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		d.failCtx("datetime_from_date_parsing", []any{"query", field},
+			"Input should be a valid datetime in RFC 3339, for example 2026-01-31T09:00:00Z", s, nil)
+		return time.Time{}
+	}
+	return t
+}
+
+// A call cursor is opaque to clients: the last call's place in the order
+// (acceptance time in nanoseconds and call id), base64url-encoded. Unlike an
+// id cursor it stays valid after its call has left the cluster.
+const callCursorPattern = `^[A-Za-z0-9_-]{1,200}$`
+
+var callCursorChars = regexp.MustCompile(callCursorPattern)
+
+func encodeCallCursor(k history.Key) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(k.CreatedAt.UnixNano(), 10) + "." + k.CallID))
+}
+
+func decodeCallCursor(s string) *history.Key {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	nanos, id, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || !callid.Valid(id) {
+		return nil
+	}
+	return &history.Key{CreatedAt: time.Unix(0, n).UTC(), CallID: id}
+}
+
+func validCallCursor(s string) bool {
+	return callCursorChars.MatchString(s) && decodeCallCursor(s) != nil
+}
