@@ -37,6 +37,8 @@ type Store interface {
 	// ListCalls returns up to q.Limit calls of namespace matching q, newest
 	// first by (CreatedAt, call id), strictly after q.After when set.
 	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)
+	// DeliveryLog is the webhook delivery queue and log.
+	DeliveryLog
 	// Close releases the database.
 	Close() error
 }

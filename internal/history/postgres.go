@@ -21,9 +21,10 @@ const postgresMigrationTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // (an arbitrary constant: "switchboard history" in ASCII, truncated).
 const migrationLock int64 = 0x7377686973746f72
 
-// postgresStore keeps calls in PostgreSQL.
+// postgresStore keeps calls and deliveries in PostgreSQL.
 type postgresStore struct {
 	pool *pgxpool.Pool
+	deliveryLog
 }
 
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
@@ -32,6 +33,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 		return nil, fmt.Errorf("history: postgres address: %w", err)
 	}
 	s := &postgresStore{pool: pool}
+	s.deliveryLog = deliveryLog{db: s, claim: claimPostgres}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)
@@ -132,4 +134,37 @@ func (s *postgresStore) ListCalls(ctx context.Context, namespace string, q CallQ
 func (s *postgresStore) Close() error {
 	s.pool.Close()
 	return nil
+}
+
+// The delivery log's access to the database (deliveryDB).
+
+func (s *postgresStore) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := s.pool.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (s *postgresStore) execAll(ctx context.Context, query string, argLists [][]any) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, args := range argLists {
+			if _, err := tx.Exec(ctx, query, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// query needs no writer: every connection of the pool writes.
+func (s *postgresStore) query(ctx context.Context, _ bool, query string, args []any, scan func(rowScanner) error) error {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

@@ -19,7 +19,7 @@ const sqliteMigrationTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 )`
 
-// sqliteStore keeps calls in an embedded SQLite file.
+// sqliteStore keeps calls and deliveries in an embedded SQLite file.
 type sqliteStore struct {
 	// writer has a single connection: SQLite has one writer at a time, and
 	// queueing writes here is cheaper and fairer than busy-waiting on the
@@ -29,6 +29,7 @@ type sqliteStore struct {
 	// reader has several read-only connections, which WAL lets run
 	// alongside the writer.
 	reader *sql.DB
+	deliveryLog
 }
 
 // openSQLite opens (creating it, and its folder, if needed) the database at
@@ -36,6 +37,7 @@ type sqliteStore struct {
 func openSQLite(ctx context.Context, path string) (Store, error) {
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
+	s.deliveryLog = deliveryLog{db: s, claim: claimSQLite}
 	if path == ":memory:" {
 		// Every connection to :memory: is a database of its own, so one
 		// connection serves reads and writes alike.
@@ -176,4 +178,51 @@ func (s *sqliteStore) Close() error {
 		return s.writer.Close()
 	}
 	return errors.Join(s.reader.Close(), s.writer.Close())
+}
+
+// The delivery log's access to the database (deliveryDB).
+
+func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.writer.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// execAll's transaction is IMMEDIATE (see writer), so it never fails to
+// upgrade to a write lock half way.
+func (s *sqliteStore) execAll(ctx context.Context, query string, argLists [][]any) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	for _, args := range argLists {
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// query runs a write on the writer: a single statement takes the write
+// lock before it reads, so UPDATE ... RETURNING is atomic even between
+// processes.
+func (s *sqliteStore) query(ctx context.Context, write bool, query string, args []any, scan func(rowScanner) error) error {
+	db := s.reader
+	if write {
+		db = s.writer
+	}
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

@@ -1,0 +1,81 @@
+package history
+
+import (
+	"context"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// DeliveryLog is the durable queue and the log of webhook deliveries: one
+// record per (call, event, endpoint) or test event, with its attempts. A
+// delivery is kept whole (the WebhookDelivery record as JSON) beside the
+// columns the queue and the lists need. An event costs the cluster nothing.
+//
+// The queue is the delivery table itself: a pending delivery is due at a
+// time, a worker claims due deliveries with a lease (so that a crashed
+// worker's deliveries are claimed again once the lease lapses: at least
+// once), works on them and saves them with the time they are next due.
+type DeliveryLog interface {
+	// EnqueueDeliveries stores new deliveries, due at once. One whose
+	// (namespace, delivery id) is already stored is left as it is: an emit
+	// redone after a crash creates nothing twice.
+	EnqueueDeliveries(ctx context.Context, ds []*switchboardv1.WebhookDelivery) error
+	// SaveDelivery inserts or replaces d's record and ends any lease on it.
+	// due is when it is next to be worked on; zero: not until a retry is
+	// requested. A retry requested while d was being worked on (see
+	// RequestDeliveryRetry) and not handled in d (Status.RetryHandled
+	// differs from it) keeps it due at once, whatever due says.
+	SaveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, due time.Time) error
+	// ClaimDeliveries leases up to limit deliveries that are due at or
+	// before now and not leased (or whose lease has lapsed), earliest due
+	// first, until now+lease, and returns them. Concurrent claimers never
+	// get the same delivery while its lease runs.
+	ClaimDeliveries(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]*switchboardv1.WebhookDelivery, error)
+	// NextDeliveryDue is the earliest time an unleased delivery is due, or
+	// a lease lapses; ok is false when nothing is due ever.
+	NextDeliveryDue(ctx context.Context) (next time.Time, ok bool, err error)
+	// GetDelivery returns the delivery of namespace whose id is id, or
+	// ErrNotFound.
+	GetDelivery(ctx context.Context, namespace, id string) (*switchboardv1.WebhookDelivery, error)
+	// ListDeliveries returns up to q.Limit deliveries of namespace matching
+	// q, newest first by (creation time, delivery id), strictly after
+	// q.After when set.
+	ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]switchboardv1.WebhookDelivery, error)
+	// RequestDeliveryRetry asks for one more attempt of a delivery now: it
+	// becomes due at once, and the records returned from then on carry the
+	// annotation switchboardv1.DeliveryRetryAnnotation with at (RFC 3339,
+	// nanoseconds) until the next request. ErrNotFound when absent.
+	RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*switchboardv1.WebhookDelivery, error)
+	// DeleteDeliveriesCompletedBefore removes the deliveries that finished
+	// (Status.CompletedAt) before t and are not due, returning how many.
+	DeleteDeliveriesCompletedBefore(ctx context.Context, t time.Time) (int64, error)
+}
+
+// DeliveryQuery filters a list of deliveries. Zero values do not filter.
+type DeliveryQuery struct {
+	// Endpoint is the WebhookEndpoint's resource name.
+	Endpoint string
+	// EndpointID, when set, keeps the deliveries recorded for that endpoint
+	// id (or for none): an endpoint deleted and created again under the
+	// same name does not inherit its predecessor's log.
+	EndpointID string
+	// CallName is the Call resource's name (switchboardv1.DeliveryCallLabel).
+	CallName string
+	Event    string // a call event kind or "test"
+	Phase    string // pending, succeeded, failed
+	// After is the place of the last delivery of the previous page.
+	After *DeliveryKey
+	Limit int
+}
+
+// DeliveryKey is a delivery's place in the newest-first order.
+type DeliveryKey struct {
+	CreatedAt  time.Time
+	DeliveryID string
+}
+
+// DeliveryKeyOf is d's place in the order.
+func DeliveryKeyOf(d *switchboardv1.WebhookDelivery) DeliveryKey {
+	return DeliveryKey{CreatedAt: d.CreationTimestamp.UTC(), DeliveryID: d.Spec.DeliveryID}
+}

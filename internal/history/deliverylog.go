@@ -1,0 +1,356 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// deliveryDB is what the delivery log needs of a database. Each store
+// provides it, so that the log's SQL and logic (deliveryLog) exist once.
+type deliveryDB interface {
+	// exec runs a write and returns how many rows it changed.
+	exec(ctx context.Context, query string, args ...any) (int64, error)
+	// execAll runs query once for each argument list, in one transaction.
+	execAll(ctx context.Context, query string, argLists [][]any) error
+	// query runs query and hands each row to scan. write says that it
+	// changes rows (UPDATE ... RETURNING), which SQLite runs on its writer.
+	query(ctx context.Context, write bool, query string, args []any, scan func(rowScanner) error) error
+}
+
+// rowScanner is the row of *sql.Rows and pgx.Rows alike.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// deliveryLog implements DeliveryLog over either database.
+type deliveryLog struct {
+	db deliveryDB
+	// claim is claimDeliveries in the store's dialect.
+	claim string
+}
+
+// deliveryColumns are what every query returning deliveries selects, in
+// the order scanDelivery reads them.
+const deliveryColumns = `object, created_at, retry_requested_at, due_at`
+
+const insertDelivery = `
+INSERT INTO deliveries (namespace, delivery_id, endpoint, endpoint_id, call_name, event, phase,
+                        created_at, completed_at, due_at, object, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+// enqueueDelivery leaves a stored delivery as it is, so that an emit redone
+// after a crash neither duplicates nor resets it.
+const enqueueDelivery = insertDelivery + `
+ON CONFLICT (namespace, delivery_id) DO NOTHING`
+
+// upsertDelivery ($13: the record's Status.RetryHandled) keeps created_at
+// and retry_requested_at, which belong to the first enqueue and to
+// RequestDeliveryRetry. A retry requested while the worker held the
+// delivery, which the worker's record has not handled, keeps it due at
+// once (updated_at is now) whatever the worker says.
+const upsertDelivery = insertDelivery + `
+ON CONFLICT (namespace, delivery_id) DO UPDATE SET
+    endpoint = excluded.endpoint,
+    endpoint_id = excluded.endpoint_id,
+    call_name = excluded.call_name,
+    event = excluded.event,
+    phase = excluded.phase,
+    completed_at = excluded.completed_at,
+    due_at = CASE
+        WHEN deliveries.retry_requested_at IS NOT NULL AND deliveries.retry_requested_at <> $13
+        THEN excluded.updated_at
+        ELSE excluded.due_at
+    END,
+    lease_until = NULL,
+    object = excluded.object,
+    updated_at = excluded.updated_at`
+
+// claimDue ($1 now, $3 limit) picks the deliveries to lease, earliest due
+// first. It runs under claimDeliveries, which sets lease_until to $2.
+const claimDue = `
+    SELECT namespace, delivery_id FROM deliveries
+    WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    ORDER BY due_at LIMIT $3`
+
+// claimSQLite needs no row locks: SQLite runs one write at a time, and
+// this is a single statement.
+const claimSQLite = `
+UPDATE deliveries SET lease_until = $2
+WHERE (namespace, delivery_id) IN (` + claimDue + `)
+RETURNING ` + deliveryColumns
+
+// claimPostgres skips the rows another claimer has locked instead of
+// waiting for them: that claimer leases them, and waiting would only find
+// them leased.
+const claimPostgres = `
+UPDATE deliveries SET lease_until = $2
+WHERE (namespace, delivery_id) IN (` + claimDue + ` FOR UPDATE SKIP LOCKED)
+RETURNING ` + deliveryColumns
+
+// nextDue is the earliest due_at of an unleased delivery or, for a leased
+// due one, the moment its lease lapses (when it can be claimed again).
+const nextDue = `
+SELECT MIN(CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until ELSE due_at END)
+FROM deliveries WHERE due_at IS NOT NULL`
+
+const selectDelivery = `SELECT ` + deliveryColumns + ` FROM deliveries WHERE namespace = $1 AND delivery_id = $2`
+
+// requestRetry ($3 the request's time as text, $4 now).
+const requestRetry = `
+UPDATE deliveries SET retry_requested_at = $3, due_at = $4, updated_at = $4
+WHERE namespace = $1 AND delivery_id = $2
+RETURNING ` + deliveryColumns
+
+// deleteCompleted keeps a finished delivery that is due again: a retry was
+// requested for it.
+const deleteCompleted = `DELETE FROM deliveries WHERE completed_at < $1 AND due_at IS NULL`
+
+// deliveryRecord is a delivery's row, in insertDelivery's order.
+type deliveryRecord struct {
+	namespace, deliveryID  string
+	endpoint, endpointID   string
+	callName, event, phase string
+	createdAt              int64
+	completedAt, dueAt     *int64
+	object                 string
+	updatedAt              int64
+}
+
+// deliveryRecordOf is d's row, due at due (nil: not due). A record without
+// a creation time is created now.
+func deliveryRecordOf(d *switchboardv1.WebhookDelivery, due *int64, now time.Time) (deliveryRecord, error) {
+	if d.Namespace == "" || d.Spec.DeliveryID == "" {
+		return deliveryRecord{}, errors.New("history: a delivery needs a namespace and a delivery id to be saved")
+	}
+	stored := d.DeepCopy()
+	stored.ManagedFields = nil // the API server's bookkeeping, never rendered
+	object, err := json.Marshal(stored)
+	if err != nil {
+		return deliveryRecord{}, fmt.Errorf("history: encoding delivery %s: %w", d.Spec.DeliveryID, err)
+	}
+	created := d.CreationTimestamp.Time
+	if created.IsZero() {
+		created = now
+	}
+	callName := d.Labels[switchboardv1.DeliveryCallLabel]
+	if callName == "" && d.Spec.CallRef != nil {
+		callName = d.Spec.CallRef.Name
+	}
+	r := deliveryRecord{
+		namespace:  d.Namespace,
+		deliveryID: d.Spec.DeliveryID,
+		endpoint:   d.Spec.EndpointRef.Name,
+		endpointID: d.Spec.EndpointID,
+		callName:   callName,
+		event:      d.Spec.Event,
+		phase:      string(d.CurrentPhase()),
+		createdAt:  created.UnixNano(),
+		dueAt:      due,
+		object:     string(object),
+		updatedAt:  now.UnixNano(),
+	}
+	if d.Status.CompletedAt != nil {
+		completed := d.Status.CompletedAt.UnixNano()
+		r.completedAt = &completed
+	}
+	return r, nil
+}
+
+func (r deliveryRecord) args() []any {
+	return []any{r.namespace, r.deliveryID, r.endpoint, r.endpointID, r.callName, r.event, r.phase,
+		r.createdAt, r.completedAt, r.dueAt, r.object, r.updatedAt}
+}
+
+// storedDelivery is a delivery read back, with when it is due.
+type storedDelivery struct {
+	d   *switchboardv1.WebhookDelivery
+	due *int64
+}
+
+// scanDelivery reads deliveryColumns. The record's creation time comes from
+// created_at: its JSON keeps only seconds, and DeliveryKeyOf must give back
+// the exact place the record was stored at. The retry annotation comes from
+// retry_requested_at, which only RequestDeliveryRetry writes.
+func scanDelivery(row rowScanner) (storedDelivery, error) {
+	var (
+		object    []byte
+		createdAt int64
+		retry     *string
+		s         storedDelivery
+	)
+	if err := row.Scan(&object, &createdAt, &retry, &s.due); err != nil {
+		return s, err
+	}
+	s.d = &switchboardv1.WebhookDelivery{}
+	if err := json.Unmarshal(object, s.d); err != nil {
+		return s, fmt.Errorf("history: decoding a stored delivery: %w", err)
+	}
+	s.d.CreationTimestamp = metav1.NewTime(time.Unix(0, createdAt))
+	if retry != nil {
+		if s.d.Annotations == nil {
+			s.d.Annotations = map[string]string{}
+		}
+		s.d.Annotations[switchboardv1.DeliveryRetryAnnotation] = *retry
+	}
+	return s, nil
+}
+
+// deliveries runs a query returning deliveryColumns.
+func (l deliveryLog) deliveries(ctx context.Context, write bool, query string, args ...any) ([]storedDelivery, error) {
+	var all []storedDelivery
+	err := l.db.query(ctx, write, query, args, func(row rowScanner) error {
+		s, err := scanDelivery(row)
+		all = append(all, s)
+		return err
+	})
+	return all, err
+}
+
+func (l deliveryLog) EnqueueDeliveries(ctx context.Context, ds []*switchboardv1.WebhookDelivery) error {
+	now := time.Now()
+	argLists := make([][]any, 0, len(ds))
+	for _, d := range ds {
+		r, err := deliveryRecordOf(d, nil, now)
+		if err != nil {
+			return err
+		}
+		r.dueAt = &r.createdAt // at once: a new delivery is created now, and this keeps them in order
+		argLists = append(argLists, r.args())
+	}
+	if err := l.db.execAll(ctx, enqueueDelivery, argLists); err != nil {
+		return fmt.Errorf("history: enqueueing deliveries: %w", err)
+	}
+	return nil
+}
+
+func (l deliveryLog) SaveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, due time.Time) error {
+	var dueAt *int64
+	if !due.IsZero() {
+		ns := due.UnixNano()
+		dueAt = &ns
+	}
+	r, err := deliveryRecordOf(d, dueAt, time.Now())
+	if err != nil {
+		return err
+	}
+	if _, err := l.db.exec(ctx, upsertDelivery, append(r.args(), d.Status.RetryHandled)...); err != nil {
+		return fmt.Errorf("history: saving delivery %s: %w", r.deliveryID, err)
+	}
+	return nil
+}
+
+func (l deliveryLog) ClaimDeliveries(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]*switchboardv1.WebhookDelivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	claimed, err := l.deliveries(ctx, true, l.claim, now.UnixNano(), now.Add(lease).UnixNano(), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("history: claiming deliveries: %w", err)
+	}
+	// RETURNING gives rows in no particular order. A claimed row is due,
+	// so its due time is set.
+	slices.SortStableFunc(claimed, func(a, b storedDelivery) int { return cmp.Compare(*a.due, *b.due) })
+	ds := make([]*switchboardv1.WebhookDelivery, len(claimed))
+	for i, c := range claimed {
+		ds[i] = c.d
+	}
+	return ds, nil
+}
+
+func (l deliveryLog) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
+	var next *int64
+	err := l.db.query(ctx, false, nextDue, nil, func(row rowScanner) error { return row.Scan(&next) })
+	if err != nil || next == nil {
+		return time.Time{}, false, err
+	}
+	return time.Unix(0, *next), true, nil
+}
+
+func (l deliveryLog) GetDelivery(ctx context.Context, namespace, id string) (*switchboardv1.WebhookDelivery, error) {
+	return l.one(ctx, false, id, selectDelivery, namespace, id)
+}
+
+func (l deliveryLog) RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*switchboardv1.WebhookDelivery, error) {
+	return l.one(ctx, true, id, requestRetry, namespace, id, at.UTC().Format(time.RFC3339Nano), time.Now().UnixNano())
+}
+
+// one runs a query for the delivery whose id is id.
+func (l deliveryLog) one(ctx context.Context, write bool, id, query string, args ...any) (*switchboardv1.WebhookDelivery, error) {
+	found, err := l.deliveries(ctx, write, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: delivery %s: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, ErrNotFound
+	}
+	return found[0].d, nil
+}
+
+func (l deliveryLog) ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]switchboardv1.WebhookDelivery, error) {
+	query, args := deliveryListQuery(namespace, q)
+	found, err := l.deliveries(ctx, false, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: listing deliveries: %w", err)
+	}
+	ds := make([]switchboardv1.WebhookDelivery, len(found))
+	for i, f := range found {
+		ds[i] = *f.d
+	}
+	return ds, nil
+}
+
+func (l deliveryLog) DeleteDeliveriesCompletedBefore(ctx context.Context, t time.Time) (int64, error) {
+	n, err := l.db.exec(ctx, deleteCompleted, t.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("history: deleting completed deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// deliveryListQuery is the SQL and arguments of one page of namespace's
+// deliveries. Only fixed column names enter the text; every value is a
+// parameter.
+func deliveryListQuery(namespace string, q DeliveryQuery) (string, []any) {
+	var args []any
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"namespace = " + param(namespace)}
+	for _, f := range []struct{ column, value string }{
+		{"endpoint", q.Endpoint},
+		{"call_name", q.CallName},
+		{"event", q.Event},
+		{"phase", q.Phase},
+	} {
+		if f.value != "" {
+			where = append(where, f.column+" = "+param(f.value))
+		}
+	}
+	if q.EndpointID != "" {
+		// A delivery recorded without an endpoint id cannot be told apart,
+		// so it stays in the log of every endpoint of that name.
+		where = append(where, "endpoint_id IN ("+param(q.EndpointID)+", '')")
+	}
+	if q.After != nil {
+		where = append(where, "(created_at, delivery_id) < ("+
+			param(q.After.CreatedAt.UnixNano())+", "+param(q.After.DeliveryID)+")")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	return "SELECT " + deliveryColumns + " FROM deliveries WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY created_at DESC, delivery_id DESC LIMIT " + param(int64(limit)), args
+}
