@@ -95,6 +95,13 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 	go test ./internal/telephony/sip/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
 	go test ./internal/telephony/sip/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
 
+WRITES_BENCH_CALLS ?= 300
+
+.PHONY: bench-writes
+bench-writes: ## Count the apiserver writes of an answered call with one webhook endpoint (from the apiserver's metrics).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	go test ./internal/app/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
+
 HISTORY_BENCH_CALLS ?= 1000000
 
 .PHONY: bench-history

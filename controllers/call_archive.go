@@ -51,6 +51,20 @@ func (a *archived) has(c *switchboardv1.Call) bool {
 	return ok && v.(string) == c.ResourceVersion
 }
 
+// removed notes a Call this reconciler deleted: until the cache has seen
+// the deletion, a reconcile that still finds it there leaves it alone
+// rather than archive and delete it again.
+func (a *archived) removed(c *switchboardv1.Call) {
+	a.versions.Store(client.ObjectKeyFromObject(c), deletedMark+string(c.UID))
+}
+
+func (a *archived) isRemoved(c *switchboardv1.Call) bool {
+	v, ok := a.versions.Load(client.ObjectKeyFromObject(c))
+	return ok && v.(string) == deletedMark+string(c.UID)
+}
+
+const deletedMark = "deleted:"
+
 func (a *archived) record(c *switchboardv1.Call) {
 	a.versions.Store(client.ObjectKeyFromObject(c), c.ResourceVersion)
 }
@@ -62,6 +76,9 @@ func (a *archived) forget(key types.NamespacedName) { a.versions.Delete(key) }
 // archive, then delete, so a call is always in one place or the other.
 // A failed write keeps the Call, says so, and is retried with backoff.
 func (r *CallReconciler) archive(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	if r.archived.isRemoved(c) {
+		return reconcile.Result{}, nil
+	}
 	if !r.archived.has(c) {
 		if err := r.History.SaveCall(ctx, c); err != nil {
 			return reconcile.Result{}, r.archiveFailed(ctx, c, err)
@@ -87,9 +104,8 @@ func (r *CallReconciler) archive(ctx context.Context, c *switchboardv1.Call) (re
 		return reconcile.Result{}, fmt.Errorf("removing archived call: %w", err)
 	}
 	callsRemoved.Inc()
-	key := client.ObjectKeyFromObject(c)
-	r.archived.forget(key)
-	r.writes.forget(key)
+	r.archived.removed(c)
+	r.writes.forget(client.ObjectKeyFromObject(c))
 	return reconcile.Result{}, nil
 }
 

@@ -56,8 +56,12 @@ type CallReconciler struct {
 	// Wake receives Calls the carrier has news of (a SIP call answered or
 	// ended, trunk capacity freed); optional.
 	Wake <-chan event.GenericEvent
-	// History keeps finished calls once they leave the cluster.
+	// History keeps finished calls once they leave the cluster, and the
+	// queue of webhook deliveries.
 	History history.Store
+	// DeliveriesQueued, if set, is called when deliveries were queued (it
+	// wakes the delivery worker).
+	DeliveriesQueued func()
 	// Retention is how long a finished, archived Call stays in the
 	// cluster (kubectl get calls) before it is deleted.
 	Retention time.Duration
@@ -71,14 +75,16 @@ type CallReconciler struct {
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=numberlists,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch
-// +kubebuilder:rbac:groups=switchboard.dev,resources=webhookdeliveries,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile advances one Call by one step.
 func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var call switchboardv1.Call
 	if err := r.Get(ctx, req.NamespacedName, &call); err != nil {
-		r.writes.forget(req.NamespacedName)
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.NamespacedName)
+			r.archived.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if err := r.writes.refresh(ctx, r.Live, &call); err != nil {
@@ -164,11 +170,12 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	}
 }
 
-// emitEvents creates the deliveries of every event the call has reached
+// emitEvents queues the deliveries of every event the call has reached
 // and not yet announced, one per endpoint subscribed now, in lifecycle
-// order, and notes each event as emitted once all its deliveries exist.
-// Creating a delivery that exists (a crash before the status write) finds
-// it: nothing is sent twice.
+// order, in the history store, and notes the events as emitted. Queuing a
+// delivery that exists (a crash before the status write) finds it: nothing
+// is sent twice. While the store cannot be written, the call goes on and
+// its events wait: they are queued on a later pass.
 func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) error {
 	kinds := deliveries.Unemitted(c)
 	if len(kinds) == 0 {
@@ -178,19 +185,26 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 	if err := r.List(ctx, &endpoints, client.InNamespace(c.Namespace)); err != nil {
 		return fmt.Errorf("listing webhook endpoints: %w", err)
 	}
-	id := callid.Of(c)
+	id, now := callid.Of(c), metav1.NewTime(r.Clock.Now())
+	var queue []*switchboardv1.WebhookDelivery
 	for _, kind := range kinds {
 		for i := range endpoints.Items {
-			ep := &endpoints.Items[i]
-			if !deliveries.Receives(ep, kind) {
-				continue
-			}
-			if err := r.Create(ctx, deliveries.ForCall(c, kind, ep, id)); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s delivery for %s: %w", kind, ep.Name, err)
+			if ep := &endpoints.Items[i]; deliveries.Receives(ep, kind) {
+				d := deliveries.ForCall(c, kind, ep, id)
+				d.CreationTimestamp = now
+				queue = append(queue, d)
 			}
 		}
-		c.Status.EmittedEvents = append(c.Status.EmittedEvents, kind)
 	}
+	if len(queue) > 0 {
+		if err := r.History.EnqueueDeliveries(ctx, queue); err != nil {
+			return fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
+		}
+		if r.DeliveriesQueued != nil {
+			r.DeliveriesQueued()
+		}
+	}
+	c.Status.EmittedEvents = append(c.Status.EmittedEvents, kinds...)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
@@ -233,20 +234,13 @@ func (r *WebhookEndpointReconciler) setCondition(ep *switchboardv1.WebhookEndpoi
 		Message: msg, ObservedGeneration: ep.Generation})
 }
 
-// SetupWithManager registers the reconciler. Delivery changes wake the
-// endpoint they belong to, which then reports the latest result.
+// SetupWithManager registers the reconciler. Delivery attempts wake the
+// endpoint they went to (through the health tracker), which then reports
+// the latest result.
 func (r *WebhookEndpointReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.WebhookEndpoint{}).
-		Watches(&switchboardv1.WebhookDelivery{}, handler.EnqueueRequestsFromMapFunc(endpointOfDelivery)).
+		WatchesRawSource(source.Channel(r.Health.Changes(), &handler.EnqueueRequestForObject{})).
 		Named("webhookendpoint").
 		Complete(r)
-}
-
-func endpointOfDelivery(_ context.Context, o client.Object) []reconcile.Request {
-	d, ok := o.(*switchboardv1.WebhookDelivery)
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.EndpointRef.Name}}}
 }

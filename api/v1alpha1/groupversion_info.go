@@ -29,7 +29,6 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Call{}, &CallList{},
 		&NumberList{}, &NumberListList{},
 		&WebhookEndpoint{}, &WebhookEndpointList{},
-		&WebhookDelivery{}, &WebhookDeliveryList{},
 		&SIPTrunk{}, &SIPTrunkList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)

@@ -18,7 +18,7 @@ const (
 	DeliveryFailed DeliveryPhase = "failed"
 )
 
-// Labels on every WebhookDelivery, so that kubectl can select them.
+// Labels on every WebhookDelivery record; the history store indexes them.
 const (
 	DeliveryEndpointLabel = "switchboard.dev/endpoint"
 	DeliveryCallLabel     = "switchboard.dev/call"
@@ -42,7 +42,6 @@ type ObjectName struct {
 }
 
 // WebhookDeliverySpec is one event for one endpoint. It never changes.
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a WebhookDelivery's spec cannot be changed"
 type WebhookDeliverySpec struct {
 	// deliveryID is sent as X-Service-Delivery-Id (and webhook-id) on every
 	// attempt, so that receivers can drop duplicates.
@@ -123,39 +122,19 @@ type WebhookDeliveryStatus struct {
 	RetryHandled string `json:"retryHandled,omitempty"`
 }
 
-// WebhookDelivery is one event on its way to one endpoint: created once per
-// (call, event, endpoint), sent by the delivery reconciler with retries,
-// deleted with its Call or after the retention period.
-// +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=switchboard,shortName=whd
-// +kubebuilder:printcolumn:name="Event",type=string,JSONPath=`.spec.event`
-// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpointRef.name`
-// +kubebuilder:printcolumn:name="Call ID",type=string,JSONPath=`.spec.callID`
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attemptCount`
-// +kubebuilder:printcolumn:name="Code",type=integer,JSONPath=`.status.lastStatusCode`
-// +kubebuilder:printcolumn:name="Next Attempt",type=string,JSONPath=`.status.nextAttemptAt`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:printcolumn:name="Delivery ID",type=string,JSONPath=`.spec.deliveryID`,priority=1
-// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.lastError`,priority=1
+// WebhookDelivery is one event on its way to one endpoint: recorded once
+// per (call, event, endpoint) or test event, sent by the delivery worker
+// with retries, and kept in the history store (the delivery queue and
+// log), not in the cluster: an event costs the apiserver no write. It keeps
+// the shape of the resource it was until v1alpha1's history store, so the
+// record reads the same; deleted after the retention period.
 type WebhookDelivery struct {
-	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
 	Spec WebhookDeliverySpec `json:"spec"`
 	// +optional
 	Status WebhookDeliveryStatus `json:"status,omitempty"`
-}
-
-// +kubebuilder:object:root=true
-
-// WebhookDeliveryList is a list of WebhookDeliveries.
-type WebhookDeliveryList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []WebhookDelivery `json:"items"`
 }
 
 // CurrentPhase is the delivery's phase; pending until first reconciled.

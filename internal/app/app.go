@@ -206,16 +206,20 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
+	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
-		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, opts); err != nil {
+		worker, err := setupWebhookDelivery(mgr, policy, sender, store, opts)
+		if err != nil {
 			return nil, err
 		}
-		if err := setupWebhookReconcilers(mgr, policy, sender, store, opts.History, opts.Webhooks); err != nil {
+		wakeDeliveries = worker.Wake
+		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, wakeDeliveries, opts); err != nil {
 			return nil, err
 		}
 	}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
+		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},
@@ -270,7 +274,7 @@ func cacheOptions() cache.Options {
 }
 
 func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *numberlists.Index,
-	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, opts Options) error {
+	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(), opts Options) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
@@ -287,7 +291,8 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	}
 	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
+		DeliveriesQueued: deliveriesQueued,
+		Clock:            clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
 	if sipCalls != nil {
 		callReconciler.Wake = sipCalls.callWake
 		if err := setupTrunkReconciler(mgr, sipCalls, opts.SIP); err != nil {
@@ -297,24 +302,30 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	return callReconciler.SetupWithManager(mgr)
 }
 
-func setupWebhookReconcilers(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
-	store recording.Store, hist history.Store, opts WebhookOptions) error {
+// setupWebhookDelivery registers the endpoint reconciler and the worker
+// that sends the deliveries queued in the history store.
+func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
+	store recording.Store, opts Options) (*controllers.WebhookDeliveryWorker, error) {
+	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
 	recorder := mgr.GetEventRecorder("switchboard")
 	secrets, err := signingSecretCache(mgr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
-		DisableAfter: opts.DisableAfter}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("webhook endpoint controller: %w", err)
+		DisableAfter: hooks.DisableAfter}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
 	}
-	return (&controllers.WebhookDeliveryReconciler{Client: mgr.GetClient(),
+	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(),
 		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
-		Sender:  sender, Recordings: store, History: hist, Schedule: opts.Schedule, Retention: opts.Retention, Health: health,
-		Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrent,
-		Live: mgr.GetAPIReader()}).SetupWithManager(mgr)
+		Sender:  sender, Recordings: store, Store: opts.History, Schedule: hooks.Schedule, Retention: hooks.Retention,
+		Health: health, Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: hooks.MaxConcurrent,
+		// An attempt takes at most the timeout; the lease covers it with
+		// room for the save that follows.
+		Lease: 2*hooks.Timeout + 30*time.Second, Log: opts.Log.WithName("webhook-delivery")}
+	return worker, mgr.Add(worker)
 }
 
 // signingSecretCache watches the signing Secrets Switchboard generates, so

@@ -255,3 +255,40 @@ func TestHistoryStoreDown(t *testing.T) {
 	g.Expect(cond.Reason).To(Equal(switchboardv1.ReasonArchived))
 	g.Expect(listAll(t, o.key, "", 1)).To(Equal([]string{during, before}))
 }
+
+// TestDeliveriesWaitForTheStore: with PostgreSQL stopped, a call is placed
+// and ends, but its events cannot be queued; once the store is back they
+// are queued and delivered, in order, each once and under one id.
+func TestDeliveriesWaitForTheStore(t *testing.T) {
+	g := NewWithT(t)
+	pg := pgtest.NewServer(t)
+	store, err := history.Open(context.Background(), pg.DSN())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = store.Close() })
+	withOperator(t, func(o *app.Options) { o.History = store })
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	_, secret := applyEndpoint(t, o.ns, rc.url(), nil)
+	rc.trust(secret)
+
+	pg.Stop()
+	id := o.createCall(t, "+14155551234", nil)
+	o.waitAnalyzed(t, id)
+	time.Sleep(time.Second)
+	g.Expect(rc.forCall(id)).To(BeEmpty(), "delivered while the store was down")
+
+	pg.Start()
+	g.Eventually(func() int { return len(rc.forCall(id)) }, 30*time.Second, 50*time.Millisecond).Should(Equal(3))
+	time.Sleep(500 * time.Millisecond) // nothing more arrives
+	got := rc.forCall(id)
+	g.Expect(got).To(HaveLen(3))
+	ids := map[string]bool{}
+	var events []string
+	for _, d := range got {
+		expectSigned(g, d)
+		ids[d.id] = true
+		events = append(events, d.event)
+	}
+	g.Expect(ids).To(HaveLen(3), "one id per event")
+	g.Expect(events).To(Equal([]string{"call.started", "call.ended", "call.analyzed"}))
+}

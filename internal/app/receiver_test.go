@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
 // receiver is a customer's HTTPS webhook receiver. It verifies every
@@ -155,13 +156,12 @@ func signingSecret(t testing.TB, ep *switchboardv1.WebhookEndpoint) string {
 	return secret
 }
 
-// deliveriesOf lists the WebhookDelivery resources of a call.
+// deliveriesOf lists the deliveries of a call in the suite's history store.
 func deliveriesOf(t testing.TB, ns, callName string) []switchboardv1.WebhookDelivery {
 	t.Helper()
-	var list switchboardv1.WebhookDeliveryList
-	NewWithT(t).Expect(k8s.List(context.Background(), &list, client.InNamespace(ns),
-		client.MatchingLabels{switchboardv1.DeliveryCallLabel: callName})).To(Succeed())
-	return list.Items
+	ds, err := historyStore.ListDeliveries(context.Background(), ns, history.DeliveryQuery{CallName: callName, Limit: 1000})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return ds
 }
 
 func callName(id string) string { return "call-" + strings.TrimPrefix(id, "call_") }

@@ -446,8 +446,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 
 // succeededAt reports whether the delivery with id is recorded as succeeded.
 func succeededAt(t testing.TB, ns, id string) bool {
-	var d switchboardv1.WebhookDelivery
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "dlv-" + strings.TrimPrefix(id, "dlv_")}, &d)
+	d, err := historyStore.GetDelivery(context.Background(), ns, id)
 	return err == nil && d.Status.Phase == switchboardv1.DeliverySucceeded
 }
 

@@ -1,9 +1,9 @@
-// Package deliveries turns call events into WebhookDelivery resources and
-// back into signed requests: which events a call has reached, the delivery
-// of each (call, event, endpoint) with its stable id, the body as of
-// sending, the signing secrets of an endpoint, and what an attempt's result
-// does to a delivery. The HTTP side (signing, sending, the address guard)
-// is internal/webhook; this package is its Kubernetes side.
+// Package deliveries turns call events into WebhookDelivery records (kept
+// in the history store) and back into signed requests: which events a call
+// has reached, the delivery of each (call, event, endpoint) with its stable
+// id, the body as of sending, the signing secrets of an endpoint, and what
+// an attempt's result does to a delivery. The HTTP side (signing, sending,
+// the address guard) is internal/webhook.
 package deliveries
 
 import (
@@ -103,7 +103,7 @@ func ForCall(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoi
 	return d
 }
 
-// ForTest is the record of a test event sent to ep, owned by the endpoint.
+// ForTest is the record of a test event sent to ep.
 func ForTest(ep *switchboardv1.WebhookEndpoint) *switchboardv1.WebhookDelivery {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -111,8 +111,6 @@ func ForTest(ep *switchboardv1.WebhookEndpoint) *switchboardv1.WebhookDelivery {
 	}
 	d := newDelivery(ep.Namespace, hex.EncodeToString(b[:]), webhook.EventTest, ep)
 	d.Spec.CallID = SampleCallID
-	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: switchboardv1.GroupVersion.String(),
-		Kind: "WebhookEndpoint", Name: ep.Name, UID: ep.UID}}
 	return d
 }
 
@@ -147,8 +145,8 @@ func Earlier(kind string) []string {
 	return nil
 }
 
-// NameFor is the name of the delivery of kind for the same call and
-// endpoint as d (used to find the earlier events of a call).
-func NameFor(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoint) string {
-	return ForCall(c, kind, ep, "").Name
+// IDFor is the id of the delivery of kind for the same call and endpoint
+// (used to find the earlier events of a call).
+func IDFor(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoint) string {
+	return ForCall(c, kind, ep, "").Spec.DeliveryID
 }

@@ -4,7 +4,11 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // Observation is the latest word on an endpoint's deliveries.
@@ -23,12 +27,24 @@ type Observation struct {
 // and the endpoint's status keeps the last written values until the next
 // attempt.
 type Health struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]Observation
+	mu      sync.Mutex
+	last    map[types.NamespacedName]Observation
+	changes chan event.GenericEvent
 }
 
+// changeBuffer holds observations not yet picked up by the endpoint
+// reconciler; past it, one is dropped and the endpoint reports it at its
+// next observation or recheck.
+const changeBuffer = 1024
+
 // NewHealth returns an empty tracker.
-func NewHealth() *Health { return &Health{last: map[types.NamespacedName]Observation{}} }
+func NewHealth() *Health {
+	return &Health{last: map[types.NamespacedName]Observation{}, changes: make(chan event.GenericEvent, changeBuffer)}
+}
+
+// Changes names each endpoint that has a new observation, for its
+// reconciler to report (a controller-runtime channel source).
+func (h *Health) Changes() <-chan event.GenericEvent { return h.changes }
 
 // Observe records an attempt's result for endpoint. Results older than the
 // latest one are ignored (attempts run concurrently).
@@ -47,6 +63,11 @@ func (h *Health) Observe(endpoint types.NamespacedName, at time.Time, ok bool, r
 		}
 	}
 	h.last[endpoint] = obs
+	select {
+	case h.changes <- event.GenericEvent{Object: &switchboardv1.WebhookEndpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: endpoint.Namespace, Name: endpoint.Name}}}:
+	default:
+	}
 }
 
 // Latest returns what is known about endpoint.

@@ -347,7 +347,6 @@ func testDeliveryRetention(t *testing.T, b backend) {
 // created at at and not yet attempted; mutate adjusts it.
 func newDelivery(ns, id string, at time.Time, mutate func(*switchboardv1.WebhookDelivery)) *switchboardv1.WebhookDelivery {
 	d := &switchboardv1.WebhookDelivery{
-		TypeMeta: metav1.TypeMeta{APIVersion: "switchboard.dev/v1alpha1", Kind: "WebhookDelivery"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:         ns,
 			Name:              strings.ReplaceAll(id, "_", "-"),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -62,11 +63,32 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 			return nil, errors.Join(err, writer.Close())
 		}
 		s.writer, s.reader = writer, reader
+		if err := firstContact(ctx, writer); err != nil {
+			return nil, errors.Join(fmt.Errorf("history: opening sqlite:%s: %w", path, err), s.Close())
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("history: opening sqlite:%s: %w", path, err), s.Close())
 	}
 	return s, nil
+}
+
+// firstContact opens the writer's connection. The first connection to a
+// new file switches it to WAL, which needs the file to itself, and SQLite's
+// busy handler does not wait for that: processes opening one new file at
+// once (replicas starting together) may be told it is busy. They retry.
+func firstContact(ctx context.Context, db *sql.DB) error {
+	for try := 0; ; try++ {
+		err := db.PingContext(ctx)
+		if err == nil || try == 100 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // migrate applies the pending migrations one transaction each. The

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -26,8 +27,13 @@ type Config struct {
 	Keys      *apikeys.Index
 	Directory *directory.Directory
 	// Calls reads calls, live or archived.
-	Calls  *calls.Book
-	Client client.Client // writes Calls, WebhookEndpoints, Secrets
+	Calls *calls.Book
+	// Deliveries is the webhook delivery log (the history store).
+	Deliveries history.DeliveryLog
+	// WakeDeliveries, if set, tells this process's delivery worker that a
+	// retry was asked for.
+	WakeDeliveries func()
+	Client         client.Client // writes Calls, WebhookEndpoints, Secrets
 	// Live reads straight from the API server: signing Secrets, which the
 	// cache does not hold.
 	Live       client.Reader

@@ -87,14 +87,13 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // The API writes endpoints, their generated Secrets and test deliveries,
 // and asks for retries.
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=switchboard.dev,resources=webhookdeliveries,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=switchboard.dev,resources=webhookdeliveries/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 
 // Error codes of the webhook-endpoint API.
@@ -511,13 +510,10 @@ func (a *api) signingSecrets(w http.ResponseWriter, ctx context.Context, ep *swi
 
 // recordTest writes a sent test event to the delivery log.
 func (a *api) recordTest(ctx context.Context, d *switchboardv1.WebhookDelivery, res webhook.Result, sentAt time.Time) {
-	if err := a.cfg.Client.Create(ctx, d); err != nil {
-		a.cfg.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
-		return
-	}
+	d.CreationTimestamp = metav1.NewTime(sentAt)
 	deliveries.Record(&d.Status, res, sentAt, switchboardv1.TriggerTest, nil)
-	if err := a.cfg.Client.Status().Update(ctx, d); err != nil {
-		a.cfg.Log.Error(err, "recording test delivery result", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
+	if err := a.cfg.Deliveries.SaveDelivery(ctx, d, time.Time{}); err != nil {
+		a.cfg.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
 	}
 }
 
@@ -528,37 +524,25 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	labels := client.MatchingLabels{switchboardv1.DeliveryEndpointLabel: ep.Name}
-	if q.Event != "" {
-		labels[switchboardv1.DeliveryEventLabel] = q.Event
-	}
-	var list switchboardv1.WebhookDeliveryList
-	if err := a.cfg.Client.List(ctx, &list, client.InNamespace(ep.Namespace), labels); err != nil {
-		a.unavailable(w, err, "listing webhook deliveries", "The deliveries could not be listed")
-		return
-	}
-	items := list.Items[:0]
-	for _, d := range list.Items {
-		if ofEndpoint(&d, ep) && (q.Status == "" || string(d.CurrentPhase()) == q.Status) {
-			items = append(items, d)
-		}
-	}
-	sortDeliveries(items)
+	query := history.DeliveryQuery{Endpoint: ep.Name, EndpointID: ep.ResolvedID(), Event: q.Event, Phase: q.Status,
+		Limit: q.Limit + 1}
 	if q.Cursor != "" {
 		c, err := a.findDelivery(ctx, ep, q.Cursor)
 		switch {
-		case errors.Is(err, directory.ErrNotFound):
+		case errors.Is(err, history.ErrNotFound):
 			writeValidation(w, []ValidationItem{unknownCursor(q.Cursor)})
 			return
 		case err != nil:
 			a.unavailable(w, err, "reading webhook delivery", "The deliveries could not be listed")
 			return
 		}
-		i := indexOf(items, func(d *switchboardv1.WebhookDelivery) bool { return deliveryAfter(d, c) })
-		if i < 0 {
-			i = len(items)
-		}
-		items = items[i:]
+		after := history.DeliveryKeyOf(c)
+		query.After = &after
+	}
+	items, err := a.cfg.Deliveries.ListDeliveries(ctx, ep.Namespace, query)
+	if err != nil {
+		a.unavailable(w, err, "listing webhook deliveries", "The deliveries could not be listed")
+		return
 	}
 	items, hasMore := firstPage(items, q.Limit)
 	out := deliveryPage{Data: make([]deliveryView, len(items)), HasMore: hasMore}
@@ -577,37 +561,24 @@ func ofEndpoint(d *switchboardv1.WebhookDelivery, ep *switchboardv1.WebhookEndpo
 	return d.Spec.EndpointRef.Name == ep.Name && (d.Spec.EndpointID == "" || d.Spec.EndpointID == ep.ResolvedID())
 }
 
-// findDelivery returns ep's delivery whose id is id: from the cache, or
-// live on a miss. A test delivery is recorded in two writes (create, then
-// its one attempt), so a cached one without its attempt is read live too:
-// a GET right after the test answers shows the attempt.
+// findDelivery returns ep's delivery whose id is id from the delivery log,
+// or history.ErrNotFound.
 func (a *api) findDelivery(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*switchboardv1.WebhookDelivery, error) {
 	if !deliveries.ValidID(id) {
-		return nil, directory.ErrNotFound
+		return nil, history.ErrNotFound
 	}
-	key := client.ObjectKey{Namespace: ep.Namespace, Name: deliveries.ResourceName(id)}
-	d := &switchboardv1.WebhookDelivery{}
-	err := a.cfg.Client.Get(ctx, key, d)
-	if apierrors.IsNotFound(err) || (err == nil && d.Spec.Event == webhook.EventTest && d.Status.AttemptCount == 0) {
-		d = &switchboardv1.WebhookDelivery{}
-		err = a.cfg.Live.Get(ctx, key, d)
+	d, err := a.cfg.Deliveries.GetDelivery(ctx, ep.Namespace, id)
+	if err == nil && !ofEndpoint(d, ep) {
+		return nil, history.ErrNotFound
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, directory.ErrNotFound
-	case err != nil:
-		return nil, err
-	case d.Spec.DeliveryID != id || !ofEndpoint(d, ep):
-		return nil, directory.ErrNotFound
-	}
-	return d, nil
+	return d, err
 }
 
 // deliveryFrom resolves {deliveryID}, or answers 404/503 itself.
 func (a *api) deliveryFrom(w http.ResponseWriter, r *http.Request) (*switchboardv1.WebhookDelivery, bool) {
 	d, err := a.findDelivery(r.Context(), endpointFrom(r.Context()), chi.URLParam(r, "deliveryID"))
 	switch {
-	case errors.Is(err, directory.ErrNotFound):
+	case errors.Is(err, history.ErrNotFound):
 		writeDetail(w, http.StatusNotFound, deliveryNotFound)
 		return nil, false
 	case err != nil:
@@ -623,7 +594,7 @@ func (a *api) getDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// retryDelivery asks the delivery reconciler for one more attempt now; it
+// retryDelivery asks the delivery worker for one more attempt now; it
 // does not use up the retry schedule.
 func (a *api) retryDelivery(w http.ResponseWriter, r *http.Request) {
 	d, ok := a.deliveryFrom(w, r)
@@ -635,18 +606,16 @@ func (a *api) retryDelivery(w http.ResponseWriter, r *http.Request) {
 			"Test deliveries are sent once and not retried; send a new test event.")
 		return
 	}
-	patch := client.MergeFrom(d.DeepCopy())
-	if d.Annotations == nil {
-		d.Annotations = map[string]string{}
-	}
-	d.Annotations[switchboardv1.DeliveryRetryAnnotation] = a.cfg.Now().UTC().Format(time.RFC3339Nano)
-	err := a.cfg.Client.Patch(r.Context(), d, patch)
+	d, err := a.cfg.Deliveries.RequestDeliveryRetry(r.Context(), d.Namespace, d.Spec.DeliveryID, a.cfg.Now())
 	switch {
-	case apierrors.IsNotFound(err):
+	case errors.Is(err, history.ErrNotFound):
 		writeDetail(w, http.StatusNotFound, deliveryNotFound)
 	case err != nil:
 		a.unavailable(w, err, "requesting delivery retry", "The retry could not be requested")
 	default:
+		if a.cfg.WakeDeliveries != nil {
+			a.cfg.WakeDeliveries()
+		}
 		writeJSON(w, http.StatusAccepted, renderDelivery(d, endpointFrom(r.Context()).ResolvedID()))
 	}
 }
