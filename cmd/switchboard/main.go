@@ -57,6 +57,7 @@ type flags struct {
 	sip            app.SIPOptions
 	historyDSN     string
 	callRetention  time.Duration
+	recRetention   time.Duration
 	normalEvents   string // "auto": on with --dev
 }
 
@@ -106,6 +107,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.webhooks.MaxConcurrent, "max-concurrent-deliveries", 128, "Webhook attempts in flight.")
 	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
 	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
+	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	zopts := &zap.Options{Development: true}
 	zopts.BindFlags(flag.CommandLine)
@@ -148,6 +150,9 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err := f.webhookOptions(); err != nil {
 		return err
 	}
+	if f.recRetention < 0 {
+		return fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
+	}
 	normalEvents, err := f.callNormalEvents()
 	if err != nil {
 		return err
@@ -159,7 +164,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer func() { _ = store.Close() }()
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		History: store, CallRetention: f.callRetention, CallNormalEvents: normalEvents,
+		History: store, CallRetention: f.callRetention, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,

@@ -77,6 +77,12 @@ type Options struct {
 	// CallRetention is how long a finished, archived Call stays in the
 	// cluster before it is deleted (default one hour).
 	CallRetention time.Duration
+	// RecordingRetention is how long a recording is kept after it was
+	// stored; the leader then deletes it from the recording store and from
+	// its archived call (which is kept). 0 keeps recordings forever. Calls
+	// still in the cluster keep theirs until they leave, so it should be
+	// longer than CallRetention.
+	RecordingRetention time.Duration
 	// CallNormalEvents records the Normal Events of calls (dialing,
 	// answered, ended, analyzed), an apiserver write each; Warnings are
 	// always recorded.
@@ -293,6 +299,13 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
 		DeliveriesQueued: deliveriesQueued,
 		Clock:            clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
+	if opts.RecordingRetention > 0 {
+		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
+			Client: mgr.GetClient(), Retention: opts.RecordingRetention, Clock: clock.RealClock{},
+			Log: opts.Log.WithName("recording-retention")}); err != nil {
+			return fmt.Errorf("recording retention: %w", err)
+		}
+	}
 	if sipCalls != nil {
 		callReconciler.Wake = sipCalls.callWake
 		if err := setupTrunkReconciler(mgr, sipCalls, opts.SIP); err != nil {

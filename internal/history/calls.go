@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 // writer holding an old state cannot move a call back in its lifecycle.
 const upsertCall = `
 INSERT INTO calls (namespace, call_id, created_at, status, disposition, agent_id,
-                   to_number, source, ended_at, resource_version, object, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                   to_number, source, ended_at, resource_version, object, updated_at,
+                   recording_stored_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (namespace, call_id) DO UPDATE SET
     created_at = excluded.created_at,
     status = excluded.status,
@@ -30,10 +32,19 @@ ON CONFLICT (namespace, call_id) DO UPDATE SET
     ended_at = excluded.ended_at,
     resource_version = excluded.resource_version,
     object = excluded.object,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at,
+    recording_stored_at = excluded.recording_stored_at
 WHERE excluded.resource_version >= calls.resource_version`
 
 const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
+
+// selectRecordingStoredBefore reads calls whose recording was stored before
+// $1, oldest first, through the partial index calls_by_recording_stored.
+const selectRecordingStoredBefore = `
+SELECT object FROM calls
+WHERE recording_stored_at IS NOT NULL AND recording_stored_at < $1
+ORDER BY recording_stored_at, namespace, call_id
+LIMIT $2`
 
 // defaultLimit is the page size when the caller gives none.
 const defaultLimit = 50
@@ -49,6 +60,7 @@ type record struct {
 	resourceVersion           int64
 	object                    string
 	updatedAt                 int64
+	recordingStoredAt         *int64
 }
 
 func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
@@ -86,13 +98,42 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 		ended := c.Status.EndedAt.UnixNano()
 		r.endedAt = &ended
 	}
+	if rec := c.Status.Recording; rec != nil && rec.StoredAt != nil {
+		stored := rec.StoredAt.UnixNano()
+		r.recordingStoredAt = &stored
+	}
 	return r, nil
 }
 
 // args are r's values in upsertCall's order.
 func (r record) args() []any {
 	return []any{r.namespace, r.callID, r.createdAt, r.status, r.disposition, r.agentID,
-		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt}
+		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt}
+}
+
+// callsWithRecordingStoredBefore implements
+// Store.CallsWithRecordingStoredBefore over either database.
+func callsWithRecordingStoredBefore(ctx context.Context, db deliveryDB, t time.Time, limit int) ([]switchboardv1.Call, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var calls []switchboardv1.Call
+	err := db.query(ctx, false, selectRecordingStoredBefore, []any{t.UnixNano(), int64(limit)}, func(row rowScanner) error {
+		var object []byte
+		if err := row.Scan(&object); err != nil {
+			return err
+		}
+		c, err := decodeCall(object)
+		if err != nil {
+			return err
+		}
+		calls = append(calls, *c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: listing calls with old recordings: %w", err)
+	}
+	return calls, nil
 }
 
 // listQuery is the SQL and arguments of one page of namespace's calls.

@@ -37,6 +37,11 @@ type Store interface {
 	// ListCalls returns up to q.Limit calls of namespace matching q, newest
 	// first by (CreatedAt, call id), strictly after q.After when set.
 	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)
+	// CallsWithRecordingStoredBefore returns up to limit calls, of every
+	// namespace, that still have a recording (Status.Recording) stored
+	// before t, oldest recording first. Saving a call without a recording
+	// takes it out of this list.
+	CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error)
 	// DeliveryLog is the webhook delivery queue and log.
 	DeliveryLog
 	// Close releases the database.

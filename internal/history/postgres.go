@@ -131,6 +131,10 @@ func (s *postgresStore) ListCalls(ctx context.Context, namespace string, q CallQ
 	return calls, nil
 }
 
+func (s *postgresStore) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error) {
+	return callsWithRecordingStoredBefore(ctx, s, t, limit)
+}
+
 func (s *postgresStore) Close() error {
 	s.pool.Close()
 	return nil

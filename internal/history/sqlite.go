@@ -195,6 +195,10 @@ func (s *sqliteStore) ListCalls(ctx context.Context, namespace string, q CallQue
 	return calls, rows.Err()
 }
 
+func (s *sqliteStore) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error) {
+	return callsWithRecordingStoredBefore(ctx, s, t, limit)
+}
+
 func (s *sqliteStore) Close() error {
 	if s.reader == s.writer {
 		return s.writer.Close()

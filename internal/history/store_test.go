@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 2
+const migrations = 3
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -63,6 +63,8 @@ func TestStoreContract(t *testing.T) {
 		{"NewerSchemaRefused", testNewerSchemaRefused},
 		{"CorruptMigrationTableRefused", testCorruptMigrationTable},
 		{"ConcurrentOpenAndWrites", testConcurrentOpenAndWrites},
+		{"RecordingStoredBefore", testRecordingStoredBefore},
+		{"RecordingStoredAtBackfilled", testRecordingStoredAtBackfilled},
 		{"DeliveryRoundTrip", testDeliveryRoundTrip},
 		{"EnqueueOnce", testEnqueueOnce},
 		{"ClaimOrderLimitAndLease", testClaimOrderLimitAndLease},
@@ -294,6 +296,106 @@ func testCorruptMigrationTable(t *testing.T, b backend) {
 			execRaw(t, dsn, c.sql)
 			assertOpenFails(t, dsn, c.want)
 		})
+	}
+}
+
+// testRecordingStoredBefore: calls with a recording stored before a time,
+// of every organization, oldest first; saving a call without its recording
+// (at the same resourceVersion) takes it out.
+func testRecordingStoredBefore(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := open(t, b.fresh(t))
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	recorded := func(ns, id string, stored time.Duration) *switchboardv1.Call {
+		return newCall(ns, id, base, func(c *switchboardv1.Call) {
+			c.ResourceVersion = "7"
+			at := metav1.NewTime(base.Add(stored))
+			c.Status.Phase = switchboardv1.CallEnded
+			c.Status.Recording = &switchboardv1.CallRecording{
+				Key: ns + "/" + id + ".wav", ContentType: "audio/wav", SizeBytes: 4, StoredAt: &at,
+			}
+		})
+	}
+	// Saved out of order, in two organizations.
+	second := recorded("org-b", "call_second", 2*time.Minute)
+	first := recorded("org-a", "call_first", time.Minute)
+	for _, c := range []*switchboardv1.Call{
+		second, first,
+		recorded("org-a", "call_late", 5*time.Minute),
+		recorded("org-a", "call_at_cutoff", 3*time.Minute), // not strictly before
+		newCall("org-a", "call_none", base, nil),           // no recording
+	} {
+		save(t, s, c)
+	}
+	ids := func(before time.Time, limit int) []string {
+		t.Helper()
+		calls, err := s.CallsWithRecordingStoredBefore(ctx, before, limit)
+		if err != nil {
+			t.Fatalf("CallsWithRecordingStoredBefore: %v", err)
+		}
+		var got []string
+		for i := range calls {
+			got = append(got, calls[i].Namespace+"/"+calls[i].Status.CallID)
+			if calls[i].Status.Recording == nil {
+				t.Errorf("%s has no recording", calls[i].Status.CallID)
+			}
+		}
+		return got
+	}
+	cutoff := base.Add(3 * time.Minute)
+	if got, want := ids(cutoff, 10), []string{"org-a/call_first", "org-b/call_second"}; !slices.Equal(got, want) {
+		t.Fatalf("stored before %s: %v, want %v", cutoff, got, want)
+	}
+	if got, want := ids(cutoff, 1), []string{"org-a/call_first"}; !slices.Equal(got, want) {
+		t.Fatalf("limit 1: %v, want %v", got, want)
+	}
+	if got := ids(base, 10); len(got) != 0 {
+		t.Fatalf("stored before %s: %v, want none", base, got)
+	}
+
+	// The recording is deleted: the same state without it replaces the
+	// record (same resourceVersion), and the call leaves the list.
+	gone := first.DeepCopy()
+	gone.Status.Recording = nil
+	save(t, s, gone)
+	if got, want := ids(cutoff, 10), []string{"org-b/call_second"}; !slices.Equal(got, want) {
+		t.Fatalf("after the recording was removed: %v, want %v", got, want)
+	}
+	got, err := s.GetCall(ctx, "org-a", "call_first")
+	if err != nil || got.Status.Recording != nil || got.Status.Phase != switchboardv1.CallEnded {
+		t.Fatalf("GetCall after the recording was removed = %+v, %v; want the ended call without a recording", got, err)
+	}
+	// An older state, still with its recording, does not bring it back.
+	older := first.DeepCopy()
+	older.ResourceVersion = "6"
+	if err := s.SaveCall(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(cutoff, 10); slices.Contains(got, "org-a/call_first") {
+		t.Fatalf("an older state brought the recording back: %v", got)
+	}
+}
+
+// testRecordingStoredAtBackfilled: calls archived before migration 3 get
+// recording_stored_at from their object.
+func testRecordingStoredAtBackfilled(t *testing.T, b backend) {
+	dsn := b.fresh(t)
+	s := open(t, dsn)
+	withRecording := richCall() // recording stored 80 s after it was accepted
+	save(t, s, withRecording)
+	save(t, s, newCall("org-a", "call_none", withRecording.QueueOrder(), nil))
+	closeNow(t, s)
+	// Back to the schema before migration 3.
+	execRaw(t, dsn, "DROP INDEX calls_by_recording_stored; ALTER TABLE calls DROP COLUMN recording_stored_at; DELETE FROM schema_migrations WHERE version = 3")
+
+	s = open(t, dsn)
+	stored := withRecording.Status.Recording.StoredAt.Time
+	calls, err := s.CallsWithRecordingStoredBefore(context.Background(), stored.Add(time.Second), 10)
+	if err != nil || len(calls) != 1 || calls[0].Status.CallID != withRecording.Status.CallID {
+		t.Fatalf("after migrating: %d calls (%v), want %s", len(calls), err, withRecording.Status.CallID)
+	}
+	if calls, err := s.CallsWithRecordingStoredBefore(context.Background(), stored, 10); err != nil || len(calls) != 0 {
+		t.Fatalf("stored before the recording's time: %d calls (%v), want none", len(calls), err)
 	}
 }
 

@@ -142,6 +142,47 @@ func (l *Local) Link(ctx context.Context, key string, ttl time.Duration) (Link, 
 	return Link{URL: l.baseURL + pathPrefix + key + q, ExpiresAt: time.Unix(exp, 0).UTC()}, nil
 }
 
+// Delete removes the recording under key and then its content type. A
+// missing recording is not an error. Links already handed out answer 404
+// from then on.
+func (l *Local) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return fmt.Errorf("recording: open dir: %w", err)
+	}
+	defer root.Close()
+	// The recording goes first: a recording present always has its meta
+	// file (see Put), and a meta file left behind by a crash is harmless
+	// and removed by the retry.
+	removed := false
+	for _, name := range []string{key, metaName(key)} {
+		fi, err := root.Lstat(name)
+		if err != nil {
+			if errors.Is(notFoundOr(err), ErrNotFound) {
+				continue
+			}
+			return fmt.Errorf("recording: delete %q: %w", key, err)
+		}
+		if fi.IsDir() {
+			continue // a "directory" of other keys is no recording
+		}
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("recording: delete %q: %w", key, err)
+		}
+		removed = removed || name == key
+	}
+	if !removed {
+		return nil
+	}
+	return syncDir(root, path.Dir(key)) // persist the removal itself
+}
+
 // Handler serves GET and HEAD /recordings/{key}?expires=...&sig=... for
 // links made by Link. Mount it so it sees the full URL path.
 func (l *Local) Handler() http.Handler {

@@ -436,3 +436,50 @@ func TestHandlerRefusesTraversal(t *testing.T) {
 		})
 	}
 }
+
+func TestDelete(t *testing.T) {
+	fx := newFixture(t)
+	ctx := context.Background()
+	key := "demo/gone.wav"
+	fx.put(t, key, "audio/wav", testAudio())
+	fx.put(t, "demo/kept.wav", "audio/wav", []byte("kept"))
+	link := fx.link(t, key, time.Minute)
+
+	if err := fx.store.Delete(ctx, key); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for _, name := range []string{key, metaName(key)} {
+		if _, err := os.Stat(filepath.Join(fx.dir, filepath.FromSlash(name))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after Delete: %v, want it gone", name, err)
+		}
+	}
+	if _, err := fx.store.Link(ctx, key, time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Link after Delete = %v, want ErrNotFound", err)
+	}
+	resp, body := do(t, http.MethodGet, link.URL, nil)
+	assertDetail(t, resp, body, http.StatusNotFound, detailNotFound)
+	// Other recordings are untouched.
+	if resp, body := do(t, http.MethodGet, fx.link(t, "demo/kept.wav", time.Minute).URL, nil); resp.StatusCode != http.StatusOK || string(body) != "kept" {
+		t.Errorf("GET other recording = %d %q, want 200 %q", resp.StatusCode, body, "kept")
+	}
+
+	// Deleting again, a key never stored, a "directory" of keys or a path
+	// through a file is no error, and removes nothing.
+	for _, k := range []string{key, "demo/never.wav", "demo", "demo/kept.wav/x", "other/never.wav"} {
+		if err := fx.store.Delete(ctx, k); err != nil {
+			t.Errorf("Delete(%q) = %v, want nil", k, err)
+		}
+	}
+	if _, err := fx.store.Link(ctx, "demo/kept.wav", time.Minute); err != nil {
+		t.Errorf("Link(kept) after deleting other keys: %v", err)
+	}
+}
+
+func TestDeleteRejectsInvalidKeys(t *testing.T) {
+	fx := newFixture(t)
+	for _, key := range []string{"", "../x.wav", "a/../../x", "~meta/demo/x.wav", "/abs.wav"} {
+		if err := fx.store.Delete(context.Background(), key); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Delete(%q) = %v, want ErrInvalidKey", key, err)
+		}
+	}
+}

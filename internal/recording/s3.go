@@ -63,7 +63,8 @@ type S3Config struct {
 //
 // The credentials need s3:ListBucket (the start check, and 404 rather than
 // 403 for a missing object), s3:GetObject and s3:PutObject on the bucket
-// (under Prefix), plus s3:AbortMultipartUpload for recordings over 16 MiB.
+// (under Prefix), plus s3:AbortMultipartUpload for recordings over 16 MiB
+// and s3:DeleteObject when recordings expire (--recording-retention).
 type S3 struct {
 	client   *minio.Client
 	bucket   string
@@ -197,6 +198,22 @@ func (s *S3) Link(ctx context.Context, key string, ttl time.Duration) (Link, err
 		return Link{}, s.wrap(err, fmt.Sprintf("signing a link to %q", key))
 	}
 	return Link{URL: u.String(), ExpiresAt: presignedExpiry(u.Query(), start.Add(ttl))}, nil
+}
+
+// Delete removes the object under key. S3 answers a delete of a missing
+// key with success, so deleting twice is fine. It needs s3:DeleteObject on
+// the bucket (under Prefix).
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{}); err != nil {
+		if resp := minio.ToErrorResponse(err); resp.Code == minio.NoSuchKey {
+			return nil
+		}
+		return s.wrap(err, fmt.Sprintf("deleting %q", key))
+	}
+	return nil
 }
 
 // presignedExpiry reads when a SigV4 presigned URL stops working (its

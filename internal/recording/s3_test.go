@@ -119,6 +119,34 @@ func TestS3(t *testing.T) {
 		}
 	})
 
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		put(t, store, "org-d/gone.wav", "audio/wav", []byte("to be deleted"))
+		put(t, store, "org-d/kept.wav", "audio/wav", []byte("kept"))
+		link := mustLink(t, store, "org-d/gone.wav", time.Minute)
+		if err := store.Delete(ctx, "org-d/gone.wav"); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if _, err := store.Link(ctx, "org-d/gone.wav", time.Minute); !errors.Is(err, recording.ErrNotFound) {
+			t.Errorf("Link after Delete = %v, want ErrNotFound", err)
+		}
+		if status, _, _ := get(t, link.URL); status != http.StatusNotFound {
+			t.Errorf("GET of a link handed out before Delete = %d, want 404", status)
+		}
+		// Deleting again or a key never stored is no error.
+		for _, k := range []string{"org-d/gone.wav", "org-d/never.wav"} {
+			if err := store.Delete(ctx, k); err != nil {
+				t.Errorf("Delete(%q) = %v, want nil", k, err)
+			}
+		}
+		if status, _, body := get(t, mustLink(t, store, "org-d/kept.wav", time.Minute).URL); status != http.StatusOK || string(body) != "kept" {
+			t.Errorf("GET other object = %d %q, want 200 %q", status, body, "kept")
+		}
+		if err := store.Delete(ctx, "../x.wav"); !errors.Is(err, recording.ErrInvalidKey) {
+			t.Errorf("Delete(invalid key) = %v, want ErrInvalidKey", err)
+		}
+	})
+
 	t.Run("LargerThanOnePartStreams", func(t *testing.T) {
 		t.Parallel()
 		// Over the 16 MiB read ahead: a multipart upload of unknown length.

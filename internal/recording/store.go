@@ -33,4 +33,7 @@ type Store interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader) (Object, error)
 	// Link returns a link to key valid for ttl, or ErrNotFound.
 	Link(ctx context.Context, key string, ttl time.Duration) (Link, error)
+	// Delete removes the recording under key. A key that holds no recording
+	// is not an error, so a delete can be retried after a crash.
+	Delete(ctx context.Context, key string) error
 }

@@ -1,0 +1,64 @@
+package app_test
+
+// Recordings are deleted after --recording-retention, once their call has
+// left the cluster; the archived call stays, without its recording.
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/switchboard-dev/switchboard/internal/app"
+)
+
+func TestRecordingRetention(t *testing.T) {
+	withOperator(t, func(o *app.Options) {
+		o.CallRetention = 300 * time.Millisecond
+		o.RecordingRetention = 2 * time.Second
+	})
+	g := NewWithT(t)
+	o := newOrg(t)
+	answered := o.createCall(t, "+14155551234", map[string]any{"metadata": map[string]any{"order": 7}})
+	live := o.waitAnalyzed(t, answered)
+	g.Expect(live["recording_url"]).NotTo(BeNil())
+	file := filepath.Join(recordDir, o.ns, answered+".wav")
+	g.Expect(file).To(BeARegularFile())
+	// A link handed out before the deletion, fetched while it still works.
+	rec := do(t, "GET", "/v1/calls/"+answered+"/recording", o.key, nil)
+	g.Expect(rec.status).To(Equal(http.StatusOK), string(rec.raw))
+	link := rec.body["url"].(string)
+	g.Expect(fetchStatus(t, link)).To(Equal(http.StatusOK))
+
+	waitRemoved(t, o.ns, answered)
+	g.Eventually(func() any {
+		return o.getCall(t, answered)["recording_url"]
+	}, 10*time.Second, 100*time.Millisecond).Should(BeNil(), "recording of %s never deleted", answered)
+
+	// Gone from the recording store and from the archived call, which is
+	// otherwise as it was.
+	_, err := os.Stat(file)
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+	stored, err := historyStore.GetCall(context.Background(), o.ns, answered)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored.Status.Recording).To(BeNil())
+	g.Expect(withoutLink(o.getCall(t, answered))).To(Equal(withoutLink(live)))
+	g.Expect(do(t, "GET", "/v1/calls/"+answered+"/recording", o.key, nil).status).To(Equal(http.StatusNotFound))
+	g.Expect(fetchStatus(t, link)).To(Equal(http.StatusNotFound))
+}
+
+// fetchStatus GETs a recording link as a browser would.
+func fetchStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // test
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}

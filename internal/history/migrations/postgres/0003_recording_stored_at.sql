@@ -1,0 +1,13 @@
+-- When a call's recording was stored (integer nanoseconds since the epoch;
+-- NULL: the call has no recording, or it has been deleted), so that
+-- recording retention finds the recordings due for deletion without reading
+-- every call. Calls archived before this migration get it from their
+-- object.
+ALTER TABLE calls ADD COLUMN recording_stored_at BIGINT;
+
+UPDATE calls
+SET recording_stored_at = (extract(epoch FROM (object->'status'->'recording'->>'storedAt')::timestamptz) * 1000000000)::bigint
+WHERE object->'status'->'recording'->>'storedAt' IS NOT NULL;
+
+-- Most calls' recordings are gone or never were; only the others are indexed.
+CREATE INDEX calls_by_recording_stored ON calls (recording_stored_at) WHERE recording_stored_at IS NOT NULL;
