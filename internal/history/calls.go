@@ -139,41 +139,22 @@ func callsWithRecordingStoredBefore(ctx context.Context, db deliveryDB, t time.T
 // listQuery is the SQL and arguments of one page of namespace's calls.
 // Only fixed column names enter the text; every value is a parameter.
 func listQuery(namespace string, q CallQuery) (string, []any) {
-	var args []any
-	param := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := []string{"namespace = " + param(namespace)}
-	for _, f := range []struct{ column, value string }{
-		{"status", q.Status},
-		{"disposition", q.Disposition},
-		{"agent_id", strings.ToLower(q.AgentID)},
-		{"to_number", q.ToNumber},
-		{"source", q.Source},
-	} {
-		if f.value != "" {
-			where = append(where, f.column+" = "+param(f.value))
-		}
-	}
+	p := newPageQuery(namespace)
+	p.equal("status", q.Status)
+	p.equal("disposition", q.Disposition)
+	p.equal("agent_id", strings.ToLower(q.AgentID))
+	p.equal("to_number", q.ToNumber)
+	p.equal("source", q.Source)
 	if !q.CreatedAfter.IsZero() {
-		where = append(where, "created_at > "+param(q.CreatedAfter.UnixNano()))
+		p.add("created_at > " + p.param(q.CreatedAfter.UnixNano()))
 	}
 	if !q.CreatedBefore.IsZero() {
-		where = append(where, "created_at < "+param(q.CreatedBefore.UnixNano()))
+		p.add("created_at < " + p.param(q.CreatedBefore.UnixNano()))
 	}
 	if q.After != nil {
-		// A row value comparison, so that both databases seek the index
-		// straight to the cursor instead of filtering rows before it.
-		where = append(where, "(created_at, call_id) < ("+
-			param(q.After.CreatedAt.UnixNano())+", "+param(q.After.CallID)+")")
+		p.after("call_id", q.After.CreatedAt, q.After.CallID)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultLimit
-	}
-	return "SELECT object FROM calls WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY created_at DESC, call_id DESC LIMIT " + param(int64(limit)), args
+	return p.sql("object", "calls", "call_id", q.Limit)
 }
 
 func decodeCall(object []byte) (*switchboardv1.Call, error) {

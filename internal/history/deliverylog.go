@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -322,35 +320,18 @@ func (l deliveryLog) DeleteDeliveriesCompletedBefore(ctx context.Context, t time
 // deliveries. Only fixed column names enter the text; every value is a
 // parameter.
 func deliveryListQuery(namespace string, q DeliveryQuery) (string, []any) {
-	var args []any
-	param := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := []string{"namespace = " + param(namespace)}
-	for _, f := range []struct{ column, value string }{
-		{"endpoint", q.Endpoint},
-		{"call_name", q.CallName},
-		{"event", q.Event},
-		{"phase", q.Phase},
-	} {
-		if f.value != "" {
-			where = append(where, f.column+" = "+param(f.value))
-		}
-	}
+	p := newPageQuery(namespace)
+	p.equal("endpoint", q.Endpoint)
+	p.equal("call_name", q.CallName)
+	p.equal("event", q.Event)
+	p.equal("phase", q.Phase)
 	if q.EndpointID != "" {
 		// A delivery recorded without an endpoint id cannot be told apart,
 		// so it stays in the log of every endpoint of that name.
-		where = append(where, "endpoint_id IN ("+param(q.EndpointID)+", '')")
+		p.add("endpoint_id IN (" + p.param(q.EndpointID) + ", '')")
 	}
 	if q.After != nil {
-		where = append(where, "(created_at, delivery_id) < ("+
-			param(q.After.CreatedAt.UnixNano())+", "+param(q.After.DeliveryID)+")")
+		p.after("delivery_id", q.After.CreatedAt, q.After.DeliveryID)
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultLimit
-	}
-	return "SELECT " + deliveryColumns + " FROM deliveries WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY created_at DESC, delivery_id DESC LIMIT " + param(int64(limit)), args
+	return p.sql(deliveryColumns, "deliveries", "delivery_id", q.Limit)
 }
