@@ -102,13 +102,18 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if !done {
 		result, err = r.step(ctx, &call)
 	}
-	// The deliveries of the state reached are created before the status
+	// The deliveries of the state reached are queued before the status
 	// that records it, in the same pass, so that no event is lost to a
-	// crash in between; a delivery waits until its call's state is stored.
-	err = errors.Join(err, r.emitEvents(ctx, &call))
+	// crash in between; a delivery waits until its call's state is stored,
+	// and the worker is woken once it is.
+	queued, emitErr := r.emitEvents(ctx, &call)
+	err = errors.Join(err, emitErr)
 	call.Status.ObservedGeneration = call.Generation
 	if perr := r.patchStatus(ctx, &call, patch); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
+	}
+	if queued && r.DeliveriesQueued != nil {
+		r.DeliveriesQueued()
 	}
 	if !done && finished(&call) {
 		// Only now that the analysis is stored may the carrier drop the
@@ -176,14 +181,14 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 // delivery that exists (a crash before the status write) finds it: nothing
 // is sent twice. While the store cannot be written, the call goes on and
 // its events wait: they are queued on a later pass.
-func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) error {
+func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) (queued bool, err error) {
 	kinds := deliveries.Unemitted(c)
 	if len(kinds) == 0 {
-		return nil
+		return false, nil
 	}
 	var endpoints switchboardv1.WebhookEndpointList
 	if err := r.List(ctx, &endpoints, client.InNamespace(c.Namespace)); err != nil {
-		return fmt.Errorf("listing webhook endpoints: %w", err)
+		return false, fmt.Errorf("listing webhook endpoints: %w", err)
 	}
 	id, now := callid.Of(c), metav1.NewTime(r.Clock.Now())
 	var queue []*switchboardv1.WebhookDelivery
@@ -198,14 +203,11 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 	}
 	if len(queue) > 0 {
 		if err := r.History.EnqueueDeliveries(ctx, queue); err != nil {
-			return fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
-		}
-		if r.DeliveriesQueued != nil {
-			r.DeliveriesQueued()
+			return false, fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
 		}
 	}
 	c.Status.EmittedEvents = append(c.Status.EmittedEvents, kinds...)
-	return nil
+	return len(queue) > 0, nil
 }
 
 // reconcileDial runs the same policy as the REST API (Calls applied with

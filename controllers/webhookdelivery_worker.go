@@ -50,6 +50,8 @@ type WebhookDeliveryWorker struct {
 	// Client reads WebhookEndpoints and Calls (cache) and disables
 	// endpoints.
 	Client client.Client
+	// Live reads a Call the cache has not caught up on.
+	Live client.Reader
 	// Secrets reads signing Secrets (deliveries.SecretReader).
 	Secrets    deliveries.SecretReader
 	Sender     *webhook.Sender
@@ -253,10 +255,17 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.We
 }
 
 // call reads the delivery's call: the Call while it is in the cluster, its
-// record in the history store after it has left.
+// record in the history store after it has left. A delivery is queued just
+// before its call's state is written, so the cache often lags behind it:
+// a cached Call that has not reached the event is read live once, rather
+// than polled until the cache catches up.
 func (w *WebhookDeliveryWorker) call(ctx context.Context, d *switchboardv1.WebhookDelivery) (*switchboardv1.Call, error) {
+	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}
 	var call switchboardv1.Call
-	err := w.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}, &call)
+	err := w.Client.Get(ctx, key, &call)
+	if err == nil && w.Live != nil && !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
+		err = w.Live.Get(ctx, key, &call)
+	}
 	if !apierrors.IsNotFound(err) {
 		return &call, err
 	}

@@ -331,7 +331,7 @@ func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender 
 		DisableAfter: hooks.DisableAfter}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
 	}
-	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(),
+	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
 		Sender:  sender, Recordings: store, Store: opts.History, Schedule: hooks.Schedule, Retention: hooks.Retention,
 		Health: health, Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: hooks.MaxConcurrent,

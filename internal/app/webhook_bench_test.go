@@ -198,7 +198,7 @@ func benchLatency(b *testing.B, full *runningOperator, rate int) {
 	rc := newReceiver(b, nil)
 	applyEndpoint(b, o.ns, rc.url(), nil)
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-	var latencies []time.Duration
+	latencies := map[string][]time.Duration{}
 	b.ResetTimer()
 	for range b.N {
 		before := len(rc.deliveries())
@@ -218,21 +218,27 @@ func benchLatency(b *testing.B, full *runningOperator, rate int) {
 		for len(rc.deliveries())-before < rate*seconds*3 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		latencies = append(latencies, eventLatencies(rc.deliveries()[before:])...)
+		for event, ls := range eventLatencies(rc.deliveries()[before:]) {
+			latencies[event] = append(latencies[event], ls...)
+			latencies["all"] = append(latencies["all"], ls...)
+		}
 	}
 	b.StopTimer()
-	if len(latencies) == 0 {
+	if len(latencies["all"]) == 0 {
 		b.Fatal("no events arrived")
 	}
-	slices.Sort(latencies)
-	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
-	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
+	for _, series := range []struct{ key, unit string }{{"all", ""}, {"call.started", "started-"}, {"call.ended", "ended-"}} {
+		ls := latencies[series.key]
+		slices.Sort(ls)
+		b.ReportMetric(ms(ls[len(ls)/2]), series.unit+"p50-ms")
+		b.ReportMetric(ms(ls[len(ls)*99/100]), series.unit+"p99-ms")
+	}
 }
 
-// eventLatencies: started and ended events, from the state change the
-// call object records to the arrival at the receiver.
-func eventLatencies(ds []delivery) []time.Duration {
-	var out []time.Duration
+// eventLatencies: started and ended events, by kind, from the state change
+// the call object records to the arrival at the receiver.
+func eventLatencies(ds []delivery) map[string][]time.Duration {
+	out := map[string][]time.Duration{}
 	for _, d := range ds {
 		field := map[string]string{"call.started": "started_at", "call.ended": "ended_at"}[d.event]
 		at, ok := d.call()[field].(string)
@@ -240,7 +246,7 @@ func eventLatencies(ds []delivery) []time.Duration {
 			continue
 		}
 		if t, err := time.Parse(time.RFC3339, at); err == nil {
-			out = append(out, d.at.Sub(t))
+			out[d.event] = append(out[d.event], d.at.Sub(t))
 		}
 	}
 	return out

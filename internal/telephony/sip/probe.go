@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/emiago/diago"
@@ -75,6 +76,11 @@ func (e *Engine) Probe(ctx context.Context, t Trunk) ProbeResult {
 	req := newOptions(recipient, transport)
 	start := time.Now()
 	res, err := client.Do(ctx, req)
+	for try := 0; err != nil && isListenerRace(err) && try < 5 && ctx.Err() == nil; try++ {
+		time.Sleep(20 * time.Millisecond)
+		req, start = newOptions(recipient, transport), time.Now()
+		res, err = client.Do(ctx, req)
+	}
 	challenged := err == nil && isChallenge(res.StatusCode)
 	if challenged && t.Username != "" {
 		// DoDigestAuth reuses req: its CSeq is bumped and Via replaced.
@@ -131,6 +137,15 @@ func (e *Engine) clientFor(recipient sipmsg.Uri, transport string) (*sipgo.Clien
 	}
 	defer func() { _ = d.Close() }()
 	return d.UA.Client, nil
+}
+
+// isListenerRace reports the error of a request made while the engine's
+// UDP listener, already bound, is not yet registered for reuse: sipgo
+// signals a listener ready before it adds it to its connection pool, so a
+// request right after the engine starts may try to bind the same port
+// itself. Tried again a moment later, the request finds the listener.
+func isListenerRace(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE)
 }
 
 // newOptions builds the OPTIONS request; the client adds Via, From, To,

@@ -1,8 +1,13 @@
 package sip
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -97,5 +102,18 @@ func TestProbeBadAddress(t *testing.T) {
 	r := e.Probe(t.Context(), Trunk{Address: "sip:"})
 	if r.Reachable || r.Err == nil || !strings.Contains(r.Err.Error(), "not a sip:host") {
 		t.Errorf("probe %+v: want an address error", r)
+	}
+}
+
+// The listener race is recognised through sipgo's wrapping, and nothing
+// else is taken for it.
+func TestIsListenerRace(t *testing.T) {
+	bind := &net.OpError{Op: "listen", Net: "udp", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)}
+	if !isListenerRace(fmt.Errorf("client transcation failed to request connection: %w", bind)) {
+		t.Error("EADDRINUSE from the client's own bind not recognised")
+	}
+	refused := &net.OpError{Op: "read", Net: "udp", Err: os.NewSyscallError("recvfrom", syscall.ECONNREFUSED)}
+	if isListenerRace(fmt.Errorf("x: %w", refused)) || isListenerRace(errors.New("address already in use")) {
+		t.Error("another error taken for the listener race")
 	}
 }
