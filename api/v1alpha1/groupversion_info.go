@@ -1,6 +1,7 @@
 // Package v1alpha1 contains the Switchboard API types: Agents, Calls,
-// NumberLists, WebhookEndpoints, WebhookDeliveries and SIPTrunks. Every resource is namespaced; a namespace is an
-// organization.
+// NumberLists, WebhookEndpoints and SIPTrunks, and the shape of the webhook
+// delivery records kept in the history store. Every resource is namespaced;
+// a namespace is an organization.
 //
 // +kubebuilder:object:generate=true
 // +groupName=switchboard.dev
