@@ -235,6 +235,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := mgr.Add(api); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(&history.HealthCheck{Store: opts.History, Interval: 10 * time.Second,
+		Log: opts.Log.WithName("history")}); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}

@@ -135,6 +135,8 @@ func (s *postgresStore) CallsWithRecordingStoredBefore(ctx context.Context, t ti
 	return callsWithRecordingStoredBefore(ctx, s, t, limit)
 }
 
+func (s *postgresStore) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
 func (s *postgresStore) Close() error {
 	s.pool.Close()
 	return nil

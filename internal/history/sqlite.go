@@ -199,6 +199,9 @@ func (s *sqliteStore) CallsWithRecordingStoredBefore(ctx context.Context, t time
 	return callsWithRecordingStoredBefore(ctx, s, t, limit)
 }
 
+// Ping checks the writer: the connection every change goes through.
+func (s *sqliteStore) Ping(ctx context.Context) error { return s.writer.PingContext(ctx) }
+
 func (s *sqliteStore) Close() error {
 	if s.reader == s.writer {
 		return s.writer.Close()
