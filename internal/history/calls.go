@@ -111,14 +111,57 @@ func (r record) args() []any {
 		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt}
 }
 
-// callsWithRecordingStoredBefore implements
-// Store.CallsWithRecordingStoredBefore over either database.
-func callsWithRecordingStoredBefore(ctx context.Context, db deliveryDB, t time.Time, limit int) ([]switchboardv1.Call, error) {
+// callLog implements the call half of Store over either database.
+type callLog struct {
+	db database
+}
+
+func (l callLog) SaveCall(ctx context.Context, c *switchboardv1.Call) error {
+	r, err := recordOf(c, time.Now())
+	if err != nil {
+		return err
+	}
+	if _, err := l.db.exec(ctx, upsertCall, r.args()...); err != nil {
+		return fmt.Errorf("history: saving call %s: %w", r.callID, err)
+	}
+	return nil
+}
+
+func (l callLog) GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
+	found, err := l.calls(ctx, selectCall, namespace, id)
+	if err != nil {
+		return nil, fmt.Errorf("history: reading call %s: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, ErrNotFound
+	}
+	return &found[0], nil
+}
+
+func (l callLog) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
+	query, args := listQuery(namespace, q)
+	calls, err := l.calls(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history: listing calls: %w", err)
+	}
+	return calls, nil
+}
+
+func (l callLog) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
+	calls, err := l.calls(ctx, selectRecordingStoredBefore, t.UnixNano(), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("history: listing calls with old recordings: %w", err)
+	}
+	return calls, nil
+}
+
+// calls runs a query selecting the object column of calls.
+func (l callLog) calls(ctx context.Context, query string, args ...any) ([]switchboardv1.Call, error) {
 	var calls []switchboardv1.Call
-	err := db.query(ctx, false, selectRecordingStoredBefore, []any{t.UnixNano(), int64(limit)}, func(row rowScanner) error {
+	err := l.db.query(ctx, false, query, args, func(row rowScanner) error {
 		var object []byte
 		if err := row.Scan(&object); err != nil {
 			return err
@@ -130,10 +173,7 @@ func callsWithRecordingStoredBefore(ctx context.Context, db deliveryDB, t time.T
 		calls = append(calls, *c)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("history: listing calls with old recordings: %w", err)
-	}
-	return calls, nil
+	return calls, err
 }
 
 // listQuery is the SQL and arguments of one page of namespace's calls.

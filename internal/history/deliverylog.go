@@ -14,9 +14,10 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
-// deliveryDB is what the delivery log needs of a database. Each store
-// provides it, so that the log's SQL and logic (deliveryLog) exist once.
-type deliveryDB interface {
+// database is what the call and delivery logs need of a database. Each
+// store provides it, so that their SQL and logic (callLog, deliveryLog)
+// exist once for both dialects.
+type database interface {
 	// exec runs a write and returns how many rows it changed.
 	exec(ctx context.Context, query string, args ...any) (int64, error)
 	// execAll runs query once for each argument list, in one transaction.
@@ -33,7 +34,7 @@ type rowScanner interface {
 
 // deliveryLog implements DeliveryLog over either database.
 type deliveryLog struct {
-	db deliveryDB
+	db database
 	// claim is claimDeliveries in the store's dialect.
 	claim string
 }

@@ -2,14 +2,10 @@ package history
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 const postgresMigrationTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -24,6 +20,7 @@ const migrationLock int64 = 0x7377686973746f72
 // postgresStore keeps calls and deliveries in PostgreSQL.
 type postgresStore struct {
 	pool *pgxpool.Pool
+	callLog
 	deliveryLog
 }
 
@@ -33,7 +30,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 		return nil, fmt.Errorf("history: postgres address: %w", err)
 	}
 	s := &postgresStore{pool: pool}
-	s.deliveryLog = deliveryLog{db: s, claim: claimPostgres}
+	s.callLog, s.deliveryLog = callLog{db: s}, deliveryLog{db: s, claim: claimPostgres}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)
@@ -87,54 +84,6 @@ func (s *postgresStore) migrateOne(ctx context.Context, known []migration) (done
 	}
 	return false, tx.Commit(ctx)
 }
-
-func (s *postgresStore) SaveCall(ctx context.Context, c *switchboardv1.Call) error {
-	r, err := recordOf(c, time.Now())
-	if err != nil {
-		return err
-	}
-	if _, err := s.pool.Exec(ctx, upsertCall, r.args()...); err != nil {
-		return fmt.Errorf("history: saving call %s: %w", r.callID, err)
-	}
-	return nil
-}
-
-func (s *postgresStore) GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
-	var object []byte
-	err := s.pool.QueryRow(ctx, selectCall, namespace, id).Scan(&object)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("history: reading call %s: %w", id, err)
-	}
-	return decodeCall(object)
-}
-
-func (s *postgresStore) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
-	query, args := listQuery(namespace, q)
-	rows, _ := s.pool.Query(ctx, query, args...) // CollectRows reports the error
-	calls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (switchboardv1.Call, error) {
-		var object []byte
-		if err := row.Scan(&object); err != nil {
-			return switchboardv1.Call{}, err
-		}
-		c, err := decodeCall(object)
-		if err != nil {
-			return switchboardv1.Call{}, err
-		}
-		return *c, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("history: listing calls: %w", err)
-	}
-	return calls, nil
-}
-
-func (s *postgresStore) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error) {
-	return callsWithRecordingStoredBefore(ctx, s, t, limit)
-}
-
 func (s *postgresStore) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 func (s *postgresStore) Close() error {
@@ -142,7 +91,7 @@ func (s *postgresStore) Close() error {
 	return nil
 }
 
-// The delivery log's access to the database (deliveryDB).
+// The call and delivery logs' access to the database (see database).
 
 func (s *postgresStore) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tag, err := s.pool.Exec(ctx, query, args...)

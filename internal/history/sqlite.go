@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -30,6 +28,7 @@ type sqliteStore struct {
 	// reader has several read-only connections, which WAL lets run
 	// alongside the writer.
 	reader *sql.DB
+	callLog
 	deliveryLog
 }
 
@@ -38,7 +37,7 @@ type sqliteStore struct {
 func openSQLite(ctx context.Context, path string) (Store, error) {
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
-	s.deliveryLog = deliveryLog{db: s, claim: claimSQLite}
+	s.callLog, s.deliveryLog = callLog{db: s}, deliveryLog{db: s, claim: claimSQLite}
 	if path == ":memory:" {
 		// Every connection to :memory: is a database of its own, so one
 		// connection serves reads and writes alike.
@@ -150,55 +149,6 @@ func sqliteVersions(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 	return versions, rows.Err()
 }
 
-func (s *sqliteStore) SaveCall(ctx context.Context, c *switchboardv1.Call) error {
-	r, err := recordOf(c, time.Now())
-	if err != nil {
-		return err
-	}
-	if _, err := s.writer.ExecContext(ctx, upsertCall, r.args()...); err != nil {
-		return fmt.Errorf("history: saving call %s: %w", r.callID, err)
-	}
-	return nil
-}
-
-func (s *sqliteStore) GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
-	var object []byte
-	err := s.reader.QueryRowContext(ctx, selectCall, namespace, id).Scan(&object)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("history: reading call %s: %w", id, err)
-	}
-	return decodeCall(object)
-}
-
-func (s *sqliteStore) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
-	query, args := listQuery(namespace, q)
-	rows, err := s.reader.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("history: listing calls: %w", err)
-	}
-	defer func() { _ = rows.Close() }()
-	var calls []switchboardv1.Call
-	for rows.Next() {
-		var object []byte
-		if err := rows.Scan(&object); err != nil {
-			return nil, fmt.Errorf("history: listing calls: %w", err)
-		}
-		c, err := decodeCall(object)
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, *c)
-	}
-	return calls, rows.Err()
-}
-
-func (s *sqliteStore) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error) {
-	return callsWithRecordingStoredBefore(ctx, s, t, limit)
-}
-
 // Ping checks the writer: the connection every change goes through.
 func (s *sqliteStore) Ping(ctx context.Context) error { return s.writer.PingContext(ctx) }
 
@@ -209,7 +159,7 @@ func (s *sqliteStore) Close() error {
 	return errors.Join(s.reader.Close(), s.writer.Close())
 }
 
-// The delivery log's access to the database (deliveryDB).
+// The call and delivery logs' access to the database (see database).
 
 func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	res, err := s.writer.ExecContext(ctx, query, args...)
