@@ -102,6 +102,16 @@ bench-writes: ## Count the apiserver writes of an answered call with one webhook
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	go test ./internal/app/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
 
+SOAK_DURATION ?= 30m
+SOAK_RATE ?= 50
+SOAK_RETENTION ?= 5m
+
+.PHONY: bench-soak
+bench-soak: ## Soak: calls at a steady rate for a long time with a short retention; prints cluster size and memory every minute.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_SOAK_DURATION=$(SOAK_DURATION) SWITCHBOARD_SOAK_RATE=$(SOAK_RATE) SWITCHBOARD_SOAK_RETENTION=$(SOAK_RETENTION) \
+	go test ./internal/app/ -run '^$$' -bench 'Soak' -benchtime 1x -count 1 -timeout 3h -v | grep -v '^=== '
+
 HISTORY_BENCH_CALLS ?= 1000000
 
 .PHONY: bench-history

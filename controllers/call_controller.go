@@ -87,7 +87,7 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.writes.refresh(ctx, r.Live, &call); err != nil {
+	if behind, err := r.writes.behind(ctx, r.Live, &call); behind || err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	done := finished(&call)

@@ -31,6 +31,11 @@ const (
 	orderingRetry = 20 * time.Millisecond
 	// stateRetry is how soon a delivery looks again for its call's state.
 	stateRetry = 10 * time.Millisecond
+	// cacheWait bounds how long a delivery waits for the cache to show its
+	// call's state before reading the call live; cachePoll is how often it
+	// looks meanwhile.
+	cacheWait = 2 * time.Second
+	cachePoll = 20 * time.Millisecond
 	// idlePoll bounds how long the worker sleeps: a retry asked on another
 	// replica makes a delivery due without waking this one.
 	idlePoll = time.Second
@@ -256,20 +261,42 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.We
 
 // call reads the delivery's call: the Call while it is in the cluster, its
 // record in the history store after it has left. A delivery is queued just
-// before its call's state is written, so the cache often lags behind it:
-// a cached Call that has not reached the event is read live once, rather
-// than polled until the cache catches up.
+// before its call's state is written, so the cache often lags behind it by
+// a few milliseconds: a cached Call that has not reached the event is
+// looked at again in the cache for a while (free) before it is read live
+// (an apiserver request).
 func (w *WebhookDeliveryWorker) call(ctx context.Context, d *switchboardv1.WebhookDelivery) (*switchboardv1.Call, error) {
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}
 	var call switchboardv1.Call
 	err := w.Client.Get(ctx, key, &call)
-	if err == nil && w.Live != nil && !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
-		err = w.Live.Get(ctx, key, &call)
+	if err == nil && !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
+		err = w.awaitState(ctx, key, d.Spec.Event, &call)
 	}
 	if !apierrors.IsNotFound(err) {
 		return &call, err
 	}
 	return w.Store.GetCall(ctx, d.Namespace, d.Spec.CallID)
+}
+
+// awaitState polls the cache until the call shows event, for at most
+// cacheWait, then reads it live.
+func (w *WebhookDeliveryWorker) awaitState(ctx context.Context, key client.ObjectKey, event string,
+	call *switchboardv1.Call) error {
+	deadline := w.Clock.Now().Add(cacheWait)
+	for w.Clock.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.Clock.After(cachePoll):
+		}
+		if err := w.Client.Get(ctx, key, call); err != nil || slices.Contains(deliveries.DueEvents(call), event) {
+			return err
+		}
+	}
+	if w.Live == nil {
+		return nil
+	}
+	return w.Live.Get(ctx, key, call)
 }
 
 // send makes one signed POST of the call as it is now. The attempt's time
