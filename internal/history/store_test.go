@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 3
+const migrations = 4
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -75,6 +75,9 @@ func TestStoreContract(t *testing.T) {
 		{"DeliveryFilters", testDeliveryFilters},
 		{"DeliveryPaging", testDeliveryPaging},
 		{"DeliveryRetention", testDeliveryRetention},
+		{"IdempotencyKeyLifecycle", testIdempotencyKeyLifecycle},
+		{"IdempotencyKeyTakeOverAndExpiry", testIdempotencyKeyTakeOverAndExpiry},
+		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
