@@ -196,13 +196,18 @@ func (a *api) getCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	a.renderCall(w, r, http.StatusOK, call)
+}
+
+// renderCall answers with the call object.
+func (a *api) renderCall(w http.ResponseWriter, r *http.Request, status int, call *switchboardv1.Call) {
 	view, err := callview.Render(r.Context(), call, a.cfg.Recordings)
 	if err != nil {
 		a.cfg.Log.Error(err, "rendering call")
 		writeDetail(w, http.StatusServiceUnavailable, "The call could not be read; it is safe to retry.")
 		return
 	}
-	writeJSON(w, http.StatusOK, view)
+	writeJSON(w, status, view)
 }
 
 func (a *api) getRecording(w http.ResponseWriter, r *http.Request) {
@@ -227,11 +232,8 @@ func (a *api) getRecording(w http.ResponseWriter, r *http.Request) {
 // findCall resolves {callID} in the caller's organization, answering the
 // request itself (422, 404) when it cannot.
 func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.Call, bool) {
-	id := chi.URLParam(r, "callID")
-	if !callid.Valid(id) {
-		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
-			Msg: "String should match pattern '" + callid.Pattern + "'", Input: id,
-			Ctx: map[string]any{"pattern": callid.Pattern}}})
+	id, ok := callIDParam(w, r)
+	if !ok {
 		return nil, false
 	}
 	call, err := a.cfg.Calls.Get(r.Context(), organization(r.Context()), id)
@@ -245,6 +247,44 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 		return nil, false
 	}
 	return call, true
+}
+
+// callIDParam is the {callID} of the path; a malformed one is answered
+// with the validation array.
+func callIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := chi.URLParam(r, "callID")
+	if !callid.Valid(id) {
+		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
+			Msg: "String should match pattern '" + callid.Pattern + "'", Input: id,
+			Ctx: map[string]any{"pattern": callid.Pattern}}})
+		return "", false
+	}
+	return id, true
+}
+
+// stopCall implements POST /v1/calls/{call_id}/stop: 202 with the call as
+// it is now; it ends shortly (canceled if it was not dialed yet,
+// api_hangup otherwise).
+func (a *api) stopCall(w http.ResponseWriter, r *http.Request) {
+	id, ok := callIDParam(w, r)
+	if !ok {
+		return
+	}
+	call, err := a.cfg.Stopper.Stop(r.Context(), organization(r.Context()), id)
+	switch {
+	case errors.Is(err, calls.ErrNotFound):
+		writeDetail(w, http.StatusNotFound, "Call not found.")
+		return
+	case errors.Is(err, calls.ErrNotActive):
+		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "call_not_active", CallID: ptr(id),
+			Error: "The call has already ended or failed; there is nothing to stop."})
+		return
+	case err != nil:
+		a.cfg.Log.Error(err, "stopping call")
+		writeDetail(w, http.StatusServiceUnavailable, "The call could not be stopped; it is safe to retry.")
+		return
+	}
+	a.renderCall(w, r, http.StatusAccepted, call)
 }
 
 func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {

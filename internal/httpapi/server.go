@@ -29,6 +29,8 @@ type Config struct {
 	Directory *directory.Directory
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
+	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
+	Stopper *calls.Stopper
 	// Idempotency runs a create-call request once per Idempotency-Key.
 	Idempotency *idempotency.Keys
 	// Deliveries is the webhook delivery log (the history store).
@@ -86,6 +88,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/", a.listCalls)
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
+			r.Post("/{callID}/stop", a.stopCall)
 		})
 		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
