@@ -39,7 +39,6 @@ type recordingLink struct {
 // then the carrier's acceptance (502). Only blocked numbers and dispatch
 // failures leave a failed call record; the success path is one create.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
-	ctx, ns := r.Context(), organization(r.Context())
 	body, tooLarge := readBody(r)
 	if tooLarge != nil {
 		writeValidation(w, []ValidationItem{*tooLarge})
@@ -50,23 +49,8 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
-	if err != nil {
-		a.agentLookupFailed(w, req.AgentID, err)
-		return
-	}
-	call := newCall(ns, req)
-	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
-		a.refuse(w, r, call, rej)
-		return
-	}
-	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
-		a.dispatchFailed(w, r, call, err)
-		return
-	}
-	if err := a.cfg.Client.Create(ctx, call); err != nil {
-		a.cfg.Log.Error(err, "creating call", "namespace", ns)
-		writeDetail(w, http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
+	call, agent, ok := a.placeCall(w, r, req)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusCreated, callCreatedResponse{
@@ -74,6 +58,34 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
 		FromNumber: ptr(agent.Spec.FromNumber),
 	})
+}
+
+// placeCall places a decoded create-call request: agent, policy, the
+// carrier's acceptance, then the create. POST /v1/calls and the SDK's
+// create-phone-call (compat.go) share it. When the call is not placed it
+// has answered the request itself, with /v1's errors, and reports false.
+func (a *api) placeCall(w http.ResponseWriter, r *http.Request, req *createCallRequest) (*switchboardv1.Call, *switchboardv1.Agent, bool) {
+	ctx, ns := r.Context(), organization(r.Context())
+	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
+	if err != nil {
+		a.agentLookupFailed(w, req.AgentID, err)
+		return nil, nil, false
+	}
+	call := newCall(ns, req)
+	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
+		a.refuse(w, r, call, rej)
+		return nil, nil, false
+	}
+	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
+		a.dispatchFailed(w, r, call, err)
+		return nil, nil, false
+	}
+	if err := a.cfg.Client.Create(ctx, call); err != nil {
+		a.cfg.Log.Error(err, "creating call", "namespace", ns)
+		writeDetail(w, http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
+		return nil, nil, false
+	}
+	return call, agent, true
 }
 
 func (a *api) agentLookupFailed(w http.ResponseWriter, agentID string, err error) {
