@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -224,8 +225,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		}
 	}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	idempotencyLog := opts.Log.WithName("idempotency")
+	keysOnce := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
+		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
+		OnError: func(err error) { idempotencyLog.Error(err, "storing the response of an idempotent create") }}
+	if err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
+		OnError: func(err error) { idempotencyLog.Error(err, "removing expired idempotency keys") }}); err != nil {
+		return nil, err
+	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
-		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
+		Idempotency: keysOnce,
+		Deliveries:  opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -16,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -34,74 +37,116 @@ type recordingLink struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// createCall implements POST /v1/calls. Order of checks: key (401), body
-// (422 validation array), agent (404), then callpolicy's order (400/422),
-// then the carrier's acceptance (502). Only blocked numbers and dispatch
-// failures leave a failed call record; the success path is one create.
+// createCall implements POST /v1/calls. With an Idempotency-Key header the
+// placement runs once per key (package idempotency) and retries replay its
+// response.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
+	ctx, ns := r.Context(), organization(r.Context())
 	body, tooLarge := readBody(r)
 	if tooLarge != nil {
 		writeValidation(w, []ValidationItem{*tooLarge})
 		return
 	}
+	key, sent := r.Header["Idempotency-Key"]
+	if !sent {
+		writeReply(w, a.place(ctx, ns, body, callid.New()))
+		return
+	}
+	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
+		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
+			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
+			Input: nil}})
+		return
+	}
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, key[0], body, func(id string) idempotency.Response {
+		return a.place(ctx, ns, body, id).response()
+	})
+	switch {
+	case errors.Is(err, idempotency.ErrKeyReused):
+		writeErrorDetail(w, http.StatusUnprocessableEntity, ErrorDetail{ErrorCode: "idempotency_key_reused",
+			Error: "This Idempotency-Key was used with a different request body; use a new key for a new call."})
+	case errors.Is(err, idempotency.ErrKeyInUse):
+		w.Header().Set("Retry-After", "1")
+		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "idempotency_key_in_use",
+			Error: "A request with this Idempotency-Key is still being processed; retry shortly to get its response."})
+	case err != nil:
+		a.cfg.Log.Error(err, "idempotency key", "namespace", ns)
+		writeDetail(w, http.StatusServiceUnavailable, "The request could not be checked against its Idempotency-Key; it is safe to retry.")
+	default:
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		writeRaw(w, res.Status, res.Body)
+	}
+}
+
+// place is the whole placement of a call with id callID. Order of checks:
+// body (422 validation array), agent (404), then callpolicy's order
+// (400/422), then the carrier's acceptance (502). Only blocked numbers and
+// dispatch failures leave a failed call record; the success path is one
+// create.
+func (a *api) place(ctx context.Context, ns string, body []byte, callID string) reply {
 	req, invalid := decodeCreateCall(body, a.cfg.DefaultRegion)
 	if invalid != nil {
-		writeValidation(w, invalid)
-		return
+		return validationReply(invalid)
 	}
-	call, agent, ok := a.placeCall(w, r, req)
-	if !ok {
-		return
+	return a.placeRequest(ctx, ns, req, callID)
+}
+
+// placeRequest is place after decoding, which the SDK's create-phone-call
+// (compat.go) shares. A placed call's reply carries the Call.
+func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
+	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
+	if err != nil {
+		return a.agentLookupFailed(req.AgentID, err)
 	}
-	writeJSON(w, http.StatusCreated, callCreatedResponse{
+	call := newCall(ns, callID, req)
+	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
+		return a.refuse(ctx, call, rej)
+	}
+	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
+		return a.dispatchFailed(ctx, call, err)
+	}
+	if err := a.create(ctx, call); err != nil {
+		a.cfg.Log.Error(err, "creating call", "namespace", ns)
+		return detailReply(http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
+	}
+	return reply{status: http.StatusCreated, placed: true, call: call, body: callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
 		FromNumber: ptr(agent.Spec.FromNumber),
-	})
+	}}
 }
 
-// placeCall places a decoded create-call request: agent, policy, the
-// carrier's acceptance, then the create. POST /v1/calls and the SDK's
-// create-phone-call (compat.go) share it. When the call is not placed it
-// has answered the request itself, with /v1's errors, and reports false.
-func (a *api) placeCall(w http.ResponseWriter, r *http.Request, req *createCallRequest) (*switchboardv1.Call, *switchboardv1.Agent, bool) {
-	ctx, ns := r.Context(), organization(r.Context())
-	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
+// create creates the Call. A Call of that name that exists already was
+// created by an earlier request with the same Idempotency-Key, which
+// stopped before it could answer: it is that request's call, read back.
+func (a *api) create(ctx context.Context, call *switchboardv1.Call) error {
+	err := a.cfg.Client.Create(ctx, call)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, err := a.cfg.Calls.Get(ctx, call.Namespace, callid.Of(call))
 	if err != nil {
-		a.agentLookupFailed(w, req.AgentID, err)
-		return nil, nil, false
+		return err
 	}
-	call := newCall(ns, req)
-	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
-		a.refuse(w, r, call, rej)
-		return nil, nil, false
-	}
-	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
-		a.dispatchFailed(w, r, call, err)
-		return nil, nil, false
-	}
-	if err := a.cfg.Client.Create(ctx, call); err != nil {
-		a.cfg.Log.Error(err, "creating call", "namespace", ns)
-		writeDetail(w, http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
-		return nil, nil, false
-	}
-	return call, agent, true
+	*call = *existing
+	return nil
 }
 
-func (a *api) agentLookupFailed(w http.ResponseWriter, agentID string, err error) {
+func (a *api) agentLookupFailed(agentID string, err error) reply {
 	msg := "No agent " + agentID + " in this organization."
 	switch {
 	case errors.Is(err, directory.ErrAmbiguous):
 		msg = "Several agents in this organization resolve to " + agentID + "; give each a distinct spec.id."
 	case !errors.Is(err, directory.ErrNotFound):
 		a.cfg.Log.Error(err, "looking up agent")
-		writeDetail(w, http.StatusServiceUnavailable, "The agent could not be looked up; it is safe to retry.")
-		return
+		return detailReply(http.StatusServiceUnavailable, "The agent could not be looked up; it is safe to retry.")
 	}
-	writeErrorDetail(w, http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
+	return errorReply(http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
 }
 
-func (a *api) refuse(w http.ResponseWriter, r *http.Request, call *switchboardv1.Call, rej *callpolicy.Rejection) {
+func (a *api) refuse(ctx context.Context, call *switchboardv1.Call, rej *callpolicy.Rejection) reply {
 	d := ErrorDetail{Error: rej.Message, ErrorCode: rej.Code, MissingVariables: rej.MissingVariables}
 	if rej.ExpectedFromNumber != "" {
 		d.ExpectedFromNumber = ptr(rej.ExpectedFromNumber)
@@ -110,41 +155,46 @@ func (a *api) refuse(w http.ResponseWriter, r *http.Request, call *switchboardv1
 	if rej.Code == callpolicy.CodeAgentNotOutbound || rej.Code == callpolicy.CodeAgentInactive {
 		status = http.StatusBadRequest
 	}
-	if rej.RecordsFailedCall() {
-		if !a.recordFailedCall(r.Context(), w, call, rej.Code, rej.Message) {
-			return
-		}
-		d.CallID = ptr(callid.Of(call))
+	if !rej.RecordsFailedCall() {
+		return errorReply(status, d)
 	}
-	writeErrorDetail(w, status, d)
+	if failed := a.recordFailedCall(ctx, call, rej.Code, rej.Message); failed != nil {
+		return *failed
+	}
+	d.CallID = ptr(callid.Of(call))
+	res := errorReply(status, d)
+	res.placed = true
+	return res
 }
 
-func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switchboardv1.Call, err error) {
+func (a *api) dispatchFailed(ctx context.Context, call *switchboardv1.Call, err error) reply {
 	code, msg := telephony.CodeDispatchError, "The carrier could not accept the call; it is safe to retry."
 	if de, ok := telephony.AsDispatchError(err); ok {
 		code, msg = de.Code, "The carrier could not accept the call ("+de.Reason+"); it is safe to retry."
 	}
-	if !a.recordFailedCall(r.Context(), w, call, code, msg) {
-		return
+	if failed := a.recordFailedCall(ctx, call, code, msg); failed != nil {
+		return *failed
 	}
-	writeErrorDetail(w, http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
+	res := errorReply(http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
+	res.placed = true
+	return res
 }
 
 // recordFailedCall creates the record of a call that never went out, failed
-// from the start: one write, so no reader ever sees it queued. It reports
-// false, having answered the request, when it could not.
-func (a *api) recordFailedCall(ctx context.Context, w http.ResponseWriter, call *switchboardv1.Call, code, msg string) bool {
+// from the start: one write, so no reader ever sees it queued. It returns
+// the reply to send instead when it could not.
+func (a *api) recordFailedCall(ctx context.Context, call *switchboardv1.Call, code, msg string) *reply {
 	if call.Annotations == nil {
 		call.Annotations = map[string]string{}
 	}
 	call.Annotations[switchboardv1.RefusalCodeAnnotation] = code
 	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
-	if err := a.cfg.Client.Create(ctx, call); err != nil {
+	if err := a.create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
-		writeDetail(w, http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
-		return false
+		failed := detailReply(http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
+		return &failed
 	}
-	return true
+	return nil
 }
 
 func (a *api) getCall(w http.ResponseWriter, r *http.Request) {
@@ -203,8 +253,7 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 	return call, true
 }
 
-func newCall(ns string, req *createCallRequest) *switchboardv1.Call {
-	id := callid.New()
+func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
 	call := &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id),
 			Annotations: map[string]string{switchboardv1.AcceptedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}},

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 )
 
@@ -36,11 +37,12 @@ func (a *api) createPhoneCall(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	call, _, ok := a.placeCall(w, r, req)
-	if !ok {
+	res := a.placeRequest(r.Context(), organization(r.Context()), req, callid.New())
+	if res.status != http.StatusCreated {
+		writeReply(w, res)
 		return
 	}
-	a.writeSDKCall(w, r, http.StatusCreated, call)
+	a.writeSDKCall(w, r, res.status, res.call)
 }
 
 // getSDKCall is call.retrieve: GET /v1/calls/{call_id}.

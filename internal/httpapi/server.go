@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -28,6 +29,8 @@ type Config struct {
 	Directory *directory.Directory
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
+	// Idempotency runs a create-call request once per Idempotency-Key.
+	Idempotency *idempotency.Keys
 	// Deliveries is the webhook delivery log (the history store).
 	Deliveries history.DeliveryLog
 	// WakeDeliveries, if set, tells this process's delivery worker that a
