@@ -76,6 +76,8 @@ async function main() {
     notFound: await failure(() => client.call.retrieve('call_00000000000000000000000000000000')),
     ascending: await failure(() => client.call.list({ sort_order: 'ascending' })),
     badKey: await failure(() => new Retell({ apiKey: 'key_not_issued', baseURL }).call.list()),
+    // Not served (yet): Switchboard cannot stop a call.
+    stop: await failure(() => client.call.stop(out.created.call_id)),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 }

@@ -133,6 +133,7 @@ func TestSDKCompatNode(t *testing.T) {
 	g.Expect(errs["notFound"].Error).To(HaveKeyWithValue("detail", "Call not found."))
 	g.Expect(errs["ascending"].Status).To(Equal(http.StatusUnprocessableEntity))
 	g.Expect(errs["badKey"].Class).To(Equal("AuthenticationError"))
+	g.Expect(errs["stop"].Class).To(Equal("NotFoundError"), "call.stop is not served")
 	// No call was placed by the failed create.
 	g.Expect(countCalls(t, o.ns)).To(Equal(2))
 }
