@@ -9,8 +9,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -232,7 +233,7 @@ func (l *sdkListDecoder) refuseUnless(field, want, msg string) {
 
 func jsonEqual(raw json.RawMessage, want string) bool {
 	var a, b any
-	return json.Unmarshal(raw, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && a == b
+	return json.Unmarshal(raw, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && reflect.DeepEqual(a, b)
 }
 
 func (l *sdkListDecoder) filters() {
@@ -245,12 +246,7 @@ func (l *sdkListDecoder) filters() {
 		l.failCtx("dict_type", []any{"body", "filter_criteria"}, "Input should be a valid dictionary", decodeAny(raw), nil)
 		return
 	}
-	keys := make([]string, 0, len(criteria))
-	for k := range criteria {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // errors in a stable order
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(criteria)) { // errors in a stable order
 		raw, loc := criteria[k], []any{"body", "filter_criteria", k}
 		if isNull(raw) {
 			continue
