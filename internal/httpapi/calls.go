@@ -90,6 +90,12 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 	if invalid != nil {
 		return validationReply(invalid)
 	}
+	return a.placeRequest(ctx, ns, req, callID)
+}
+
+// placeRequest is place after decoding, which the SDK's create-phone-call
+// (compat.go) shares. A placed call's reply carries the Call.
+func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
 	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
 	if err != nil {
 		return a.agentLookupFailed(req.AgentID, err)
@@ -105,7 +111,7 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 		a.cfg.Log.Error(err, "creating call", "namespace", ns)
 		return detailReply(http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
 	}
-	return reply{status: http.StatusCreated, placed: true, body: callCreatedResponse{
+	return reply{status: http.StatusCreated, placed: true, call: call, body: callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
 		FromNumber: ptr(agent.Spec.FromNumber),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 )
 
@@ -44,6 +45,8 @@ type reply struct {
 	status int
 	body   any
 	placed bool
+	// call is the Call a 201 placed.
+	call *switchboardv1.Call
 	// retryAfter, when set, is sent as Retry-After (seconds).
 	retryAfter string
 }

@@ -92,6 +92,11 @@ func NewRouter(cfg Config) http.Handler {
 		})
 		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
+	// The hosted service's SDK paths, under the same keys (compat.go).
+	r.Group(func(r chi.Router) {
+		r.Use(authenticate(cfg.Keys, cfg.Now))
+		a.sdkRoutes(r)
+	})
 	return r
 }
 
