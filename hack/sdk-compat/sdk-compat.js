@@ -2,7 +2,7 @@
 // A backend written with the hosted voice-AI service's official Node SDK
 // (retell-sdk), pointed at Switchboard by its baseURL and nothing else.
 // It places a call, polls it until it is over and analyzed, lists the
-// agent's calls a page at a time, and provokes the errors an SDK user
+// agent's calls a page at a time, stops a call, and provokes the errors an SDK user
 // catches, then prints what it saw as one JSON object for
 // internal/app's TestSDKCompatNode to check.
 //
@@ -70,14 +70,34 @@ async function main() {
     filter_criteria: { call_status: { op: 'in', type: 'enum', value: ['ended'] }, to_number: { op: 'eq', type: 'string', value: to } },
   });
 
+  // stop: a call hung up while it rings or talks.
+  let stopped = await client.call.createPhoneCall({
+    from_number: from,
+    to_number: to,
+    override_agent_id: agentId,
+    retell_llm_dynamic_variables: { customer_name: 'Ada' },
+  });
+  for (const deadline = Date.now() + 30000; stopped.call_status !== 'ongoing';) {
+    if (Date.now() > deadline) throw new Error(`call ${stopped.call_id} never went out`);
+    await sleep(20);
+    stopped = await client.call.retrieve(stopped.call_id);
+  }
+  await client.call.stop(stopped.call_id);
+  for (const deadline = Date.now() + 30000; stopped.call_status === 'ongoing';) {
+    if (Date.now() > deadline) throw new Error(`call ${stopped.call_id} still ongoing after its stop`);
+    await sleep(50);
+    stopped = await client.call.retrieve(stopped.call_id);
+  }
+  out.stopped = stopped;
+
   out.errors = {
     missingVariables: await failure(() =>
       client.call.createPhoneCall({ from_number: from, to_number: to, override_agent_id: agentId })),
     notFound: await failure(() => client.call.retrieve('call_00000000000000000000000000000000')),
     ascending: await failure(() => client.call.list({ sort_order: 'ascending' })),
     badKey: await failure(() => new Retell({ apiKey: 'key_not_issued', baseURL }).call.list()),
-    // Not served (yet): Switchboard cannot stop a call.
-    stop: await failure(() => client.call.stop(out.created.call_id)),
+    // The first call is over: nothing to stop.
+    stopEnded: await failure(() => client.call.stop(out.created.call_id)),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 }

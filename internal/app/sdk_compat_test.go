@@ -25,6 +25,7 @@ type sdkRun struct {
 	FirstPage  sdkPage        `json:"firstPage"`
 	SecondPage sdkPage        `json:"secondPage"`
 	Ended      sdkPage        `json:"ended"`
+	Stopped    map[string]any `json:"stopped"`
 	Errors     map[string]struct {
 		Class  string         `json:"class"`
 		Status int            `json:"status"`
@@ -133,9 +134,13 @@ func TestSDKCompatNode(t *testing.T) {
 	g.Expect(errs["notFound"].Error).To(HaveKeyWithValue("detail", "Call not found."))
 	g.Expect(errs["ascending"].Status).To(Equal(http.StatusUnprocessableEntity))
 	g.Expect(errs["badKey"].Class).To(Equal("AuthenticationError"))
-	g.Expect(errs["stop"].Class).To(Equal("NotFoundError"), "call.stop is not served")
+	g.Expect(errs["stopEnded"].Class).To(Equal("ConflictError"))
+	g.Expect(errs["stopEnded"].Error).To(HaveKeyWithValue("detail", HaveKeyWithValue("error_code", "call_not_active")))
+
+	// stop hung up the call it stopped while it was out.
+	g.Expect(run.Stopped).To(And(HaveKeyWithValue("call_status", "ended"), HaveKeyWithValue("disconnection_reason", "manual_stopped")))
 	// No call was placed by the failed create.
-	g.Expect(countCalls(t, o.ns)).To(Equal(2))
+	g.Expect(countCalls(t, o.ns)).To(Equal(3))
 }
 
 // millis reads a call object's timestamp as epoch milliseconds.

@@ -272,25 +272,31 @@ func callIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 // it is now; it ends shortly (canceled if it was not dialed yet,
 // api_hangup otherwise).
 func (a *api) stopCall(w http.ResponseWriter, r *http.Request) {
+	if call, ok := a.stop(w, r); ok {
+		a.renderCall(w, r, http.StatusAccepted, call)
+	}
+}
+
+// stop stops the call of the path, or answers why it cannot (404, 409).
+func (a *api) stop(w http.ResponseWriter, r *http.Request) (*switchboardv1.Call, bool) {
 	id, ok := callIDParam(w, r)
 	if !ok {
-		return
+		return nil, false
 	}
 	call, err := a.cfg.Stopper.Stop(r.Context(), organization(r.Context()), id)
 	switch {
 	case errors.Is(err, calls.ErrNotFound):
 		writeDetail(w, http.StatusNotFound, "Call not found.")
-		return
 	case errors.Is(err, calls.ErrNotActive):
 		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "call_not_active", CallID: ptr(id),
 			Error: "The call has already ended or failed; there is nothing to stop."})
-		return
 	case err != nil:
 		a.cfg.Log.Error(err, "stopping call")
 		writeDetail(w, http.StatusServiceUnavailable, "The call could not be stopped; it is safe to retry.")
-		return
+	default:
+		return call, true
 	}
-	a.renderCall(w, r, http.StatusAccepted, call)
+	return nil, false
 }
 
 func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {

@@ -22,6 +22,15 @@ func (a *api) sdkRoutes(r chi.Router) {
 	r.Post("/v2/create-phone-call", a.createPhoneCall)
 	r.Get("/v2/get-call/{callID}", a.getSDKCall)
 	r.Post("/v3/list-calls", a.listSDKCalls)
+	r.Post("/v2/stop-call/{callID}", a.stopSDKCall)
+}
+
+// stopSDKCall is call.stop: POST /v1/calls/{call_id}/stop, answering 204
+// as the SDK expects.
+func (a *api) stopSDKCall(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.stop(w, r); ok {
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 // createPhoneCall is call.createPhoneCall: POST /v1/calls, answering the

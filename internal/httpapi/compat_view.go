@@ -77,6 +77,8 @@ var sdkReasons = map[string]string{
 	"dial_rejected": "user_declined",
 	"carrier_error": "telephony_provider_unavailable",
 	"max_duration":  "max_duration_reached",
+	"api_hangup":    "manual_stopped", // stopped through the API while out
+	"canceled":      "manual_stopped", // stopped before it was dialed
 }
 
 // sdkCallOf renders a call object as the SDK's.
