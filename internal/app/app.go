@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
@@ -188,6 +189,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := directory.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase); err != nil {
+		return nil, err
+	}
 	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
 	synced, err := feedIndexes(ctx, mgr.GetCache(), numbers, keys)
 	if err != nil {
@@ -234,6 +238,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, err
 	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
+		Quota:       &quota.Admission{Cache: mgr.GetClient(), Now: time.Now},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,

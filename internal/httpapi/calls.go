@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -19,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -76,6 +79,9 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		if replayed {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
+		if res.RetryAfter != "" {
+			w.Header().Set("Retry-After", res.RetryAfter)
+		}
 		writeRaw(w, res.Status, res.Body)
 	}
 }
@@ -96,6 +102,21 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 // placeRequest is place after decoding, which the SDK's create-phone-call
 // (compat.go) shares. A placed call's reply carries the Call.
 func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
+	ticket, err := a.cfg.Quota.Admit(ctx, ns)
+	if err != nil {
+		return a.overQuota(err)
+	}
+	res := a.admitted(ctx, ns, req, callID)
+	if res.status == http.StatusCreated {
+		ticket.Placed(res.call.Name)
+	} else {
+		ticket.Release()
+	}
+	return res
+}
+
+// admitted is placeRequest once the organization's limits let the call in.
+func (a *api) admitted(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
 	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
 	if err != nil {
 		return a.agentLookupFailed(req.AgentID, err)
@@ -132,6 +153,45 @@ func (a *api) create(ctx context.Context, call *switchboardv1.Call) error {
 	}
 	*call = *existing
 	return nil
+}
+
+// overQuota is 429 for a limit (with Retry-After, whole seconds rounded
+// up), 503 when the limits could not be read.
+func (a *api) overQuota(err error) reply {
+	var exceeded *quota.Exceeded
+	if !errors.As(err, &exceeded) {
+		a.cfg.Log.Error(err, "checking limits")
+		return detailReply(http.StatusServiceUnavailable, "The organization's limits could not be checked; it is safe to retry.")
+	}
+	res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
+	res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
+	return res
+}
+
+// concurrency is GET /v1/concurrency's body; null limits are unlimited.
+type concurrency struct {
+	LiveCalls        int      `json:"live_calls"`
+	QueuedCalls      int      `json:"queued_calls"`
+	ConcurrencyLimit *int     `json:"concurrency_limit"`
+	CreateRateLimit  *float64 `json:"create_rate_limit"`
+}
+
+// getConcurrency implements GET /v1/concurrency.
+func (a *api) getConcurrency(w http.ResponseWriter, r *http.Request) {
+	u, err := a.cfg.Quota.Usage(r.Context(), organization(r.Context()))
+	if err != nil {
+		a.cfg.Log.Error(err, "reading usage")
+		writeDetail(w, http.StatusServiceUnavailable, "The organization's calls could not be counted; it is safe to retry.")
+		return
+	}
+	out := concurrency{LiveCalls: u.Live, QueuedCalls: u.Queued}
+	if u.Limits.ActiveCalls > 0 {
+		out.ConcurrencyLimit = ptr(u.Limits.ActiveCalls)
+	}
+	if u.Limits.CreateRate > 0 {
+		out.CreateRateLimit = ptr(u.Limits.CreateRate)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *api) agentLookupFailed(agentID string, err error) reply {

@@ -64,7 +64,7 @@ func (r reply) response() idempotency.Response {
 	if err != nil {
 		return idempotency.Response{Status: http.StatusInternalServerError, Body: []byte(`{"detail":"Internal Server Error"}` + "\n")}
 	}
-	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed}
+	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, RetryAfter: r.retryAfter}
 }
 
 func detailReply(status int, msg string) reply {

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -29,6 +30,8 @@ type Config struct {
 	Directory *directory.Directory
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
+	// Quota admits each new call against its organization's limits.
+	Quota *quota.Admission
 	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
 	Stopper *calls.Stopper
 	// Idempotency runs a create-call request once per Idempotency-Key.
@@ -90,6 +93,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/{callID}/recording", a.getRecording)
 			r.Post("/{callID}/stop", a.stopCall)
 		})
+		r.Get("/concurrency", a.getConcurrency)
 		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
 	// The hosted service's SDK paths, under the same keys (compat.go).

@@ -62,6 +62,9 @@ type Response struct {
 	// created nothing (refused by validation, a limit, an unavailable
 	// store) releases the key, so that a retry runs afresh.
 	Placed bool
+	// RetryAfter is the Retry-After header of a response that is not kept
+	// (a limit's 429).
+	RetryAfter string
 }
 
 // Keys runs requests once per key.
