@@ -6,10 +6,7 @@ package app_test
 // Call has left the cluster.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -23,25 +20,8 @@ import (
 // postWithKey posts a create-call body with an Idempotency-Key.
 func postWithKey(t testing.TB, baseURL, apiKey, idemKey string, body []byte) response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), "POST", baseURL+"/v1/calls", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", idemKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
+	return sendWithHeader(t, baseURL, "POST", "/v1/calls", "Bearer "+apiKey, body,
+		http.Header{"Idempotency-Key": {idemKey}})
 }
 
 func (o *org) jsonBody(t testing.TB, number string) []byte {

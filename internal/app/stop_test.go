@@ -32,19 +32,7 @@ func TestStopQueuedCallIsNeverDialed(t *testing.T) {
 	g := NewWithT(t)
 	// A process that serves the API but runs no reconciler (a replica that
 	// is not the leader): the call stays queued until the leader is back.
-	operator.stop()
-	op, err := startOperator(false)
-	g.Expect(err).NotTo(HaveOccurred())
-	operator = op
-	t.Cleanup(func() {
-		operator.stop()
-		restored, err := startOperator(true)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		operator = restored
-	})
+	withOperatorRunning(t, false, nil)
 	o := newOrg(t)
 	id := o.createCall(t, "+14155550150", nil)
 	r := o.stopCall(t, id)
@@ -55,7 +43,7 @@ func TestStopQueuedCallIsNeverDialed(t *testing.T) {
 	g.Expect(o.stopCall(t, id).status).To(Equal(http.StatusAccepted), "stopping twice is no error")
 
 	operator.stop()
-	op, err = startOperator(true)
+	op, err := startOperator(true)
 	g.Expect(err).NotTo(HaveOccurred())
 	operator = op
 	var call map[string]any
