@@ -179,7 +179,11 @@ func withOperator(t *testing.T, tweak func(*app.Options)) {
 func withOperatorRunning(t *testing.T, reconcilers bool, tweak func(*app.Options)) {
 	t.Helper()
 	operator.stop()
-	op, err := startOperator(reconcilers, tweak)
+	var tweaks []func(*app.Options)
+	if tweak != nil {
+		tweaks = append(tweaks, tweak)
+	}
+	op, err := startOperator(reconcilers, tweaks...)
 	if err != nil {
 		t.Fatal(err)
 	}
