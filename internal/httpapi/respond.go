@@ -35,7 +35,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
 }
 
 // reply is a response decided before it is written, so that it can be
@@ -67,8 +67,10 @@ func (r reply) response() idempotency.Response {
 	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, RetryAfter: r.retryAfter}
 }
 
-func detailReply(status int, msg string) reply {
-	return reply{status: status, body: stringDetail{Detail: msg}}
+// unavailableReply is 503: something Switchboard depends on did not
+// answer; msg says it is safe to retry.
+func unavailableReply(msg string) reply {
+	return reply{status: http.StatusServiceUnavailable, body: stringDetail{Detail: msg}}
 }
 
 func errorReply(status int, d ErrorDetail) reply {
