@@ -247,6 +247,13 @@ func TestCreateCallMissingVariables(t *testing.T) {
 		{"no variables", func(b map[string]any) { delete(b, "variables") }, []any{"appointment_time", "clinic", "customer_name"}},
 		{"variables null", func(b map[string]any) { b["variables"] = nil }, []any{"appointment_time", "clinic", "customer_name"}},
 		{"empty variables", func(b map[string]any) { b["variables"] = map[string]any{} }, []any{"appointment_time", "clinic", "customer_name"}},
+		// A value that gives the script nothing to say counts as missing.
+		{"null, empty and blank values", func(b map[string]any) {
+			b["variables"] = map[string]any{"customer_name": nil, "appointment_time": "", "clinic": "  "}
+		}, []any{"appointment_time", "clinic", "customer_name"}},
+		{"one null among values", func(b map[string]any) {
+			b["variables"] = map[string]any{"customer_name": "Ada", "appointment_time": 0, "clinic": nil}
+		}, []any{"clinic"}},
 		// missing_variables comes before from_number_mismatch (spec table order).
 		{"missing, with a wrong from_number", func(b map[string]any) {
 			b["variables"] = map[string]any{"customer_name": "Ada", "clinic": "Main St"}
