@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -370,12 +369,8 @@ func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
 			Source:     switchboardv1.SourceAPI,
 		},
 	}
-	if req.RawVars != nil {
-		call.Spec.Variables = &apiextensionsv1.JSON{Raw: req.RawVars}
-	}
-	if req.Metadata != nil {
-		call.Spec.Metadata = &apiextensionsv1.JSON{Raw: req.Metadata}
-	}
+	call.SetVariables(req.RawVars)
+	call.SetMetadata(req.Metadata)
 	return call
 }
 
