@@ -44,9 +44,8 @@ type recordingLink struct {
 // response.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	key, sent := r.Header["Idempotency-Key"]
