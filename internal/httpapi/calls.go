@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,9 +44,8 @@ type recordingLink struct {
 // response.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	key, sent := r.Header["Idempotency-Key"]
@@ -370,12 +368,8 @@ func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
 			Source:     switchboardv1.SourceAPI,
 		},
 	}
-	if req.RawVars != nil {
-		call.Spec.Variables = &apiextensionsv1.JSON{Raw: req.RawVars}
-	}
-	if req.Metadata != nil {
-		call.Spec.Metadata = &apiextensionsv1.JSON{Raw: req.Metadata}
-	}
+	call.SetVariables(req.RawVars)
+	call.SetMetadata(req.Metadata)
 	return call
 }
 
