@@ -372,7 +372,7 @@ func (d *decoder) variable(field, name string, value json.RawMessage) {
 // compact JSON.
 func (d *decoder) metadata() json.RawMessage {
 	name, raw := d.object([]string{"metadata"})
-	if raw != nil && len(raw) > MaxMetadataBytes {
+	if len(raw) > MaxMetadataBytes {
 		d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: []any{"body", name},
 			Msg:   fmt.Sprintf("Metadata should have at most %d bytes as compact JSON, not %d", MaxMetadataBytes, len(raw)),
 			Input: decodeInput(raw), Ctx: map[string]any{"max_length": MaxMetadataBytes, "actual_length": len(raw)}})

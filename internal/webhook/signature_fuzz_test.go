@@ -36,7 +36,7 @@ func FuzzSignatureHeader(f *testing.F) {
 	}
 	for _, header := range []string{
 		good, "", "v1", "v1,", ",", " ", "v1,a v1,b", "v2," + good[3:], good + " " + good, "v1," + good[3:] + ",x",
-		"v1a," + good[3:], " " + good, good + " ", strings.Replace(good, "+", "-", -1), "v1,v1,v1,", "\x00\xff",
+		"v1a," + good[3:], " " + good, good + " ", strings.ReplaceAll(good, "+", "-"), "v1,v1,v1,", "\x00\xff",
 	} {
 		f.Add(key, []byte("second key, a rotation's"), "dlv_1", int64(1795314871), []byte(`{"event":"call.ended"}`), header)
 	}
