@@ -62,12 +62,16 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test
-test: manifests generate vet hack/receivers/node/node_modules $(VERSITYGW) ## Run every test, envtest and S3 (versitygw) included.
+test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) ## Run every test, envtest and S3 (versitygw) included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 # The Node example receiver's dependencies, which its test runs against.
 hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
 	npm ci --prefix hack/receivers/node
+
+# The hosted service's Node SDK, pinned, which TestSDKCompatNode drives Switchboard with.
+hack/sdk-compat/node_modules: hack/sdk-compat/package-lock.json
+	npm ci --prefix hack/sdk-compat
 
 BENCH_COUNT ?= 5
 

@@ -157,8 +157,17 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	}
 	switch c.CurrentPhase() {
 	case switchboardv1.CallQueued:
+		if c.Spec.Stop {
+			r.cancel(c)
+			return reconcile.Result{}, nil
+		}
 		return r.reconcileDial(ctx, c)
 	case switchboardv1.CallInProgress:
+		if c.Spec.Stop {
+			if err := r.hangup(ctx, c); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return r.reconcileProgress(ctx, c)
 	case switchboardv1.CallEnded:
 		return r.reconcilePostCall(ctx, c)
@@ -173,6 +182,30 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 		r.markFailed(c, failure.ErrorCode, failure.Message)
 		return reconcile.Result{}, nil
 	}
+}
+
+// cancel fails a call that was stopped before it was dialed: it never is.
+func (r *CallReconciler) cancel(c *switchboardv1.Call) {
+	r.markFailed(c, canceledReason, "The call was stopped before it was dialed.")
+	c.Status.DisconnectionReason = canceledReason
+}
+
+// canceledReason is the disconnection reason (and failure code) of a call
+// stopped before it was dialed.
+const canceledReason = "canceled"
+
+// hangup asks the carrier to end a placed call that was stopped, at the
+// time the stop was first acted on (kept in the status, so that a restart
+// ends it at the same time). Progress then reports it ended.
+func (r *CallReconciler) hangup(ctx context.Context, c *switchboardv1.Call) error {
+	if c.Status.StoppedAt == nil {
+		c.Status.StoppedAt = ptr(metav1.NewMicroTime(r.Clock.Now()))
+		r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Stopping", "Hangup", "Hanging up: the call was stopped")
+	}
+	if err := r.Dialer.Hangup(ctx, r.request(ctx, c)); err != nil {
+		return fmt.Errorf("hanging up: %w", err)
+	}
+	return nil
 }
 
 // emitEvents queues the deliveries of every event the call has reached

@@ -92,8 +92,10 @@ func (c *Call) Refusal() *CallFailure {
 	return &CallFailure{ErrorCode: code, Message: c.Annotations[RefusalMessageAnnotation]}
 }
 
-// CallSpec is what was asked for. It cannot change once the Call exists.
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Call's spec cannot be changed; create a new Call instead"
+// CallSpec is what was asked for. It cannot change once the Call exists,
+// except to ask for the call to stop, which cannot be undone.
+// +kubebuilder:validation:XValidation:rule="self.agentID == oldSelf.agentID && self.toNumber == oldSelf.toNumber && (has(self.fromNumber) ? has(oldSelf.fromNumber) && self.fromNumber == oldSelf.fromNumber : !has(oldSelf.fromNumber)) && (has(self.variables) ? has(oldSelf.variables) && self.variables == oldSelf.variables : !has(oldSelf.variables)) && (has(self.metadata) ? has(oldSelf.metadata) && self.metadata == oldSelf.metadata : !has(oldSelf.metadata)) && (has(self.source) ? has(oldSelf.source) && self.source == oldSelf.source : !has(oldSelf.source))",message="a Call's spec cannot be changed (only spec.stop can be set); create a new Call instead"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.stop) || !oldSelf.stop || (has(self.stop) && self.stop)",message="a stopped Call cannot be resumed: spec.stop cannot be unset"
 type CallSpec struct {
 	// agentID is the agent_id (a UUID) of the Agent placing the call.
 	// +required
@@ -130,6 +132,14 @@ type CallSpec struct {
 	// +optional
 	// +kubebuilder:default=kubectl
 	Source CallSource `json:"source,omitempty"`
+
+	// stop asks for the call to end: a call not yet dialed fails as
+	// canceled and is never dialed; a ringing or answered call is hung up
+	// and ends as api_hangup. POST /v1/calls/{call_id}/stop sets it, as
+	// does `kubectl patch call NAME --type merge -p '{"spec":{"stop":true}}'`.
+	// It cannot be unset.
+	// +optional
+	Stop bool `json:"stop,omitempty"`
 }
 
 // CallFailure explains why a call never went out.
@@ -228,6 +238,10 @@ type CallStatus struct {
 	// duration is durationMS for humans, for example 1m4s.
 	// +optional
 	Duration string `json:"duration,omitempty"`
+	// stoppedAt is when the reconciler acted on spec.stop: the call ended
+	// then (api_hangup) unless it had ended before.
+	// +optional
+	StoppedAt *metav1.MicroTime `json:"stoppedAt,omitempty"`
 	// disconnectionReason says why the call ended, for example agent_hangup.
 	// +optional
 	DisconnectionReason string `json:"disconnectionReason,omitempty"`

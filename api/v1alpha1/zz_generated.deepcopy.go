@@ -404,6 +404,10 @@ func (in *CallStatus) DeepCopyInto(out *CallStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.StoppedAt != nil {
+		in, out := &in.StoppedAt, &out.StoppedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Failure != nil {
 		in, out := &in.Failure, &out.Failure
 		*out = new(CallFailure)

@@ -36,7 +36,9 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
@@ -187,6 +189,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := directory.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase); err != nil {
+		return nil, err
+	}
 	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
 	synced, err := feedIndexes(ctx, mgr.GetCache(), numbers, keys)
 	if err != nil {
@@ -224,7 +229,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		}
 	}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	idempotencyLog := opts.Log.WithName("idempotency")
+	keysOnce := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
+		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
+		OnError: func(err error) { idempotencyLog.Error(err, "storing the response of an idempotent create") }}
+	if err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
+		OnError: func(err error) { idempotencyLog.Error(err, "removing expired idempotency keys") }}); err != nil {
+		return nil, err
+	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
+		Quota:       &quota.Admission{Cache: mgr.GetClient(), Now: time.Now},
+		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,

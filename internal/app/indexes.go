@@ -16,6 +16,9 @@ import (
 // API keys are Secrets; only those of type switchboard.dev/api-key are cached.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
+// An organization's limits are annotations on its namespace (package quota).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // feedIndexes keeps the number-list and API-key indexes in step with the
 // informers, on every replica. Deleting a key's Secret revokes it at once.
 // It returns functions that report when each index holds the initial list.

@@ -339,12 +339,25 @@ spec:
 	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply changed a Call's spec:\n%s", res)
 	g.Expect(res.stderr).To(ContainSubstring(`Call "trunk-check" is invalid`), res.String())
 	g.Expect(res.stderr).To(ContainSubstring("spec"), res.String())
-	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed; create a new Call instead"), res.String())
+	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed (only spec.stop can be set); create a new Call instead"), res.String())
+
+	// So is changing the variables alone (schemaless, compared as a whole).
+	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"variables":{"customer_name":"Bob"}}}`)
+	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl patch changed a Call's variables:\n%s", res)
+	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed"), res.String())
+
+	// spec.stop is the one field that can be set, and it cannot be unset.
+	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":true}}`)
+	g.Expect(res.exitCode).To(BeZero(), res.String())
+	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":false}}`)
+	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl patch unset spec.stop:\n%s", res)
+	g.Expect(res.stderr).To(ContainSubstring("spec.stop cannot be unset"), res.String())
 
 	var c switchboardv1.Call
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: o.ns, Name: "trunk-check"}, &c)).To(Succeed())
 	g.Expect(c.Spec.ToNumber).To(Equal("+14155551234"))
 	g.Expect(c.Labels).To(HaveKeyWithValue("team", "platform"))
+	g.Expect(c.Spec.Stop).To(BeTrue())
 }
 
 func TestKubectlApplyValidAgentGetsDefaults(t *testing.T) {

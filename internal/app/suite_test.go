@@ -171,8 +171,19 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 // use it must not be parallel.
 func withOperator(t *testing.T, tweak func(*app.Options)) {
 	t.Helper()
+	withOperatorRunning(t, true, tweak)
+}
+
+// withOperatorRunning is withOperator whose process runs the reconcilers
+// or not (a replica that is not the leader serves the API alone).
+func withOperatorRunning(t *testing.T, reconcilers bool, tweak func(*app.Options)) {
+	t.Helper()
 	operator.stop()
-	op, err := startOperator(true, tweak)
+	var tweaks []func(*app.Options)
+	if tweak != nil {
+		tweaks = append(tweaks, tweak)
+	}
+	op, err := startOperator(reconcilers, tweaks...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,6 +336,12 @@ func doAt(t testing.TB, baseURL, method, path, key string, body any) response {
 
 func send(t testing.TB, baseURL, method, path, authorization string, body any) response {
 	t.Helper()
+	return sendWithHeader(t, baseURL, method, path, authorization, body, nil)
+}
+
+// sendWithHeader is send with more request headers.
+func sendWithHeader(t testing.TB, baseURL, method, path, authorization string, body any, header http.Header) response {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -348,6 +365,9 @@ func send(t testing.TB, baseURL, method, path, authorization string, body any) r
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -55,18 +55,30 @@ type Page struct {
 //
 // Every call is in the cluster, in the store, or in both (it is archived
 // before it is deleted), and its place in the order never changes, so the
-// first q.Limit calls of the union are among the first q.Limit+1 of each
-// side. A call in both is taken from the cluster, whose state is the newer.
+// first q.Limit+1 calls of the union are among the first q.Limit+1 of each
+// side: one bounded read of each. A call in both is taken from the cluster,
+// whose state is the newer.
 func (b *Book) List(ctx context.Context, namespace string, q history.CallQuery) (Page, error) {
-	live, liveIDs, err := b.liveCalls(ctx, namespace, q)
+	live, err := b.liveCalls(ctx, namespace, q)
 	if err != nil {
 		return Page{}, err
 	}
-	archived, err := b.archivedCalls(ctx, namespace, q, liveIDs)
+	page := q
+	page.Limit = q.Limit + 1
+	archived, err := b.History.ListCalls(ctx, namespace, page)
 	if err != nil {
-		return Page{}, err
+		return Page{}, fmt.Errorf("listing archived calls: %w", err)
 	}
-	all := append(live, archived...)
+	seen := make(map[string]bool, len(live))
+	for i := range live {
+		seen[callid.Of(&live[i])] = true
+	}
+	all := live
+	for i := range archived {
+		if !seen[callid.Of(&archived[i])] {
+			all = append(all, archived[i])
+		}
+	}
 	slices.SortFunc(all, func(a, b switchboardv1.Call) int { return newestFirst(history.KeyOf(&a), history.KeyOf(&b)) })
 	if len(all) > q.Limit {
 		return Page{Calls: all[:q.Limit], More: true}, nil
@@ -74,54 +86,27 @@ func (b *Book) List(ctx context.Context, namespace string, q history.CallQuery) 
 	return Page{Calls: all}, nil
 }
 
-// liveCalls lists the cluster's calls of namespace matching q, and the ids
-// of all its calls, matching or not.
-func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQuery) ([]switchboardv1.Call, map[string]bool, error) {
+// liveCalls returns the cluster's first q.Limit+1 calls of namespace
+// matching q. The cache's objects are read in place and only those
+// returned are copied: a namespace holds every call of the retention
+// window.
+func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQuery) ([]switchboardv1.Call, error) {
 	var list switchboardv1.CallList
-	// The cache's objects are read, never changed: no copy of each.
 	if err := b.Cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, fmt.Errorf("listing live calls: %w", err)
+		return nil, fmt.Errorf("listing live calls: %w", err)
 	}
-	ids := make(map[string]bool, len(list.Items))
-	var out []switchboardv1.Call
+	var matching []*switchboardv1.Call
 	for i := range list.Items {
-		c := &list.Items[i]
-		ids[callid.Of(c)] = true
-		if Matches(c, q) {
-			out = append(out, *c.DeepCopy())
+		if c := &list.Items[i]; Matches(c, q) {
+			matching = append(matching, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b switchboardv1.Call) int { return newestFirst(history.KeyOf(&a), history.KeyOf(&b)) })
-	if len(out) > q.Limit+1 {
-		out = out[:q.Limit+1]
+	slices.SortFunc(matching, func(a, b *switchboardv1.Call) int { return newestFirst(history.KeyOf(a), history.KeyOf(b)) })
+	out := make([]switchboardv1.Call, 0, min(len(matching), q.Limit+1))
+	for _, c := range matching[:min(len(matching), q.Limit+1)] {
+		out = append(out, *c.DeepCopy())
 	}
-	return out, ids, nil
-}
-
-// archivedCalls reads the store's first q.Limit+1 matching calls that are
-// not live. A record of a live call is skipped (the live one stands for
-// it), and the store is read on past it, so that skipping leaves no gap.
-func (b *Book) archivedCalls(ctx context.Context, namespace string, q history.CallQuery, live map[string]bool) ([]switchboardv1.Call, error) {
-	want := q.Limit + 1
-	var out []switchboardv1.Call
-	for {
-		page := q
-		page.Limit = want - len(out)
-		got, err := b.History.ListCalls(ctx, namespace, page)
-		if err != nil {
-			return nil, fmt.Errorf("listing archived calls: %w", err)
-		}
-		for i := range got {
-			if !live[callid.Of(&got[i])] {
-				out = append(out, got[i])
-			}
-		}
-		if len(got) < page.Limit || len(out) >= want {
-			return out, nil
-		}
-		last := history.KeyOf(&got[len(got)-1])
-		q.After = &last
-	}
+	return out, nil
 }
 
 // Matches reports whether c passes q's filters and comes after q.After.

@@ -44,6 +44,8 @@ type Store interface {
 	CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error)
 	// DeliveryLog is the webhook delivery queue and log.
 	DeliveryLog
+	// IdempotencyKeys remembers create-call requests by key.
+	IdempotencyKeys
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -22,6 +22,7 @@ type postgresStore struct {
 	pool *pgxpool.Pool
 	callLog
 	deliveryLog
+	idempotencyLog
 }
 
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
@@ -30,7 +31,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 		return nil, fmt.Errorf("history: postgres address: %w", err)
 	}
 	s := &postgresStore{pool: pool}
-	s.callLog, s.deliveryLog = callLog{db: s}, deliveryLog{db: s, claim: claimPostgres}
+	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, claim: claimPostgres}, idempotencyLog{db: s}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)

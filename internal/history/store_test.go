@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 3
+const migrations = 4
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -75,6 +75,9 @@ func TestStoreContract(t *testing.T) {
 		{"DeliveryFilters", testDeliveryFilters},
 		{"DeliveryPaging", testDeliveryPaging},
 		{"DeliveryRetention", testDeliveryRetention},
+		{"IdempotencyKeyLifecycle", testIdempotencyKeyLifecycle},
+		{"IdempotencyKeyTakeOverAndExpiry", testIdempotencyKeyTakeOverAndExpiry},
+		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -385,7 +388,8 @@ func testRecordingStoredAtBackfilled(t *testing.T, b backend) {
 	save(t, s, withRecording)
 	save(t, s, newCall("org-a", "call_none", withRecording.QueueOrder(), nil))
 	closeNow(t, s)
-	// Back to the schema before migration 3.
+	// Back to the schema before migration 3 (and those after it).
+	execRaw(t, dsn, "DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4")
 	execRaw(t, dsn, "DROP INDEX calls_by_recording_stored; ALTER TABLE calls DROP COLUMN recording_stored_at; DELETE FROM schema_migrations WHERE version = 3")
 
 	s = open(t, dsn)

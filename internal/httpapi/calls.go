@@ -3,11 +3,15 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -16,6 +20,8 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -34,10 +40,9 @@ type recordingLink struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// createCall implements POST /v1/calls. Order of checks: key (401), body
-// (422 validation array), agent (404), then callpolicy's order (400/422),
-// then the carrier's acceptance (502). Only blocked numbers and dispatch
-// failures leave a failed call record; the success path is one create.
+// createCall implements POST /v1/calls. With an Idempotency-Key header the
+// placement runs once per key (package idempotency) and retries replay its
+// response.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
 	body, tooLarge := readBody(r)
@@ -45,51 +50,163 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, []ValidationItem{*tooLarge})
 		return
 	}
+	key, sent := r.Header["Idempotency-Key"]
+	if !sent {
+		writeReply(w, a.place(ctx, ns, body, callid.New()))
+		return
+	}
+	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
+		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
+			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
+			Input: nil}})
+		return
+	}
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, key[0], body, func(id string) idempotency.Response {
+		return a.place(ctx, ns, body, id).response()
+	})
+	switch {
+	case errors.Is(err, idempotency.ErrKeyReused):
+		writeErrorDetail(w, http.StatusUnprocessableEntity, ErrorDetail{ErrorCode: "idempotency_key_reused",
+			Error: "This Idempotency-Key was used with a different request body; use a new key for a new call."})
+	case errors.Is(err, idempotency.ErrKeyInUse):
+		w.Header().Set("Retry-After", "1")
+		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "idempotency_key_in_use",
+			Error: "A request with this Idempotency-Key is still being processed; retry shortly to get its response."})
+	case err != nil:
+		a.cfg.Log.Error(err, "idempotency key", "namespace", ns)
+		writeDetail(w, http.StatusServiceUnavailable, "The request could not be checked against its Idempotency-Key; it is safe to retry.")
+	default:
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		if res.RetryAfter != "" {
+			w.Header().Set("Retry-After", res.RetryAfter)
+		}
+		writeRaw(w, res.Status, res.Body)
+	}
+}
+
+// place is the whole placement of a call with id callID. Order of checks:
+// body (422 validation array), agent (404), then callpolicy's order
+// (400/422), then the carrier's acceptance (502). Only blocked numbers and
+// dispatch failures leave a failed call record; the success path is one
+// create.
+func (a *api) place(ctx context.Context, ns string, body []byte, callID string) reply {
 	req, invalid := decodeCreateCall(body, a.cfg.DefaultRegion)
 	if invalid != nil {
-		writeValidation(w, invalid)
-		return
+		return validationReply(invalid)
 	}
+	return a.placeRequest(ctx, ns, req, callID)
+}
+
+// placeRequest is place after decoding, which the SDK's create-phone-call
+// (compat.go) shares. A placed call's reply carries the Call.
+func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
+	ticket, err := a.cfg.Quota.Admit(ctx, ns)
+	if err != nil {
+		return a.overQuota(err)
+	}
+	res := a.admitted(ctx, ns, req, callID)
+	if res.status == http.StatusCreated {
+		ticket.Placed(res.call.Name)
+	} else {
+		ticket.Release()
+	}
+	return res
+}
+
+// admitted is placeRequest once the organization's limits let the call in.
+func (a *api) admitted(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
 	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
 	if err != nil {
-		a.agentLookupFailed(w, req.AgentID, err)
-		return
+		return a.agentLookupFailed(req.AgentID, err)
 	}
-	call := newCall(ns, req)
+	call := newCall(ns, callID, req)
 	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
-		a.refuse(w, r, call, rej)
-		return
+		return a.refuse(ctx, call, rej)
 	}
 	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
-		a.dispatchFailed(w, r, call, err)
-		return
+		return a.dispatchFailed(ctx, call, err)
 	}
-	if err := a.cfg.Client.Create(ctx, call); err != nil {
+	if err := a.create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "creating call", "namespace", ns)
-		writeDetail(w, http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
-		return
+		return detailReply(http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
 	}
-	writeJSON(w, http.StatusCreated, callCreatedResponse{
+	return reply{status: http.StatusCreated, placed: true, call: call, body: callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
 		FromNumber: ptr(agent.Spec.FromNumber),
-	})
+	}}
 }
 
-func (a *api) agentLookupFailed(w http.ResponseWriter, agentID string, err error) {
+// create creates the Call. A Call of that name that exists already was
+// created by an earlier request with the same Idempotency-Key, which
+// stopped before it could answer: it is that request's call, read back.
+func (a *api) create(ctx context.Context, call *switchboardv1.Call) error {
+	err := a.cfg.Client.Create(ctx, call)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, err := a.cfg.Calls.Get(ctx, call.Namespace, callid.Of(call))
+	if err != nil {
+		return err
+	}
+	*call = *existing
+	return nil
+}
+
+// overQuota is 429 for a limit (with Retry-After, whole seconds rounded
+// up), 503 when the limits could not be read.
+func (a *api) overQuota(err error) reply {
+	var exceeded *quota.Exceeded
+	if !errors.As(err, &exceeded) {
+		a.cfg.Log.Error(err, "checking limits")
+		return detailReply(http.StatusServiceUnavailable, "The organization's limits could not be checked; it is safe to retry.")
+	}
+	res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
+	res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
+	return res
+}
+
+// concurrency is GET /v1/concurrency's body; null limits are unlimited.
+type concurrency struct {
+	LiveCalls        int      `json:"live_calls"`
+	QueuedCalls      int      `json:"queued_calls"`
+	ConcurrencyLimit *int     `json:"concurrency_limit"`
+	CreateRateLimit  *float64 `json:"create_rate_limit"`
+}
+
+// getConcurrency implements GET /v1/concurrency.
+func (a *api) getConcurrency(w http.ResponseWriter, r *http.Request) {
+	u, err := a.cfg.Quota.Usage(r.Context(), organization(r.Context()))
+	if err != nil {
+		a.cfg.Log.Error(err, "reading usage")
+		writeDetail(w, http.StatusServiceUnavailable, "The organization's calls could not be counted; it is safe to retry.")
+		return
+	}
+	out := concurrency{LiveCalls: u.Live, QueuedCalls: u.Queued}
+	if u.Limits.ActiveCalls > 0 {
+		out.ConcurrencyLimit = ptr(u.Limits.ActiveCalls)
+	}
+	if u.Limits.CreateRate > 0 {
+		out.CreateRateLimit = ptr(u.Limits.CreateRate)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) agentLookupFailed(agentID string, err error) reply {
 	msg := "No agent " + agentID + " in this organization."
 	switch {
 	case errors.Is(err, directory.ErrAmbiguous):
 		msg = "Several agents in this organization resolve to " + agentID + "; give each a distinct spec.id."
 	case !errors.Is(err, directory.ErrNotFound):
 		a.cfg.Log.Error(err, "looking up agent")
-		writeDetail(w, http.StatusServiceUnavailable, "The agent could not be looked up; it is safe to retry.")
-		return
+		return detailReply(http.StatusServiceUnavailable, "The agent could not be looked up; it is safe to retry.")
 	}
-	writeErrorDetail(w, http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
+	return errorReply(http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
 }
 
-func (a *api) refuse(w http.ResponseWriter, r *http.Request, call *switchboardv1.Call, rej *callpolicy.Rejection) {
+func (a *api) refuse(ctx context.Context, call *switchboardv1.Call, rej *callpolicy.Rejection) reply {
 	d := ErrorDetail{Error: rej.Message, ErrorCode: rej.Code, MissingVariables: rej.MissingVariables}
 	if rej.ExpectedFromNumber != "" {
 		d.ExpectedFromNumber = ptr(rej.ExpectedFromNumber)
@@ -98,41 +215,46 @@ func (a *api) refuse(w http.ResponseWriter, r *http.Request, call *switchboardv1
 	if rej.Code == callpolicy.CodeAgentNotOutbound || rej.Code == callpolicy.CodeAgentInactive {
 		status = http.StatusBadRequest
 	}
-	if rej.RecordsFailedCall() {
-		if !a.recordFailedCall(r.Context(), w, call, rej.Code, rej.Message) {
-			return
-		}
-		d.CallID = ptr(callid.Of(call))
+	if !rej.RecordsFailedCall() {
+		return errorReply(status, d)
 	}
-	writeErrorDetail(w, status, d)
+	if failed := a.recordFailedCall(ctx, call, rej.Code, rej.Message); failed != nil {
+		return *failed
+	}
+	d.CallID = ptr(callid.Of(call))
+	res := errorReply(status, d)
+	res.placed = true
+	return res
 }
 
-func (a *api) dispatchFailed(w http.ResponseWriter, r *http.Request, call *switchboardv1.Call, err error) {
+func (a *api) dispatchFailed(ctx context.Context, call *switchboardv1.Call, err error) reply {
 	code, msg := telephony.CodeDispatchError, "The carrier could not accept the call; it is safe to retry."
 	if de, ok := telephony.AsDispatchError(err); ok {
 		code, msg = de.Code, "The carrier could not accept the call ("+de.Reason+"); it is safe to retry."
 	}
-	if !a.recordFailedCall(r.Context(), w, call, code, msg) {
-		return
+	if failed := a.recordFailedCall(ctx, call, code, msg); failed != nil {
+		return *failed
 	}
-	writeErrorDetail(w, http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
+	res := errorReply(http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
+	res.placed = true
+	return res
 }
 
 // recordFailedCall creates the record of a call that never went out, failed
-// from the start: one write, so no reader ever sees it queued. It reports
-// false, having answered the request, when it could not.
-func (a *api) recordFailedCall(ctx context.Context, w http.ResponseWriter, call *switchboardv1.Call, code, msg string) bool {
+// from the start: one write, so no reader ever sees it queued. It returns
+// the reply to send instead when it could not.
+func (a *api) recordFailedCall(ctx context.Context, call *switchboardv1.Call, code, msg string) *reply {
 	if call.Annotations == nil {
 		call.Annotations = map[string]string{}
 	}
 	call.Annotations[switchboardv1.RefusalCodeAnnotation] = code
 	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
-	if err := a.cfg.Client.Create(ctx, call); err != nil {
+	if err := a.create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
-		writeDetail(w, http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
-		return false
+		failed := detailReply(http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
+		return &failed
 	}
-	return true
+	return nil
 }
 
 func (a *api) getCall(w http.ResponseWriter, r *http.Request) {
@@ -140,13 +262,18 @@ func (a *api) getCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	a.renderCall(w, r, http.StatusOK, call)
+}
+
+// renderCall answers with the call object.
+func (a *api) renderCall(w http.ResponseWriter, r *http.Request, status int, call *switchboardv1.Call) {
 	view, err := callview.Render(r.Context(), call, a.cfg.Recordings)
 	if err != nil {
 		a.cfg.Log.Error(err, "rendering call")
 		writeDetail(w, http.StatusServiceUnavailable, "The call could not be read; it is safe to retry.")
 		return
 	}
-	writeJSON(w, http.StatusOK, view)
+	writeJSON(w, status, view)
 }
 
 func (a *api) getRecording(w http.ResponseWriter, r *http.Request) {
@@ -171,11 +298,8 @@ func (a *api) getRecording(w http.ResponseWriter, r *http.Request) {
 // findCall resolves {callID} in the caller's organization, answering the
 // request itself (422, 404) when it cannot.
 func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.Call, bool) {
-	id := chi.URLParam(r, "callID")
-	if !callid.Valid(id) {
-		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
-			Msg: "String should match pattern '" + callid.Pattern + "'", Input: id,
-			Ctx: map[string]any{"pattern": callid.Pattern}}})
+	id, ok := callIDParam(w, r)
+	if !ok {
 		return nil, false
 	}
 	call, err := a.cfg.Calls.Get(r.Context(), organization(r.Context()), id)
@@ -191,8 +315,51 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 	return call, true
 }
 
-func newCall(ns string, req *createCallRequest) *switchboardv1.Call {
-	id := callid.New()
+// callIDParam is the {callID} of the path; a malformed one is answered
+// with the validation array.
+func callIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := chi.URLParam(r, "callID")
+	if !callid.Valid(id) {
+		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
+			Msg: "String should match pattern '" + callid.Pattern + "'", Input: id,
+			Ctx: map[string]any{"pattern": callid.Pattern}}})
+		return "", false
+	}
+	return id, true
+}
+
+// stopCall implements POST /v1/calls/{call_id}/stop: 202 with the call as
+// it is now; it ends shortly (canceled if it was not dialed yet,
+// api_hangup otherwise).
+func (a *api) stopCall(w http.ResponseWriter, r *http.Request) {
+	if call, ok := a.stop(w, r); ok {
+		a.renderCall(w, r, http.StatusAccepted, call)
+	}
+}
+
+// stop stops the call of the path, or answers why it cannot (404, 409).
+func (a *api) stop(w http.ResponseWriter, r *http.Request) (*switchboardv1.Call, bool) {
+	id, ok := callIDParam(w, r)
+	if !ok {
+		return nil, false
+	}
+	call, err := a.cfg.Stopper.Stop(r.Context(), organization(r.Context()), id)
+	switch {
+	case errors.Is(err, calls.ErrNotFound):
+		writeDetail(w, http.StatusNotFound, "Call not found.")
+	case errors.Is(err, calls.ErrNotActive):
+		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "call_not_active", CallID: ptr(id),
+			Error: "The call has already ended or failed; there is nothing to stop."})
+	case err != nil:
+		a.cfg.Log.Error(err, "stopping call")
+		writeDetail(w, http.StatusServiceUnavailable, "The call could not be stopped; it is safe to retry.")
+	default:
+		return call, true
+	}
+	return nil, false
+}
+
+func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
 	call := &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id),
 			Annotations: map[string]string{switchboardv1.AcceptedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}},

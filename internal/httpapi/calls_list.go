@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -41,24 +43,34 @@ func (a *api) listCalls(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	page, err := a.cfg.Calls.List(r.Context(), organization(r.Context()), q)
+	out, err := a.callPage(r.Context(), q)
 	if err != nil {
 		a.unavailable(w, err, "listing calls", "The calls could not be listed")
 		return
 	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// callPage is one page of the caller's calls matching q, rendered as call
+// objects, with the cursor of the next page. GET /v1/calls and the SDK's
+// list-calls (compat.go) share it.
+func (a *api) callPage(ctx context.Context, q history.CallQuery) (callList, error) {
+	page, err := a.cfg.Calls.List(ctx, organization(ctx), q)
+	if err != nil {
+		return callList{}, err
+	}
 	out := callList{Data: make([]callview.Call, 0, len(page.Calls)), HasMore: page.More}
 	for i := range page.Calls {
-		view, err := callview.Render(r.Context(), &page.Calls[i], a.cfg.Recordings)
+		view, err := callview.Render(ctx, &page.Calls[i], a.cfg.Recordings)
 		if err != nil {
-			a.unavailable(w, err, "rendering call", "The calls could not be listed")
-			return
+			return callList{}, fmt.Errorf("rendering call: %w", err)
 		}
 		out.Data = append(out.Data, view)
 	}
 	if page.More {
 		out.NextCursor = ptr(encodeCallCursor(history.KeyOf(&page.Calls[len(page.Calls)-1])))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // decodeCallQuery reads the filters, limit (1..1000, default 50) and cursor

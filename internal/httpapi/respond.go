@@ -4,26 +4,79 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 )
 
 // The one place that writes JSON, so every response, error or not, has the
 // documented shape and content type.
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	// Links are written as they are ("&", not "\u0026"): this is an API,
-	// not HTML.
+	body, err := encodeJSON(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"detail":"Internal Server Error"}`+"\n")
+	}
+	writeRaw(w, status, body)
+}
+
+// encodeJSON encodes v as every response body is encoded. Links are written
+// as they are ("&", not "\u0026"): this is an API, not HTML.
+func encodeJSON(v any) ([]byte, error) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		body.Reset()
-		body.WriteString(`{"detail":"Internal Server Error"}` + "\n")
-	}
+	err := enc.Encode(v)
+	return body.Bytes(), err
+}
+
+// writeRaw writes a JSON body already encoded (a replayed response).
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(body.Bytes())
+	_, _ = w.Write(body)
+}
+
+// reply is a response decided before it is written, so that it can be
+// stored and replayed (idempotent create). placed says the request created
+// a Call.
+type reply struct {
+	status int
+	body   any
+	placed bool
+	// call is the Call a 201 placed.
+	call *switchboardv1.Call
+	// retryAfter, when set, is sent as Retry-After (seconds).
+	retryAfter string
+}
+
+func writeReply(w http.ResponseWriter, r reply) {
+	if r.retryAfter != "" {
+		w.Header().Set("Retry-After", r.retryAfter)
+	}
+	writeJSON(w, r.status, r.body)
+}
+
+// response is r encoded for the idempotency store.
+func (r reply) response() idempotency.Response {
+	body, err := encodeJSON(r.body)
+	if err != nil {
+		return idempotency.Response{Status: http.StatusInternalServerError, Body: []byte(`{"detail":"Internal Server Error"}` + "\n")}
+	}
+	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, RetryAfter: r.retryAfter}
+}
+
+func detailReply(status int, msg string) reply {
+	return reply{status: status, body: stringDetail{Detail: msg}}
+}
+
+func errorReply(status int, d ErrorDetail) reply {
+	return reply{status: status, body: objectDetail{Detail: d}}
+}
+
+func validationReply(items []ValidationItem) reply {
+	return reply{status: http.StatusUnprocessableEntity, body: validationDetail{Detail: items}}
 }
 
 // stringDetail is the error body for auth and not-found errors.

@@ -16,7 +16,9 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -28,6 +30,12 @@ type Config struct {
 	Directory *directory.Directory
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
+	// Quota admits each new call against its organization's limits.
+	Quota *quota.Admission
+	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
+	Stopper *calls.Stopper
+	// Idempotency runs a create-call request once per Idempotency-Key.
+	Idempotency *idempotency.Keys
 	// Deliveries is the webhook delivery log (the history store).
 	Deliveries history.DeliveryLog
 	// WakeDeliveries, if set, tells this process's delivery worker that a
@@ -84,8 +92,15 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/", a.listCalls)
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
+			r.Post("/{callID}/stop", a.stopCall)
 		})
+		r.Get("/concurrency", a.getConcurrency)
 		r.Route("/webhook-endpoints", a.webhookRoutes)
+	})
+	// The hosted service's SDK paths, under the same keys (compat.go).
+	r.Group(func(r chi.Router) {
+		r.Use(authenticate(cfg.Keys, cfg.Now))
+		a.sdkRoutes(r)
 	})
 	return r
 }

@@ -14,6 +14,9 @@ func BuildRequest(call *switchboardv1.Call, from string, vars map[string]any, ag
 	if call.Status.AnsweredAt != nil {
 		req.AnsweredAt = &call.Status.AnsweredAt.Time
 	}
+	if call.Status.StoppedAt != nil {
+		req.StopAt = &call.Status.StoppedAt.Time
+	}
 	req.Trunk = call.Status.Trunk
 	if agent == nil {
 		return req

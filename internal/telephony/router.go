@@ -77,3 +77,11 @@ func (r *Router) Release(ctx context.Context, req Request) {
 		d.Release(ctx, req)
 	}
 }
+
+func (r *Router) Hangup(ctx context.Context, req Request) error {
+	d := r.pick(req)
+	if d == nil {
+		return errNoCarrier(req)
+	}
+	return d.Hangup(ctx, req)
+}

@@ -59,6 +59,9 @@ type Request struct {
 	// AnsweredAt is when the call was answered, as the Call's status
 	// recorded it; nil when it was not (yet).
 	AnsweredAt *time.Time
+	// StopAt is when the call was asked to stop (POST .../stop): it ends
+	// then, as api_hangup, unless it ended before. Nil: not asked.
+	StopAt *time.Time
 }
 
 // Phase is where a placed call is.
@@ -118,7 +121,17 @@ type Dialer interface {
 	// Release tells the carrier the call is fully processed: what it kept
 	// for Recording and Transcript can go.
 	Release(ctx context.Context, req Request)
+
+	// Hangup ends a placed call now, at req.StopAt: a ringing call is
+	// cancelled, an answered one hung up. Progress then reports it ended
+	// with DisconnectionReason APIHangup and the disposition observed.
+	// It is idempotent, and a no-op on a call that has ended.
+	Hangup(ctx context.Context, req Request) error
 }
+
+// APIHangup is the disconnection reason of a call stopped through the API
+// (or spec.stop).
+const APIHangup = "api_hangup"
 
 // ErrNoRecording is Recording's error for a connected call whose audio was
 // lost (an operator restart cut it off before it was written).

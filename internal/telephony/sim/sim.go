@@ -165,27 +165,56 @@ func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) er
 // Release has nothing to drop: the simulated carrier keeps no state.
 func (c *Carrier) Release(context.Context, telephony.Request) {}
 
-// Progress reports the call as of now, computed from placedAt alone. Calls
-// to the dispatch-failure numbers never went out, so they report Admit's
-// error.
+// Hangup has nothing to stop: Progress ends the call at req.StopAt.
+func (c *Carrier) Hangup(context.Context, telephony.Request) error { return nil }
+
+// Progress reports the call as of now, computed from placedAt alone (and
+// req.StopAt, when it was stopped). Calls to the dispatch-failure numbers
+// never went out, so they report Admit's error.
 func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, now time.Time) (telephony.Progress, error) {
 	if err := check(req); err != nil {
 		return telephony.Progress{}, err
 	}
+	p := c.unstopped(req, placedAt, now)
+	if req.StopAt == nil || req.StopAt.After(now) {
+		return p, nil
+	}
+	natural := c.unstopped(req, placedAt, *req.StopAt)
+	if natural.Phase == telephony.Ended {
+		return natural, nil // it ended before it was stopped
+	}
+	return stopped(natural, *req.StopAt, disposition(req.To)), nil
+}
+
+// unstopped is the call as of now had nobody stopped it.
+func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time) telephony.Progress {
 	d := disposition(req.To)
 	answeredAt := placedAt.Add(c.t.Ring)
 	if now.Before(answeredAt) {
-		return telephony.Progress{Phase: telephony.Ringing, NextCheck: answeredAt.Sub(now)}, nil
+		return telephony.Progress{Phase: telephony.Ringing, NextCheck: answeredAt.Sub(now)}
 	}
 	if !d.Connected() {
-		return ended(d, answeredAt, 0, nil), nil
+		return ended(d, answeredAt, 0, nil)
 	}
 	talk := c.talk(d)
 	endedAt := answeredAt.Add(talk)
 	if now.Before(endedAt) {
-		return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt, NextCheck: endedAt.Sub(now)}, nil
+		return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt, NextCheck: endedAt.Sub(now)}
 	}
-	return ended(d, endedAt, talk, &answeredAt), nil
+	return ended(d, endedAt, talk, &answeredAt)
+}
+
+// stopped ends at stopAt a call that was p then: as it was answered (d:
+// a person or a machine) if it had connected, as not answered if it was
+// ringing.
+func stopped(p telephony.Progress, stopAt time.Time, d telephony.Disposition) telephony.Progress {
+	out := telephony.Progress{Phase: telephony.Ended, EndedAt: &stopAt, Disposition: telephony.NoAnswer,
+		DisconnectionReason: telephony.APIHangup}
+	if p.Phase == telephony.Connected {
+		out.AnsweredAt, out.Duration = p.AnsweredAt, stopAt.Sub(*p.AnsweredAt)
+		out.Disposition = d
+	}
+	return out
 }
 
 // talk is how long a connected call of disposition d lasts.

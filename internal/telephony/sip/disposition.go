@@ -51,6 +51,9 @@ type Outcome struct {
 	// RingTimeout is set when we sent CANCEL because the ring timeout
 	// expired.
 	RingTimeout bool
+	// Stopped is set when we sent CANCEL (or gave up on the INVITE)
+	// because the call was stopped through the API.
+	Stopped bool
 	// TransportError is set when no final response came from the far end
 	// because the INVITE could not be sent, the connection failed or the
 	// transaction timed out. StatusCode is then ignored: a SIP stack's
@@ -106,7 +109,7 @@ func Disposition(o Outcome) telephony.Disposition {
 			return d
 		}
 	}
-	if o.RingTimeout && (status == 0 || status == requestTerminated) {
+	if (o.RingTimeout || o.Stopped) && (status == 0 || status == requestTerminated) {
 		return telephony.NoAnswer
 	}
 	if status == 0 {
@@ -133,6 +136,9 @@ var disconnectionReasons = map[telephony.Disposition]string{
 // that never connected, and "" for an answered one, whose reason depends on
 // who hangs up and on answering-machine detection.
 func DisconnectionReason(o Outcome) string {
+	if o.Stopped && Disposition(o) == telephony.NoAnswer {
+		return telephony.APIHangup
+	}
 	return disconnectionReasons[Disposition(o)]
 }
 

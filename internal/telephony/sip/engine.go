@@ -59,6 +59,10 @@ type CallSpec struct {
 	// crossed our CANCEL, or with unusable SDP). It runs on the call's
 	// goroutine: return quickly.
 	OnAnswer func(at time.Time)
+	// Stop, when closed, hangs the call up (the API's stop): a ringing
+	// call is cancelled (Outcome.Stopped), an answered one gets a BYE
+	// (HangupByAPI). Nil never stops.
+	Stop <-chan struct{}
 }
 
 // Step is one step of a script.
@@ -112,6 +116,8 @@ const (
 	// HangupByVoicemail: we hung up on an answering machine, at once or
 	// after leaving the message.
 	HangupByVoicemail = "voicemail"
+	// HangupByAPI: we hung up because CallSpec.Stop was closed.
+	HangupByAPI = "api"
 )
 
 // Speakers of transcript events.
@@ -411,6 +417,14 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	}
 	stop := context.AfterFunc(ctx, giveUp(context.Canceled))
 	defer stop()
+	stopped, release := stopContext(c.Stop)
+	defer release()
+	var wasStopped atomic.Bool // the cause may be giveUp's force-cancel
+	stopAPI := context.AfterFunc(stopped, func() {
+		wasStopped.Store(true)
+		giveUp(errStopped)()
+	})
+	defer stopAPI()
 	if t.RingTimeout > 0 {
 		ring := time.AfterFunc(t.RingTimeout, giveUp(errRingTimeout))
 		defer ring.Stop()
@@ -447,6 +461,7 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 		}
 	}
 	res.Outcome.RingTimeout = ringTimeout
+	res.Outcome.Stopped = wasStopped.Load()
 	if err == nil {
 		res.Answered, res.AnsweredAt = true, time.Now()
 		return res, true, nil
@@ -460,6 +475,9 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 		}
 		// The 200 crossed our CANCEL: the call is up, and we must ACK and
 		// BYE it. It counts as answered and ended at once.
+		if res.Outcome.Stopped {
+			res.HangupBy = HangupByAPI
+		}
 		ackCtx, cancelAck := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancelAck()
 		if d.DialogClientSession.Ack(ackCtx) == nil {
@@ -479,4 +497,24 @@ func (e *Engine) bye(d *diago.DialogClientSession) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 64*sipmsg.T1)
 	defer cancel()
 	return d.Hangup(ctx)
+}
+
+// errStopped is the cause of an INVITE or a call ended by CallSpec.Stop.
+var errStopped = errors.New("stopped through the API")
+
+// stopContext is done once stop is closed (never, for nil). Call release
+// once done with it.
+func stopContext(stop <-chan struct{}) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if stop == nil {
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

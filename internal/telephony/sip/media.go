@@ -50,7 +50,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	wg.Go(func() { m.play(w, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
-	callCtx, stop := e.callContext(ctx, d, c.MaxDuration, res.AnsweredAt)
+	callCtx, stop := e.callContext(ctx, d, c, res.AnsweredAt)
 	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
 	stop()
 	close(m.stop)
@@ -81,6 +81,8 @@ func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
 		return hangupBy, nil
 	case errors.Is(cause, errMaxDuration):
 		return HangupByMaxDuration, nil
+	case errors.Is(cause, errStopped):
+		return HangupByAPI, nil
 	default:
 		return HangupByAgent, ctx.Err()
 	}
@@ -92,20 +94,25 @@ var (
 	errMaxDuration  = errors.New("max duration")
 )
 
-// callContext is done when the callee hangs up, at maxDuration after the
-// answer, or when ctx ends, with errCalleeHangup, errMaxDuration or ctx's
-// error as its cause. Call stop once done with it.
-func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, maxDuration time.Duration, answeredAt time.Time) (context.Context, func()) {
+// callContext is done when the callee hangs up, at c.MaxDuration after the
+// answer, when c.Stop is closed, or when ctx ends, with errCalleeHangup,
+// errMaxDuration, errStopped or ctx's error as its cause. Call stop once
+// done with it.
+func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, c CallSpec, answeredAt time.Time) (context.Context, func()) {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopBye := context.AfterFunc(d.Context(), func() { cancel(errCalleeHangup) })
 	stopCtx := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	stopped, release := stopContext(c.Stop)
+	stopAPI := context.AfterFunc(stopped, func() { cancel(errStopped) })
 	stopMax := func() bool { return false }
-	if maxDuration > 0 {
-		stopMax = time.AfterFunc(time.Until(answeredAt.Add(maxDuration)), func() { cancel(errMaxDuration) }).Stop
+	if c.MaxDuration > 0 {
+		stopMax = time.AfterFunc(time.Until(answeredAt.Add(c.MaxDuration)), func() { cancel(errMaxDuration) }).Stop
 	}
 	return callCtx, func() {
 		stopBye()
 		stopCtx()
+		stopAPI()
+		release()
 		stopMax()
 		cancel(nil)
 	}

@@ -108,6 +108,9 @@ type session struct {
 	result     sip.Result
 	err        error
 	script     []sip.Step
+	// stop is closed, once, to hang the call up.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 func (d *Dialer) session(callID string) *session {
@@ -159,7 +162,8 @@ func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) e
 	}
 	spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
 	spec.RecordPath = d.spoolPath(req.CallID)
-	s := &session{call: call, trunk: trunkKey, recordPath: spec.RecordPath, script: spec.Script}
+	s := &session{call: call, trunk: trunkKey, recordPath: spec.RecordPath, script: spec.Script, stop: make(chan struct{})}
+	spec.Stop = s.stop
 	d.mu.Lock()
 	d.sessions[req.CallID] = s
 	d.mu.Unlock()
@@ -201,6 +205,15 @@ func (d *Dialer) run(s *session, trunk sip.Trunk, spec sip.CallSpec) {
 	d.cfg.WakeCall(s.call)
 }
 
+// Hangup cancels or hangs up the live call. A call this process no longer
+// has was cut off by a restart and is reported as such.
+func (d *Dialer) Hangup(_ context.Context, req telephony.Request) error {
+	if s := d.session(req.CallID); s != nil {
+		s.stopOnce.Do(func() { close(s.stop) })
+	}
+	return nil
+}
+
 // Progress reports the live session, or a call cut off by a restart.
 func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.Time) (telephony.Progress, error) {
 	s := d.session(req.CallID)
@@ -224,6 +237,7 @@ var hangupReasons = map[string]string{
 	sip.HangupByAgent:       "agent_hangup",
 	sip.HangupByMaxDuration: "max_duration",
 	sip.HangupByVoicemail:   "voicemail",
+	sip.HangupByAPI:         telephony.APIHangup,
 }
 
 func endedProgress(res sip.Result, endedAt time.Time) telephony.Progress {

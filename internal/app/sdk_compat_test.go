@@ -1,0 +1,155 @@
+package app_test
+
+// The hosted voice-AI service's official Node SDK (retell-sdk, pinned in
+// hack/sdk-compat) against the running operator: a backend written with it
+// changes its baseURL and keeps working.
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// sdkRun is what hack/sdk-compat/sdk-compat.js prints.
+type sdkRun struct {
+	Created    map[string]any `json:"created"`
+	Statuses   []string       `json:"statuses"`
+	Final      map[string]any `json:"final"`
+	FirstPage  sdkPage        `json:"firstPage"`
+	SecondPage sdkPage        `json:"secondPage"`
+	Ended      sdkPage        `json:"ended"`
+	Stopped    map[string]any `json:"stopped"`
+	Errors     map[string]struct {
+		Class  string         `json:"class"`
+		Status int            `json:"status"`
+		Error  map[string]any `json:"error"`
+	} `json:"errors"`
+}
+
+type sdkPage struct {
+	Items         []map[string]any `json:"items"`
+	HasMore       bool             `json:"has_more"`
+	PaginationKey *string          `json:"pagination_key"`
+}
+
+func (p sdkPage) ids() []any {
+	var ids []any
+	for _, c := range p.Items {
+		ids = append(ids, c["call_id"])
+	}
+	return ids
+}
+
+// TestSDKCompatNode runs hack/sdk-compat/sdk-compat.js: it places a call
+// with the SDK, polls it until analyzed, lists calls, and provokes errors;
+// the call it saw is the call GET /v1/calls/{id} shows.
+func TestSDKCompatNode(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skipf("node is not on PATH (the SDK needs Node.js 18 or later): %v", err)
+	}
+	dir := filepath.Join(repoRoot, "hack", "sdk-compat")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "retell-sdk")); err != nil {
+		t.Fatalf("hack/sdk-compat/node_modules is missing: run `npm ci --prefix hack/sdk-compat` (make test does it): %v", err)
+	}
+	o := newOrg(t)
+	// An older call, placed through /v1, for the list's second page.
+	older := o.createCall(t, "+14155557777", nil)
+
+	cmd := exec.Command(node, filepath.Join(dir, "sdk-compat.js"))
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_URL="+operator.baseURL, "SWITCHBOARD_API_KEY="+o.key,
+		"SWITCHBOARD_AGENT_ID="+o.agentID, "SWITCHBOARD_FROM_NUMBER="+agentFrom, "SWITCHBOARD_TO_NUMBER=+14155551234")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sdk-compat.js: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr.String())
+	}
+	var run sdkRun
+	if err := json.Unmarshal(stdout, &run); err != nil {
+		t.Fatalf("sdk-compat.js printed %q: %v", stdout, err)
+	}
+
+	// createPhoneCall answered the new call, registered.
+	id, _ := run.Created["call_id"].(string)
+	g.Expect(id).To(MatchRegexp(`^call_[0-9a-f]{32}$`))
+	g.Expect(run.Created).To(And(HaveKeyWithValue("call_status", "registered"), HaveKeyWithValue("call_type", "phone_call"),
+		HaveKeyWithValue("agent_id", o.agentID), HaveKeyWithValue("direction", "outbound"),
+		HaveKeyWithValue("from_number", agentFrom), HaveKeyWithValue("to_number", "+14155551234"),
+		HaveKeyWithValue("metadata", map[string]any{"order": 7.0}),
+		HaveKeyWithValue("retell_llm_dynamic_variables", map[string]any{"customer_name": "Ada"})))
+
+	// retrieve saw it go out and end, then analyzed.
+	g.Expect(run.Statuses).To(Equal([]string{"registered", "ongoing", "ended"}))
+	final := run.Final
+	g.Expect(final).To(And(HaveKeyWithValue("call_id", id), HaveKeyWithValue("call_status", "ended"),
+		HaveKeyWithValue("disconnection_reason", "agent_hangup"), HaveKey("start_timestamp"), HaveKey("end_timestamp"),
+		HaveKey("duration_ms"), HaveKey("recording_url")))
+	analysis, _ := final["call_analysis"].(map[string]any)
+	g.Expect(analysis).To(And(HaveKeyWithValue("in_voicemail", false), HaveKey("call_summary"),
+		HaveKeyWithValue("custom_analysis_data", HaveKeyWithValue("customer_name", "Ada"))))
+
+	// The same call through /v1: the same times, length, analysis, data.
+	v1 := o.getCall(t, id)
+	g.Expect(v1).To(And(HaveKeyWithValue("status", "ended"), HaveKeyWithValue("source", "api")))
+	g.Expect(final["start_timestamp"]).To(BeNumerically("==", millis(t, v1["started_at"])))
+	g.Expect(final["end_timestamp"]).To(BeNumerically("==", millis(t, v1["ended_at"])))
+	g.Expect(final["duration_ms"]).To(Equal(v1["duration_ms"]))
+	g.Expect(final["metadata"]).To(Equal(v1["metadata"]))
+	g.Expect(final["retell_llm_dynamic_variables"]).To(Equal(v1["variables"]))
+	g.Expect(analysis["call_summary"]).To(Equal(v1["analysis"].(map[string]any)["summary"]))
+	g.Expect(analysis["custom_analysis_data"]).To(Equal(v1["analysis"].(map[string]any)["extracted_data"]))
+	// Its recording_url is a working link to the recording.
+	rec, err := http.Get(final["recording_url"].(string)) //nolint:noctx // test
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = rec.Body.Close()
+	g.Expect(rec.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(rec.Header.Get("Content-Type")).To(HavePrefix("audio/"))
+
+	// list: the agent's calls newest first, a page at a time, /v1's call included.
+	g.Expect(run.FirstPage.ids()).To(Equal([]any{id}))
+	g.Expect(run.FirstPage.HasMore).To(BeTrue())
+	g.Expect(run.FirstPage.PaginationKey).NotTo(BeNil())
+	g.Expect(run.SecondPage.ids()).To(Equal([]any{older}))
+	g.Expect(run.SecondPage.HasMore).To(BeFalse())
+	g.Expect(run.SecondPage.PaginationKey).To(BeNil())
+	g.Expect(run.Ended.ids()).To(Equal([]any{id}), "ended calls to +14155551234")
+	g.Expect(run.Ended.Items[0]).To(HaveKeyWithValue("call_status", "ended"))
+
+	// Errors arrive as the SDK's error classes, with /v1's bodies.
+	errs := run.Errors
+	g.Expect(errs["missingVariables"].Class).To(Equal("UnprocessableEntityError"))
+	g.Expect(errs["missingVariables"].Error).To(HaveKeyWithValue("detail", And(
+		HaveKeyWithValue("error_code", "missing_variables"), HaveKeyWithValue("missing_variables", []any{"customer_name"}))))
+	g.Expect(errs["notFound"].Class).To(Equal("NotFoundError"))
+	g.Expect(errs["notFound"].Error).To(HaveKeyWithValue("detail", "Call not found."))
+	g.Expect(errs["ascending"].Status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(errs["badKey"].Class).To(Equal("AuthenticationError"))
+	g.Expect(errs["stopEnded"].Class).To(Equal("ConflictError"))
+	g.Expect(errs["stopEnded"].Error).To(HaveKeyWithValue("detail", HaveKeyWithValue("error_code", "call_not_active")))
+
+	// stop hung up the call it stopped while it was out.
+	g.Expect(run.Stopped).To(And(HaveKeyWithValue("call_status", "ended"), HaveKeyWithValue("disconnection_reason", "manual_stopped")))
+	// No call was placed by the failed create.
+	g.Expect(countCalls(t, o.ns)).To(Equal(3))
+}
+
+// millis reads a call object's timestamp as epoch milliseconds.
+func millis(t *testing.T, ts any) int64 {
+	t.Helper()
+	s, _ := ts.(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("timestamp %v: %v", ts, err)
+	}
+	return at.UnixMilli()
+}
