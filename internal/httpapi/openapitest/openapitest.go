@@ -7,6 +7,7 @@ package openapitest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -424,7 +425,7 @@ func describe(problems []*liberrors.ValidationError) error {
 			line += ": " + p.Reason
 		}
 		for _, s := range p.SchemaValidationErrors {
-			where := cmpOr(s.FieldPath, s.KeywordLocation)
+			where := cmp.Or(s.FieldPath, s.KeywordLocation)
 			line += fmt.Sprintf("\n    at %s: %s", where, s.Reason)
 		}
 		lines = append(lines, line)
@@ -433,13 +434,6 @@ func describe(problems []*liberrors.ValidationError) error {
 		return errors.New("invalid, with no reason given")
 	}
 	return errors.New(strings.Join(lines, "\n  "))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // closeObjects adds additionalProperties: false to every object schema
