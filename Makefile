@@ -131,18 +131,31 @@ build: manifests generate ## Build the manager binary into bin/.
 # ARGS passes flags to the binary: make run ARGS="--call-retention=30s".
 ARGS ?=
 
+# The binary is built, then exec'd rather than started by `go run`: go run
+# exits 1 when it is interrupted itself, so Ctrl-C would end with
+# "make: *** [run] Error 1" even after a clean shutdown. Exec'd, the
+# binary's own exit status (0 after Ctrl-C or SIGTERM) is the recipe's.
 .PHONY: run
 run: manifests generate ## Start a complete local instance (control plane, operator, REST API, demo data; state kept in .dev/).
-	SWITCHBOARD_ASSETS="$$(hack/setup-envtest.sh)" go run ./cmd/switchboard --dev $(ARGS)
+	go build -o $(LOCALBIN)/switchboard-dev ./cmd/switchboard
+	SWITCHBOARD_ASSETS="$$(hack/setup-envtest.sh)" exec $(LOCALBIN)/switchboard-dev --dev $(ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image.
 	docker build -t $(IMG) .
 
+# The installer names the image the cluster pulls, so it has no default:
+# switchboard:dev exists on no registry.
 .PHONY: build-installer
-build-installer: manifests generate ## Write dist/install.yaml: CRDs and the manager, one file.
+build-installer: require-img manifests generate ## Write dist/install.yaml for IMG: CRDs and the manager, one file.
 	mkdir -p dist
 	$(KUSTOMIZE) config/default | sed 's|image: controller:latest|image: $(IMG)|' > dist/install.yaml
+
+.PHONY: require-img
+require-img:
+	@if [ "$(origin IMG)" = file ] || [ -z "$(IMG)" ]; then \
+		echo "IMG is not set: name the image the installer deploys, for example" >&2; \
+		echo "  make build-installer IMG=registry.example.com/switchboard:v0.1.0" >&2; exit 1; fi
 
 ##@ Deployment
 

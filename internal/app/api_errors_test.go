@@ -247,6 +247,13 @@ func TestCreateCallMissingVariables(t *testing.T) {
 		{"no variables", func(b map[string]any) { delete(b, "variables") }, []any{"appointment_time", "clinic", "customer_name"}},
 		{"variables null", func(b map[string]any) { b["variables"] = nil }, []any{"appointment_time", "clinic", "customer_name"}},
 		{"empty variables", func(b map[string]any) { b["variables"] = map[string]any{} }, []any{"appointment_time", "clinic", "customer_name"}},
+		// A value that gives the script nothing to say counts as missing.
+		{"null, empty and blank values", func(b map[string]any) {
+			b["variables"] = map[string]any{"customer_name": nil, "appointment_time": "", "clinic": "  "}
+		}, []any{"appointment_time", "clinic", "customer_name"}},
+		{"one null among values", func(b map[string]any) {
+			b["variables"] = map[string]any{"customer_name": "Ada", "appointment_time": 0, "clinic": nil}
+		}, []any{"clinic"}},
 		// missing_variables comes before from_number_mismatch (spec table order).
 		{"missing, with a wrong from_number", func(b map[string]any) {
 			b["variables"] = map[string]any{"customer_name": "Ada", "clinic": "Main St"}
@@ -474,9 +481,6 @@ func TestCreateCallAliases(t *testing.T) {
 
 func TestCreateCallValidation(t *testing.T) {
 	o := newOrg(t)
-	big := map[string]any{"agent_id": o.agentID, "to_number": "+14155551234",
-		"variables": map[string]any{"customer_name": "Ada"},
-		"metadata":  map[string]any{"blob": strings.Repeat("x", 65<<10)}}
 	tests := []struct {
 		name string
 		body any
@@ -536,7 +540,6 @@ func TestCreateCallValidation(t *testing.T) {
 				{loc: []any{"body", "to_number"}, typ: "value_error"},
 				{loc: []any{"body", "metadata"}, typ: "dict_type"},
 			}},
-		{"body over 64 KiB", big, []validationItem{{loc: []any{"body"}, typ: "too_long"}}},
 	}
 	start := countCalls(t, o.ns)
 	for _, tt := range tests {
@@ -549,14 +552,101 @@ func TestCreateCallValidation(t *testing.T) {
 	}
 	NewWithT(t).Expect(countCalls(t, o.ns)).To(Equal(start))
 
-	t.Run("a body just under 64 KiB is accepted", func(t *testing.T) {
-		body := o.callBody("+14155551234", func(b map[string]any) { b["metadata"] = map[string]any{"blob": ""} })
+	// The body limit counts every byte, ignored fields too.
+	padded := func(size int) []byte {
+		body := o.callBody("+14155551234", func(b map[string]any) { b["notes"] = "" })
 		j, err := json.Marshal(body)
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		body["metadata"] = map[string]any{"blob": strings.Repeat("x", 64<<10-len(j))}
-		r := do(t, "POST", "/v1/calls", o.key, body)
-		expectStatusJSON(t, r, http.StatusCreated)
+		body["notes"] = strings.Repeat("x", size-len(j))
+		j, err = json.Marshal(body)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(j).To(HaveLen(size))
+		return j
+	}
+	t.Run("a body of 64 KiB is accepted", func(t *testing.T) {
+		expectStatusJSON(t, do(t, "POST", "/v1/calls", o.key, padded(64<<10)), http.StatusCreated)
 	})
+	t.Run("a body over 64 KiB is 413", func(t *testing.T) {
+		before := countCalls(t, o.ns)
+		for _, body := range [][]byte{padded(64<<10 + 1), padded(1 << 20)} {
+			msg := expectStringDetail(t, do(t, "POST", "/v1/calls", o.key, body), http.StatusRequestEntityTooLarge)
+			NewWithT(t).Expect(msg).To(ContainSubstring("65536 bytes"), "the 413 names the limit")
+		}
+		NewWithT(t).Expect(countCalls(t, o.ns)).To(Equal(before), "a refused body left a Call behind")
+	})
+}
+
+// TestCreateCallStrictInput: bodies that used to be accepted and misread,
+// or accepted and then failed with a 5xx, are 422 with the validation
+// array, and nothing is created.
+func TestCreateCallStrictInput(t *testing.T) {
+	o := newOrg(t)
+	valid := `"agent_id":"` + o.agentID + `","variables":{"customer_name":"Ada"}`
+	body := func(extra string) string { return `{` + valid + `,"to_number":"+14155551234",` + extra + `}` }
+	nested := strings.Repeat(`{"a":`, 9) + "1" + strings.Repeat("}", 9)
+	manyVars := make([]string, 65)
+	for i := range manyVars {
+		manyVars[i] = fmt.Sprintf(`"v%d":%d`, i, i)
+	}
+	long := strings.Repeat("5", 5000)
+	tests := []struct {
+		name string
+		body string
+		want validationItem
+	}{
+		// Once a 503 "safe to retry" (the API server cannot read the number)
+		// and an ERROR log with a stack trace.
+		{"metadata number beyond a float64", body(`"metadata":{"n":1e400}`),
+			validationItem{loc: []any{"body", "metadata", "n"}, typ: "finite_number", input: "1e400"}},
+		{"variables number beyond a float64", `{` + valid[:len(valid)-1] + `,"n":-1e400},"to_number":"+14155551234"}`,
+			validationItem{loc: []any{"body", "variables", "n"}, typ: "finite_number", input: "-1e400"}},
+		{"more digits than E.164 allows", `{` + valid + `,"to_number":"+4930123456789012"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error", input: "+4930123456789012"}},
+		// Once dialed as +14155550123.
+		{"a leading minus", `{` + valid + `,"to_number":"-14155550123"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error", input: "-14155550123"}},
+		{"a plus inside", `{` + valid + `,"to_number":"+1+4155551234"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error"}},
+		{"a stray symbol", `{` + valid + `,"to_number":"415-555-1234#"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error"}},
+		{"a trailing separator", `{` + valid + `,"to_number":"(415) 555-1234-"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error"}},
+		{"a number sent twice", body(`"to_number":"+14155550001"`),
+			validationItem{loc: []any{"body", "to_number"}, typ: "duplicate_key", input: "to_number"}},
+		{"a metadata key sent twice", body(`"metadata":{"crm":"a","crm":"b"}`),
+			validationItem{loc: []any{"body", "metadata", "crm"}, typ: "duplicate_key", input: "crm"}},
+		{"not UTF-8", body("\"metadata\":{\"name\":\"Jos\xe9\"}"),
+			validationItem{loc: []any{"body"}, typ: "json_invalid", locPrefix: true}},
+		{"metadata nested too deep", body(`"metadata":` + nested),
+			validationItem{loc: []any{"body", "metadata", "a", "a", "a", "a", "a", "a", "a", "a"}, typ: "too_deep"}},
+		{"metadata over 16 KiB", body(`"metadata":{"blob":"` + strings.Repeat("x", 16<<10) + `"}`),
+			validationItem{loc: []any{"body", "metadata"}, typ: "too_long"}},
+		{"more than 64 variables", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"Ada",` +
+			strings.Join(manyVars[:64], ",") + `}}`,
+			validationItem{loc: []any{"body", "variables"}, typ: "too_long"}},
+		{"an empty variable name", `{` + valid[:len(valid)-1] + `,"":"x"},"to_number":"+14155551234"}`,
+			validationItem{loc: []any{"body", "variables", ""}, typ: "string_too_short", input: ""}},
+		{"a variable name over 128 characters", `{` + valid[:len(valid)-1] + `,"` + strings.Repeat("n", 129) + `":"x"},"to_number":"+14155551234"}`,
+			validationItem{loc: []any{"body", "variables", strings.Repeat("n", 129)}, typ: "string_too_long"}},
+		{"a variable value over 4096 characters", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"` +
+			strings.Repeat("A", 4097) + `"}}`,
+			validationItem{loc: []any{"body", "variables", "customer_name"}, typ: "string_too_long"}},
+		// A long input is echoed cut to 256 characters and "…".
+		{"a 5000-character to_number", `{` + valid + `,"to_number":"` + long + `"}`,
+			validationItem{loc: []any{"body", "to_number"}, typ: "value_error", input: long[:256] + "…"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := countCalls(t, o.ns)
+			r := do(t, "POST", "/v1/calls", o.key, tt.body)
+			items := expectValidation(t, r, tt.want)
+			NewWithT(t).Expect(len(r.raw)).To(BeNumerically("<", 2<<10), "a 422 of %d bytes", len(r.raw))
+			if s, ok := items[0]["input"].(string); ok {
+				NewWithT(t).Expect(len([]rune(s))).To(BeNumerically("<=", 257), "input echoed in full")
+			}
+			NewWithT(t).Expect(countCalls(t, o.ns)).To(Equal(before), "an invalid request left a Call behind")
+		})
+	}
 }
 
 func TestCreateCallNormalisesToNumber(t *testing.T) {

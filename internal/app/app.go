@@ -186,10 +186,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := directory.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase); err != nil {
+	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
@@ -202,16 +199,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	dialer := &telephony.Router{}
-	if !opts.DisableSimulator {
-		dialer.Sim = sim.New(opts.SimTimings)
-	}
-	var sipCalls *sipStack
-	if !opts.SIP.Disabled {
-		if sipCalls, err = newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log); err != nil {
-			return nil, err
-		}
-		dialer.SIP = sipCalls.dialer
+	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
+	if err != nil {
+		return nil, err
 	}
 	opts.Webhooks = opts.Webhooks.withDefaults()
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
@@ -229,12 +219,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		}
 	}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
-	idempotencyLog := opts.Log.WithName("idempotency")
-	keysOnce := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
-		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
-		OnError: func(err error) { idempotencyLog.Error(err, "storing the response of an idempotent create") }}
-	if err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
-		OnError: func(err error) { idempotencyLog.Error(err, "removing expired idempotency keys") }}); err != nil {
+	keysOnce, err := idempotencyKeys(mgr, opts)
+	if err != nil {
 		return nil, err
 	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
@@ -432,4 +418,42 @@ func (s *apiServer) Start(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// indexFields registers the cache indexes the REST API reads.
+func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := directory.IndexFields(ctx, indexer); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase)
+}
+
+// idempotencyKeys makes POST /v1/calls idempotent per key, and sweeps
+// expired keys on the leader.
+func idempotencyKeys(mgr manager.Manager, opts Options) (*idempotency.Keys, error) {
+	log := opts.Log.WithName("idempotency")
+	keys := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
+		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
+		OnError: func(err error) { log.Error(err, "storing the response of an idempotent create") }}
+	err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
+		OnError: func(err error) { log.Error(err, "removing expired idempotency keys") }})
+	return keys, err
+}
+
+// newDialer routes each call to the simulated carrier or a SIP trunk, as
+// enabled; sipCalls is nil when SIP is off.
+func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts Options) (*telephony.Router, *sipStack, error) {
+	dialer := &telephony.Router{}
+	if !opts.DisableSimulator {
+		dialer.Sim = sim.New(opts.SimTimings)
+	}
+	if opts.SIP.Disabled {
+		return dialer, nil, nil
+	}
+	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	dialer.SIP = sipCalls.dialer
+	return dialer, sipCalls, nil
 }

@@ -85,12 +85,31 @@ func (s *soak) run(duration time.Duration, rate int, sample time.Duration) {
 	s.b.Logf("%8s %8s %9s %15s %9s %13s %9s %10s %10s", "elapsed", "placed", "in-cluster",
 		"apiserver-RSS", "etcd-RSS", "operator-RSS", "Go-heap", "store", "events")
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	next := s.start.Add(sample)
+	sampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(sample)
+		defer t.Stop()
+		for {
+			select {
+			case <-sampling:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	}()
+	// Calls are placed on a schedule (the i-th at start + i/rate), not on a
+	// ticker, which drops ticks when the machine is busy.
 	var posts sync.WaitGroup
-	for i := 0; time.Since(s.start) < duration; i++ {
-		<-tick.C
+	interval := time.Second / time.Duration(rate)
+	for i := 0; ; i++ {
+		at := s.start.Add(time.Duration(i) * interval)
+		if at.Sub(s.start) >= duration {
+			break
+		}
+		time.Sleep(time.Until(at))
 		posts.Add(1)
 		go func() {
 			defer posts.Done()
@@ -103,12 +122,10 @@ func (s *soak) run(duration time.Duration, rate int, sample time.Duration) {
 			}
 			s.placed = append(s.placed, id)
 		}()
-		if time.Now().After(next) {
-			s.sample()
-			next = next.Add(sample)
-		}
 	}
 	posts.Wait()
+	close(sampling)
+	<-sampled
 	// Drain: every call ends and is analyzed, every event arrives.
 	want := 3 * len(s.placed)
 	deadline := time.Now().Add(10 * time.Minute)

@@ -280,8 +280,8 @@ func TestWebhookAPI_CreateValidation(t *testing.T) {
 		{"every problem", map[string]any{"events": 1, "description": 2, "disabled": 3}, []validationItem{
 			{loc: []any{"body", "url"}, typ: "missing"}, {loc: []any{"body", "events"}, typ: "list_type"},
 			{loc: []any{"body", "description"}, typ: "string_type"}, {loc: []any{"body", "disabled"}, typ: "bool_type"}}, ""},
-		{"body too large", `{"url":"https://example.com","description":"` + strings.Repeat("x", 64<<10) + `"}`,
-			[]validationItem{{loc: []any{"body"}, typ: "too_long"}}, ""},
+		{"key twice", `{"url":"https://example.com","url":"https://203.0.113.7"}`,
+			[]validationItem{{loc: []any{"body", "url"}, typ: "duplicate_key", input: "url"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,6 +291,10 @@ func TestWebhookAPI_CreateValidation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("body too large", func(t *testing.T) {
+		r := do(t, "POST", "/v1/webhook-endpoints", o.key, `{"url":"https://example.com","description":"`+strings.Repeat("x", 64<<10)+`"}`)
+		NewWithT(t).Expect(expectStringDetail(t, r, http.StatusRequestEntityTooLarge)).To(ContainSubstring("65536 bytes"))
+	})
 	NewWithT(t).Expect(countEndpoints(t, o.ns)).To(BeZero(), "a refused request left an endpoint behind")
 }
 

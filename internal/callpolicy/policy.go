@@ -11,6 +11,7 @@ package callpolicy
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
@@ -82,7 +83,7 @@ func checkActive(a *switchboardv1.Agent, _ Request, _ *numberlists.Index) *Rejec
 func checkVariables(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {
 	var missing []string
 	for _, name := range a.Spec.RequiredVariables {
-		if _, ok := req.Variables[name]; !ok {
+		if blank(req.Variables[name]) {
 			missing = append(missing, name)
 		}
 	}
@@ -92,6 +93,13 @@ func checkVariables(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *
 	slices.Sort(missing)
 	return &Rejection{Code: CodeMissingVariables, MissingVariables: missing,
 		Message: fmt.Sprintf("The agent requires variables that were not provided: %v.", missing)}
+}
+
+// blank reports whether a required variable's value gives the script
+// nothing to say: absent, null, or a string of nothing but spaces.
+func blank(v any) bool {
+	s, isString := v.(string)
+	return v == nil || isString && strings.TrimSpace(s) == ""
 }
 
 func checkFromNumber(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {

@@ -18,7 +18,7 @@ func TestCheckOrderAndCodes(t *testing.T) {
 		mutate(&a.Spec)
 		return a
 	}
-	ok := Request{Namespace: "org", ToNumber: "+14155551234", Variables: map[string]any{"a": 1, "b": nil}}
+	ok := Request{Namespace: "org", ToNumber: "+14155551234", Variables: map[string]any{"a": 1, "b": "x"}}
 	tests := []struct {
 		name  string
 		agent *switchboardv1.Agent
@@ -68,6 +68,38 @@ func TestMissingVariablesListsSortedKeys(t *testing.T) {
 	}
 	if rej.RecordsFailedCall() {
 		t.Fatal("missing_variables must not leave a call record")
+	}
+}
+
+// TestBlankRequiredVariablesAreMissing: a required variable sent as null or
+// as an empty (or all-space) string gives the script nothing to say, so it
+// is as missing as an absent one; any other value, 0 and false included,
+// is present.
+func TestBlankRequiredVariablesAreMissing(t *testing.T) {
+	a := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{RequiredVariables: []string{"v"}}}
+	for _, tt := range []struct {
+		name    string
+		value   any
+		missing bool
+	}{
+		{"null", nil, true},
+		{"empty string", "", true},
+		{"spaces", " \t ", true},
+		{"text", "Ada", false},
+		{"text with spaces", " Ada ", false},
+		{"zero", 0.0, false},
+		{"false", false, false},
+		{"empty object", map[string]any{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rej := Check(a, Request{Variables: map[string]any{"v": tt.value}}, nil)
+			if got := rej != nil && rej.Code == CodeMissingVariables; got != tt.missing {
+				t.Fatalf("Check() = %+v, want missing %v", rej, tt.missing)
+			}
+			if tt.missing && (len(rej.MissingVariables) != 1 || rej.MissingVariables[0] != "v") {
+				t.Fatalf("missing_variables = %v, want [v]", rej.MissingVariables)
+			}
+		})
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -63,8 +61,8 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 		FromNumber:          nonEmpty(firstNonEmpty(c.Status.FromNumber, c.Spec.FromNumber)),
 		DurationMS:          c.Status.DurationMS,
 		DisconnectionReason: nonEmpty(c.Status.DisconnectionReason),
-		Variables:           object(c.Spec.Variables),
-		Metadata:            object(c.Spec.Metadata),
+		Variables:           object(c.VariablesJSON()),
+		Metadata:            object(c.MetadataJSON()),
 	}
 	if c.Status.StartedAt != nil {
 		out.StartedAt = timestamp(c.Status.StartedAt.Time)
@@ -95,11 +93,11 @@ func timestamp(t time.Time) *string {
 	return &s
 }
 
-func object(j *apiextensionsv1.JSON) json.RawMessage {
-	if j == nil || len(j.Raw) == 0 || string(j.Raw) == "null" {
+func object(raw []byte) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
 		return emptyObject
 	}
-	return json.RawMessage(j.Raw)
+	return json.RawMessage(raw)
 }
 
 // extractedData renders the stored list as one object; a missing value is null.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,9 +44,8 @@ type recordingLink struct {
 // response.
 func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	key, sent := r.Header["Idempotency-Key"]
@@ -130,7 +128,7 @@ func (a *api) admitted(ctx context.Context, ns string, req *createCallRequest, c
 	}
 	if err := a.create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "creating call", "namespace", ns)
-		return detailReply(http.StatusServiceUnavailable, "The call could not be queued; it is safe to retry.")
+		return unavailableReply("The call could not be queued; it is safe to retry.")
 	}
 	return reply{status: http.StatusCreated, placed: true, call: call, body: callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
@@ -161,7 +159,7 @@ func (a *api) overQuota(err error) reply {
 	var exceeded *quota.Exceeded
 	if !errors.As(err, &exceeded) {
 		a.cfg.Log.Error(err, "checking limits")
-		return detailReply(http.StatusServiceUnavailable, "The organization's limits could not be checked; it is safe to retry.")
+		return unavailableReply("The organization's limits could not be checked; it is safe to retry.")
 	}
 	res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
 	res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
@@ -201,7 +199,7 @@ func (a *api) agentLookupFailed(agentID string, err error) reply {
 		msg = "Several agents in this organization resolve to " + agentID + "; give each a distinct spec.id."
 	case !errors.Is(err, directory.ErrNotFound):
 		a.cfg.Log.Error(err, "looking up agent")
-		return detailReply(http.StatusServiceUnavailable, "The agent could not be looked up; it is safe to retry.")
+		return unavailableReply("The agent could not be looked up; it is safe to retry.")
 	}
 	return errorReply(http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
 }
@@ -251,7 +249,7 @@ func (a *api) recordFailedCall(ctx context.Context, call *switchboardv1.Call, co
 	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
 	if err := a.create(ctx, call); err != nil {
 		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
-		failed := detailReply(http.StatusServiceUnavailable, "The call could not be recorded; it is safe to retry.")
+		failed := unavailableReply("The call could not be recorded; it is safe to retry.")
 		return &failed
 	}
 	return nil
@@ -370,12 +368,8 @@ func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
 			Source:     switchboardv1.SourceAPI,
 		},
 	}
-	if req.RawVars != nil {
-		call.Spec.Variables = &apiextensionsv1.JSON{Raw: req.RawVars}
-	}
-	if req.Metadata != nil {
-		call.Spec.Metadata = &apiextensionsv1.JSON{Raw: req.Metadata}
-	}
+	call.SetVariables(req.RawVars)
+	call.SetMetadata(req.Metadata)
 	return call
 }
 

@@ -36,9 +36,8 @@ func (a *api) stopSDKCall(w http.ResponseWriter, r *http.Request) {
 // createPhoneCall is call.createPhoneCall: POST /v1/calls, answering the
 // new call as the SDK's call object (call_status registered).
 func (a *api) createPhoneCall(w http.ResponseWriter, r *http.Request) {
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	req, invalid := decodeCreatePhoneCall(body, a.cfg.DefaultRegion)
@@ -74,9 +73,8 @@ func (a *api) writeSDKCall(w http.ResponseWriter, r *http.Request, status int, c
 
 // listSDKCalls is call.list: GET /v1/calls with the body's filters.
 func (a *api) listSDKCalls(w http.ResponseWriter, r *http.Request) {
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	q, none, invalid := decodeSDKListCalls(body, a.cfg.DefaultRegion)

@@ -6,17 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/nyaruka/phonenumbers"
 )
 
-// MaxBodyBytes bounds a create-call request: variables and metadata are
-// stored in the Call resource, and etcd holds objects of about 1.5 MiB.
-const MaxBodyBytes = 64 << 10
+// Limits of a create-call request (README, "Limits"). Variables and
+// metadata are stored in the Call resource, which every live call is and
+// etcd holds at about 1.5 MiB each; they also travel in every event. The
+// body limit binds before the others add up: 64 variables of 4096
+// characters do not fit in 64 KiB.
+const (
+	// MaxBodyBytes bounds a request body (create-call and webhook
+	// endpoints); a longer one is 413.
+	MaxBodyBytes = 64 << 10
+	// MaxMetadataBytes bounds metadata, measured as compact JSON (what is
+	// stored), so indentation does not count.
+	MaxMetadataBytes = 16 << 10
+	// MaxJSONDepth bounds how deeply metadata and variables nest objects
+	// and arrays, the object itself counting as 1.
+	MaxJSONDepth = 8
+	// MaxVariables bounds the number of variables of a call.
+	MaxVariables = 64
+	// MaxVariableNameChars bounds a variable's name, in characters.
+	MaxVariableNameChars = 128
+	// MaxVariableValueChars bounds a variable's value: a string's
+	// characters, or another value's compact JSON.
+	MaxVariableValueChars = 4096
+)
 
 // Field names and the aliases accepted for them, first match wins. The
 // variables aliases let requests written for the third-party create-call
@@ -32,8 +56,8 @@ type createCallRequest struct {
 	ToNumber   string          // E.164
 	FromNumber string          // E.164 or empty
 	Variables  map[string]any  // never nil
-	RawVars    json.RawMessage // as sent, stored untouched
-	Metadata   json.RawMessage // as sent, stored untouched; nil when absent
+	RawVars    json.RawMessage // as sent, compacted; nil when absent
+	Metadata   json.RawMessage // as sent, compacted; nil when absent
 }
 
 // decoder collects every validation problem, as the 422 array reports all.
@@ -43,19 +67,22 @@ type decoder struct {
 	region string
 }
 
-// readBody reads at most MaxBodyBytes; a longer body is a validation error.
-func readBody(r *http.Request) ([]byte, *ValidationItem) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, &ValidationItem{Type: "body_read_error", Loc: []any{"body"},
-			Msg: "The request body could not be read.", Input: nil}
+// readBody reads a request body of at most MaxBodyBytes. When it cannot, it
+// answers the request itself (413 for a longer body) and reports false.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeDetail(w, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("The request body is larger than the limit of %d bytes (64 KiB).", MaxBodyBytes))
+		return nil, false
+	case err != nil:
+		writeValidation(w, []ValidationItem{{Type: "body_read_error", Loc: []any{"body"},
+			Msg: "The request body could not be read.", Input: nil}})
+		return nil, false
 	}
-	if len(body) > MaxBodyBytes {
-		return nil, &ValidationItem{Type: "too_long", Loc: []any{"body"},
-			Msg:   fmt.Sprintf("Request body should have at most %d bytes.", MaxBodyBytes),
-			Input: nil, Ctx: map[string]any{"max_length": MaxBodyBytes}}
-	}
-	return body, nil
+	return body, true
 }
 
 func decodeCreateCall(body []byte, region string) (*createCallRequest, []ValidationItem) {
@@ -69,16 +96,21 @@ func decodeCreateCall(body []byte, region string) (*createCallRequest, []Validat
 		FromNumber: d.phone("from_number", false),
 	}
 	req.RawVars, req.Variables = d.variables()
-	req.Metadata = d.object([]string{"metadata"})
+	req.Metadata = d.metadata()
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
 	return req, nil
 }
 
+// parseObject reads a body that must be a JSON object, in UTF-8, with no
+// key twice (which of two values was meant is anyone's guess).
 func (d *decoder) parseObject(body []byte) []ValidationItem {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
+	}
+	if !utf8.Valid(body) {
+		return []ValidationItem{invalidUTF8(body)}
 	}
 	// One parse on the hot path; the error path re-reads the body to
 	// tell malformed JSON from JSON that is not an object.
@@ -86,14 +118,15 @@ func (d *decoder) parseObject(body []byte) []ValidationItem {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr):
-		var top any
-		_ = json.Unmarshal(body, &top)
 		return []ValidationItem{{Type: "model_attributes_type", Loc: []any{"body"},
-			Msg: "Input should be a valid dictionary or object to extract fields from", Input: top}}
+			Msg: "Input should be a valid dictionary or object to extract fields from", Input: decodeInput(body)}}
 	case err != nil:
 		return []ValidationItem{jsonInvalid(err)}
 	case d.fields == nil: // the body is null
 		return []ValidationItem{{Type: "missing", Loc: []any{"body"}, Msg: "Field required", Input: nil}}
+	}
+	if key, repeated := repeatedKey(body); repeated {
+		return []ValidationItem{duplicateKey([]any{"body", key}, key)}
 	}
 	return nil
 }
@@ -108,6 +141,52 @@ func jsonInvalid(err error) ValidationItem {
 	return item
 }
 
+// invalidUTF8 is the json_invalid item of a body that is not UTF-8 (RFC
+// 8259 section 8.1), located at its first bad byte.
+func invalidUTF8(body []byte) ValidationItem {
+	offset := 0
+	for offset < len(body) {
+		r, size := utf8.DecodeRune(body[offset:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		offset += size
+	}
+	return ValidationItem{Type: "json_invalid", Loc: []any{"body", offset}, Msg: "JSON decode error", Input: map[string]any{},
+		Ctx: map[string]any{"error": fmt.Sprintf("invalid UTF-8 at byte %d; JSON must be UTF-8", offset)}}
+}
+
+// repeatedKey reports the first key the top-level object of a valid JSON
+// object holds twice.
+func repeatedKey(obj []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func duplicateKey(loc []any, key string) ValidationItem {
+	return ValidationItem{Type: "duplicate_key", Loc: loc,
+		Msg: "Key appears more than once in the same object; send each key once", Input: key}
+}
+
 // lookup returns the first field among names (aliases) that holds a value;
 // null counts as absent, so `"variables": null` does not hide an alias.
 func (d *decoder) lookup(names []string) (string, json.RawMessage, bool) {
@@ -120,11 +199,41 @@ func (d *decoder) lookup(names []string) (string, json.RawMessage, bool) {
 }
 
 func (d *decoder) fail(typ, field, msg string, input json.RawMessage) {
-	var in any
-	if input != nil {
-		_ = json.Unmarshal(input, &in)
+	d.errs = append(d.errs, ValidationItem{Type: typ, Loc: []any{"body", field}, Msg: msg, Input: decodeInput(input)})
+}
+
+// decodeInput is raw JSON as a validation item's input. Numbers keep their
+// text; one beyond a float64 is echoed as a string, which every client can
+// decode.
+func decodeInput(raw []byte) any {
+	if raw == nil {
+		return nil
 	}
-	d.errs = append(d.errs, ValidationItem{Type: typ, Loc: []any{"body", field}, Msg: msg, Input: in})
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var in any
+	if err := dec.Decode(&in); err != nil {
+		return nil
+	}
+	return finiteNumbers(in)
+}
+
+func finiteNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if _, err := v.Float64(); err != nil {
+			return v.String()
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = finiteNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = finiteNumbers(e)
+		}
+	}
+	return v
 }
 
 // str decodes a string field; ok is false when absent, null or invalid.
@@ -156,11 +265,21 @@ func (d *decoder) agentID() string {
 	return id.String()
 }
 
-// phoneChars are the characters a dialable number may be written with.
-// Letters are refused rather than read as a keypad (1-800-FLOWERS): a typo
-// must not place a call to someone else. So are extensions, which a
-// carrier cannot dial.
-var phoneChars = regexp.MustCompile(`^\+?[0-9 ().-]+$`)
+// phoneSyntax is how a dialable number may be written: an optional leading
+// "+", then groups of digits, a group possibly in parentheses, separated by
+// spaces and at most one "-" or "." between two groups:
+// "+1 (415) 555-1234", "415.555.1234", "+44 (0)20 7183 8750". Anything else
+// is refused rather than guessed at, because a misread number calls
+// someone else: a "-" or "." before the first digit (-14155550123 is not
+// +14155550123), a separator at the end, doubled separators, a "+" or
+// parenthesis out of place, letters (1-800-FLOWERS is not read as a
+// keypad), extensions (a carrier cannot dial them) and any other symbol.
+var phoneSyntax = regexp.MustCompile(`^(\+ *)?(\([0-9]+\)|[0-9]+)( *[-.]? *(\([0-9]+\)|[0-9]+))*$`)
+
+// e164Syntax is the Call resource's pattern for numbers (api/v1alpha1): a
+// number libphonenumber accepts but the apiserver would refuse must be a
+// 422 here, not a failed create.
+var e164Syntax = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 
 // phone validates a number with libphonenumber's rules and returns E.164.
 // A number without "+" is read in the server's default region.
@@ -180,38 +299,180 @@ func phoneError(field string) string {
 	return "Value error, " + field + " is not a valid phone number; use E.164, for example +14155551234"
 }
 
-// normalizePhone validates a number with libphonenumber's rules and returns
-// it in E.164.
+// normalizePhone validates a number written as phoneSyntax allows with
+// libphonenumber's rules and returns it in E.164.
 func normalizePhone(s, region string) (string, bool) {
-	num, err := phonenumbers.Parse(s, region)
-	if err != nil || !phoneChars.MatchString(strings.TrimSpace(s)) || num.GetExtension() != "" ||
-		!phonenumbers.IsValidNumber(num) {
+	if !phoneSyntax.MatchString(strings.TrimSpace(s)) {
 		return "", false
 	}
-	return phonenumbers.Format(num, phonenumbers.E164), true
+	num, err := phonenumbers.Parse(s, region)
+	if err != nil || num.GetExtension() != "" || !phonenumbers.IsValidNumber(num) {
+		return "", false
+	}
+	e164 := phonenumbers.Format(num, phonenumbers.E164)
+	return e164, e164Syntax.MatchString(e164)
 }
 
+// variables decodes the variables object: every name non-empty and at most
+// MaxVariableNameChars long, every value at most MaxVariableValueChars, at
+// most MaxVariables of them.
 func (d *decoder) variables() (json.RawMessage, map[string]any) {
-	raw := d.object(variablesNames)
 	vars := map[string]any{}
-	if raw != nil {
-		_ = json.Unmarshal(raw, &vars) // object() checked it is an object
+	name, raw := d.object(variablesNames)
+	if raw == nil {
+		return nil, vars
 	}
+	var values map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &values) // object() checked it is one
+	if len(values) > MaxVariables {
+		d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: []any{"body", name},
+			Msg:   fmt.Sprintf("Variables should have at most %d entries, not %d", MaxVariables, len(values)),
+			Input: decodeInput(raw), Ctx: map[string]any{"max_length": MaxVariables, "actual_length": len(values)}})
+		return nil, vars
+	}
+	before := len(d.errs)
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		d.variable(name, key, values[key])
+	}
+	if len(d.errs) > before {
+		return nil, vars
+	}
+	_ = json.Unmarshal(raw, &vars) // checkJSON saw every number fit a float64
 	return raw, vars
 }
 
-// object decodes an optional JSON object field; null counts as absent.
-func (d *decoder) object(names []string) json.RawMessage {
+func (d *decoder) variable(field, name string, value json.RawMessage) {
+	loc := []any{"body", field, name}
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		d.errs = append(d.errs, ValidationItem{Type: "string_too_short", Loc: loc,
+			Msg: "Variable names should have at least 1 character", Input: name, Ctx: map[string]any{"min_length": 1}})
+	case n > MaxVariableNameChars:
+		d.errs = append(d.errs, ValidationItem{Type: "string_too_long", Loc: loc,
+			Msg:   fmt.Sprintf("Variable names should have at most %d characters", MaxVariableNameChars),
+			Input: name, Ctx: map[string]any{"max_length": MaxVariableNameChars}})
+	}
+	var s string
+	if json.Unmarshal(value, &s) == nil {
+		if utf8.RuneCountInString(s) > MaxVariableValueChars {
+			d.errs = append(d.errs, ValidationItem{Type: "string_too_long", Loc: loc,
+				Msg:   fmt.Sprintf("Variable values should have at most %d characters", MaxVariableValueChars),
+				Input: s, Ctx: map[string]any{"max_length": MaxVariableValueChars}})
+		}
+		return
+	}
+	if utf8.RuneCount(value) > MaxVariableValueChars { // value is compact
+		d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: loc,
+			Msg:   fmt.Sprintf("Variable values should have at most %d characters as JSON", MaxVariableValueChars),
+			Input: decodeInput(value), Ctx: map[string]any{"max_length": MaxVariableValueChars}})
+	}
+}
+
+// metadata decodes the metadata object, at most MaxMetadataBytes as
+// compact JSON.
+func (d *decoder) metadata() json.RawMessage {
+	name, raw := d.object([]string{"metadata"})
+	if len(raw) > MaxMetadataBytes {
+		d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: []any{"body", name},
+			Msg:   fmt.Sprintf("Metadata should have at most %d bytes as compact JSON, not %d", MaxMetadataBytes, len(raw)),
+			Input: decodeInput(raw), Ctx: map[string]any{"max_length": MaxMetadataBytes, "actual_length": len(raw)}})
+		return nil
+	}
+	return raw
+}
+
+// object decodes an optional JSON object field (null counts as absent) and
+// returns it compacted, or nil when it is absent or invalid: not an
+// object, or failing checkJSON.
+func (d *decoder) object(names []string) (string, json.RawMessage) {
 	name, raw, present := d.lookup(names)
 	if !present {
-		return nil
+		return name, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		d.fail("dict_type", name, "Input should be a valid dictionary", raw)
+		return name, nil
+	}
+	if item := checkJSON(raw, []any{"body", name}); item != nil {
+		d.errs = append(d.errs, *item)
+		return name, nil
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, raw) // raw is valid JSON
+	return name, compact.Bytes()
+}
+
+// checkJSON walks a valid JSON value stored for the caller and returns the
+// first of what would make it unfaithful or unbounded: a key twice in an
+// object, a number beyond a float64 (which the Kubernetes API server cannot
+// store: 1e400 used to fail the create with a 503), or objects and arrays
+// nested deeper than MaxJSONDepth. loc is the value's location.
+func checkJSON(raw []byte, loc []any) *ValidationItem {
+	w := &jsonWalker{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, path: slices.Clone(loc)}
+	w.dec.UseNumber()
+	return w.value(0)
+}
+
+type jsonWalker struct {
+	dec  *json.Decoder
+	raw  []byte
+	path []any
+}
+
+// value checks the next value, found inside depth levels of nesting.
+func (w *jsonWalker) value(depth int) *ValidationItem {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		item := jsonInvalid(err) // cannot happen: the body parsed
+		return &item
+	}
+	switch t := tok.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+			return &ValidationItem{Type: "finite_number", Loc: slices.Clone(w.path), Input: string(t),
+				Msg: "Input should be a finite number: this one is beyond a 64-bit float (about ±1.8e308); send it as a string"}
+		}
+	case json.Delim:
+		if depth+1 > MaxJSONDepth {
+			return &ValidationItem{Type: "too_deep", Loc: slices.Clone(w.path), Input: w.valueFrom(start),
+				Msg: fmt.Sprintf("Objects and arrays should nest at most %d levels deep here", MaxJSONDepth),
+				Ctx: map[string]any{"max_depth": MaxJSONDepth}}
+		}
+		seen := map[string]bool{}
+		for i := 0; w.dec.More(); i++ {
+			var step any = i
+			if t == '{' {
+				keyTok, _ := w.dec.Token()
+				key, _ := keyTok.(string)
+				if seen[key] {
+					item := duplicateKey(append(slices.Clone(w.path), key), key)
+					return &item
+				}
+				seen[key] = true
+				step = key
+			}
+			w.path = append(w.path, step)
+			if item := w.value(depth + 1); item != nil {
+				return item
+			}
+			w.path = w.path[:len(w.path)-1]
+		}
+		_, _ = w.dec.Token() // the closing delimiter
+	}
+	return nil
+}
+
+// valueFrom decodes, as an item's input, the value that starts after
+// offset (past the separators between it and the token before).
+func (w *jsonWalker) valueFrom(offset int64) any {
+	rest := bytes.TrimLeft(w.raw[offset:], " \t\r\n,:")
+	var v json.RawMessage
+	if json.NewDecoder(bytes.NewReader(rest)).Decode(&v) != nil {
 		return nil
 	}
-	return raw
+	return decodeInput(v)
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -1,20 +1,47 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http/httptest"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// FuzzDecodeCreateCall: whatever the body, decoding either yields a request
-// with a UUID agent and an E.164 number, or validation items that all carry
-// a type, a body location and a message (so the API answers 422, never 500).
-// `make test` runs the seeds; `go test -fuzz FuzzDecodeCreateCall ./internal/httpapi` explores.
+// validationTypes are the item types a create-call 422 may carry (README).
+var validationTypes = map[string]bool{
+	"missing": true, "json_invalid": true, "model_attributes_type": true, "duplicate_key": true,
+	"string_type": true, "uuid_parsing": true, "value_error": true, "dict_type": true,
+	"finite_number": true, "too_deep": true, "too_long": true, "string_too_short": true, "string_too_long": true,
+}
+
+// callNumber is the pattern the Call resource holds numbers to
+// (api/v1alpha1): an accepted number the apiserver refuses would fail the
+// create with a 503.
+var callNumber = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+// FuzzDecodeCreateCall: whatever the body, decoding never panics and yields
+// exactly one of a request and validation items. Items have the documented
+// shape and render as a short 422 any client can decode. A request has a
+// canonical UUID, E.164 numbers the Call resource accepts, and variables
+// and metadata within the limits that the Kubernetes API server can store
+// (it reads them with k8s.io/apimachinery's JSON decoder).
+//
+// `make test` runs the seeds below and those in testdata/fuzz; explore with
+// go test -run '^$' -fuzz FuzzDecodeCreateCall -fuzztime 60s ./internal/httpapi
 func FuzzDecodeCreateCall(f *testing.F) {
 	for _, seed := range []string{
 		``, `null`, `[]`, `{}`, `"x"`, `{"agent_id":`, `{"agent_id":null,"to_number":1}`,
 		`{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234"}`,
 		`{"override_agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"4155551234","variables":{"a":[1,{"b":null}]},"metadata":{}}`,
 		`{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+1 (415) 555-1234","partner_llm_dynamic_variables":[]}`,
+		`{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"-14155550123","metadata":{"n":1e400}}`,
+		`{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","metadata":{"big":12345678901234567890,"d":1.000,"u":"\u00e9"},"variables":{"k":"v","":null}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -23,18 +50,125 @@ func FuzzDecodeCreateCall(f *testing.F) {
 		if (req == nil) == (errs == nil) {
 			t.Fatalf("want exactly one of request and errors, got %+v and %+v", req, errs)
 		}
-		for _, e := range errs {
-			if e.Type == "" || e.Msg == "" || len(e.Loc) == 0 || e.Loc[0] != "body" {
-				t.Fatalf("incomplete validation item %+v", e)
-			}
-			if _, err := json.Marshal(e); err != nil {
-				t.Fatalf("item does not encode: %v", err)
+		if errs != nil {
+			checkValidation(t, errs)
+			return
+		}
+		if id, err := uuid.Parse(req.AgentID); err != nil || id.String() != req.AgentID {
+			t.Fatalf("accepted agent_id %q", req.AgentID)
+		}
+		if !callNumber.MatchString(req.ToNumber) || req.FromNumber != "" && !callNumber.MatchString(req.FromNumber) {
+			t.Fatalf("accepted numbers %q and %q", req.ToNumber, req.FromNumber)
+		}
+		if req.Variables == nil || len(req.Variables) > MaxVariables || req.RawVars == nil && len(req.Variables) > 0 {
+			t.Fatalf("accepted variables %s (%v)", req.RawVars, req.Variables)
+		}
+		for name := range req.Variables {
+			if name == "" || utf8.RuneCountInString(name) > MaxVariableNameChars {
+				t.Fatalf("accepted variable name %q", name)
 			}
 		}
-		if req != nil {
-			if len(req.AgentID) != 36 || len(req.ToNumber) < 8 || req.ToNumber[0] != '+' || req.Variables == nil {
-				t.Fatalf("accepted an invalid request %+v", req)
+		if len(req.Metadata) > MaxMetadataBytes {
+			t.Fatalf("accepted %d bytes of metadata", len(req.Metadata))
+		}
+		for _, raw := range []json.RawMessage{req.RawVars, req.Metadata} {
+			if raw == nil {
+				continue
 			}
+			var stored map[string]any
+			if err := utiljson.Unmarshal(raw, &stored); err != nil {
+				t.Fatalf("accepted %s, which the API server cannot read: %v", raw, err)
+			}
+			if d := depth(stored); d > MaxJSONDepth {
+				t.Fatalf("accepted %s, nested %d deep", raw, d)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, raw); err != nil || !bytes.Equal(compact.Bytes(), raw) {
+				t.Fatalf("stored %s, not compact JSON", raw)
+			}
+		}
+	})
+}
+
+// checkValidation asserts the documented shape of 422 items and of the
+// rendered body.
+func checkValidation(t *testing.T, errs []ValidationItem) {
+	t.Helper()
+	for _, e := range errs {
+		if !validationTypes[e.Type] || e.Msg == "" || len(e.Loc) == 0 || e.Loc[0] != "body" {
+			t.Fatalf("incomplete or undocumented validation item %+v", e)
+		}
+		for _, step := range e.Loc[1:] {
+			switch step.(type) {
+			case string, int, int64:
+			default:
+				t.Fatalf("loc step %#v of %+v", step, e)
+			}
+		}
+	}
+	rec := httptest.NewRecorder()
+	writeValidation(rec, errs)
+	var rendered struct {
+		Detail []map[string]any `json:"detail"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &rendered); err != nil || rec.Code != 422 {
+		t.Fatalf("422 %d body %s does not decode: %v", rec.Code, rec.Body, err)
+	}
+	for _, item := range rendered.Detail {
+		for _, k := range []string{"type", "loc", "msg", "input"} {
+			if _, ok := item[k]; !ok {
+				t.Fatalf("rendered item %v lacks %s", item, k)
+			}
+		}
+		if s, ok := item["input"].(string); ok && utf8.RuneCountInString(s) > MaxEchoedInputChars+1 {
+			t.Fatalf("input echoed in %d characters", utf8.RuneCountInString(s))
+		}
+		for _, step := range item["loc"].([]any) {
+			if s, ok := step.(string); ok && utf8.RuneCountInString(s) > MaxEchoedInputChars+1 {
+				t.Fatalf("loc step of %d characters", utf8.RuneCountInString(s))
+			}
+		}
+	}
+	if limit := len(errs) * 4 << 10; rec.Body.Len() > limit {
+		t.Fatalf("%d items rendered in %d bytes", len(errs), rec.Body.Len())
+	}
+}
+
+// depth is how deeply v nests objects and arrays, v itself counting as 1.
+func depth(v any) int {
+	deepest := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			deepest = max(deepest, depth(e))
+		}
+	case []any:
+		for _, e := range v {
+			deepest = max(deepest, depth(e))
+		}
+	default:
+		return 0
+	}
+	return deepest + 1
+}
+
+// FuzzNormalizePhone: an accepted number is E.164 as the Call resource
+// holds it, was written as phoneSyntax allows, and reads as itself.
+func FuzzNormalizePhone(f *testing.F) {
+	for _, seed := range []string{"+14155551234", "(415) 555-1234", "415.555.1234", "-14155550123", "+44 (0)20 7183 8750",
+		"011 44 20 7183 8750", "+4930123456789012", "1-800-FLOWERS", "+1 415 555 1234 x5", "٤١٥٥٥٥١٢٣٤"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e164, ok := normalizePhone(s, "US")
+		if !ok {
+			return
+		}
+		if !callNumber.MatchString(e164) || !phoneSyntax.MatchString(strings.TrimSpace(s)) {
+			t.Fatalf("normalizePhone(%q) accepted %q", s, e164)
+		}
+		if again, ok := normalizePhone(e164, "US"); !ok || again != e164 {
+			t.Fatalf("normalizePhone(%q) = %q, but %q reads as %q, %v", s, e164, e164, again, ok)
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
@@ -35,7 +37,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
 }
 
 // reply is a response decided before it is written, so that it can be
@@ -67,16 +69,23 @@ func (r reply) response() idempotency.Response {
 	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, RetryAfter: r.retryAfter}
 }
 
-func detailReply(status int, msg string) reply {
-	return reply{status: status, body: stringDetail{Detail: msg}}
+// unavailableReply is 503: something Switchboard depends on did not
+// answer; msg says it is safe to retry.
+func unavailableReply(msg string) reply {
+	return reply{status: http.StatusServiceUnavailable, body: stringDetail{Detail: msg}}
 }
 
 func errorReply(status int, d ErrorDetail) reply {
 	return reply{status: status, body: objectDetail{Detail: d}}
 }
 
+// validationReply is a 422 validation array, each input clipped.
 func validationReply(items []ValidationItem) reply {
-	return reply{status: http.StatusUnprocessableEntity, body: validationDetail{Detail: items}}
+	clipped := make([]ValidationItem, len(items))
+	for i, item := range items {
+		clipped[i] = item.clipped()
+	}
+	return reply{status: http.StatusUnprocessableEntity, body: validationDetail{Detail: clipped}}
 }
 
 // stringDetail is the error body for auth and not-found errors.
@@ -119,7 +128,57 @@ type validationDetail struct {
 }
 
 func writeValidation(w http.ResponseWriter, items []ValidationItem) {
-	writeJSON(w, http.StatusUnprocessableEntity, validationDetail{Detail: items})
+	writeReply(w, validationReply(items))
+}
+
+// MaxEchoedInputChars bounds what a validation error quotes back of the
+// caller's input: a longer input (a string, or the JSON text of any other
+// value) or location key is cut to this many characters followed by "…",
+// so a 422 stays short and readable whatever was sent.
+const MaxEchoedInputChars = 256
+
+func (v ValidationItem) clipped() ValidationItem {
+	v.Input = clipInput(v.Input)
+	loc := make([]any, len(v.Loc))
+	for i, step := range v.Loc {
+		if s, ok := step.(string); ok {
+			step = clip(s)
+		}
+		loc[i] = step
+	}
+	v.Loc = loc
+	return v
+}
+
+func clipInput(in any) any {
+	switch v := in.(type) {
+	case nil:
+		return nil
+	case string:
+		return clip(v)
+	}
+	var text bytes.Buffer
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(in) != nil {
+		return nil
+	}
+	if s := strings.TrimSuffix(text.String(), "\n"); utf8.RuneCountInString(s) > MaxEchoedInputChars {
+		return clip(s)
+	}
+	return in
+}
+
+// clip cuts s to MaxEchoedInputChars characters and a "…".
+func clip(s string) string {
+	n := 0
+	for i := range s {
+		if n == MaxEchoedInputChars {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -5,7 +5,7 @@ package httpapi
 // REST id is ResolvedID() (we_ + the UID's hex), so endpoints applied as
 // YAML show up here too. Every response is JSON; every route needs the API
 // key (401 {"detail": "..."} otherwise). Request bodies are limited to 64
-// KiB (422 too_long) and unknown body fields are ignored. An endpoint of
+// KiB (413 {"detail": "..."}) and unknown body fields are ignored. An endpoint of
 // another organization, or an id that is not we_ + 32 hex, is 404.
 //
 // Endpoint object: id, url, events (the kinds received, in lifecycle order;
@@ -24,7 +24,7 @@ package httpapi
 //   422 validation array: loc ["body", field]; types missing, string_type,
 //       list_type, enum, value_error (an event listed twice), bool_type,
 //       string_too_long (url 2048, description 512), json_invalid,
-//       model_attributes_type, too_long, url_not_allowed (msg says why:
+//       model_attributes_type, duplicate_key, url_not_allowed (msg says why:
 //       not https, not public, ...; checked once the rest of the body is
 //       valid, as it may resolve the host)
 //   503 {"detail": "...; it is safe to retry."} the cluster did not answer
@@ -218,11 +218,10 @@ func (a *api) writeFailed(w http.ResponseWriter, err error, logMsg, what string)
 }
 
 // readEndpointBody reads and decodes a create or update body and checks
-// its URL against the policy, answering 422 itself.
+// its URL against the policy, answering 413 or 422 itself.
 func (a *api) readEndpointBody(w http.ResponseWriter, r *http.Request, create bool) (*endpointRequest, bool) {
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return nil, false
 	}
 	req, invalid := decodeEndpoint(body, create)
@@ -443,9 +442,8 @@ func secretMissing(ep *switchboardv1.WebhookEndpoint) string {
 // test delivery (spec 4.4). It waits for the receiver: at most the
 // sender's timeout (10 seconds).
 func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
-	body, tooLarge := readBody(r)
-	if tooLarge != nil {
-		writeValidation(w, []ValidationItem{*tooLarge})
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	kind, invalid := decodeTestEvent(body)

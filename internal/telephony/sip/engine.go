@@ -417,14 +417,8 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	}
 	stop := context.AfterFunc(ctx, giveUp(context.Canceled))
 	defer stop()
-	stopped, release := stopContext(c.Stop)
-	defer release()
-	var wasStopped atomic.Bool // the cause may be giveUp's force-cancel
-	stopAPI := context.AfterFunc(stopped, func() {
-		wasStopped.Store(true)
-		giveUp(errStopped)()
-	})
-	defer stopAPI()
+	wasStopped, unwatch := onStop(c.Stop, giveUp(errStopped))
+	defer unwatch()
 	if t.RingTimeout > 0 {
 		ring := time.AfterFunc(t.RingTimeout, giveUp(errRingTimeout))
 		defer ring.Stop()
@@ -449,19 +443,10 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 		},
 	})
 	ringTimeout := errors.Is(context.Cause(inviteCtx), errRingTimeout)
-	var res Result
-	final := d.InviteResponse
-	if final != nil && final.IsProvisional() {
-		final = nil
-	}
-	if final != nil {
-		res.Outcome.StatusCode = final.StatusCode
-		for _, h := range final.GetHeaders("Reason") {
-			res.Outcome.ReasonHeaders = append(res.Outcome.ReasonHeaders, h.Value())
-		}
-	}
+	final, outcome := finalResponse(d)
+	res := Result{Outcome: outcome}
 	res.Outcome.RingTimeout = ringTimeout
-	res.Outcome.Stopped = wasStopped.Load()
+	res.Outcome.Stopped = wasStopped()
 	if err == nil {
 		res.Answered, res.AnsweredAt = true, time.Now()
 		return res, true, nil
@@ -492,6 +477,20 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	return res, false, nil
 }
 
+// finalResponse is the INVITE's final response (nil when only provisional
+// ones came) and the outcome it says.
+func finalResponse(d *diago.DialogClientSession) (*sipmsg.Response, Outcome) {
+	final := d.InviteResponse
+	if final == nil || final.IsProvisional() {
+		return nil, Outcome{}
+	}
+	o := Outcome{StatusCode: final.StatusCode}
+	for _, h := range final.GetHeaders("Reason") {
+		o.ReasonHeaders = append(o.ReasonHeaders, h.Value())
+	}
+	return final, o
+}
+
 // bye hangs up an established call.
 func (e *Engine) bye(d *diago.DialogClientSession) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 64*sipmsg.T1)
@@ -501,6 +500,21 @@ func (e *Engine) bye(d *diago.DialogClientSession) error {
 
 // errStopped is the cause of an INVITE or a call ended by CallSpec.Stop.
 var errStopped = errors.New("stopped through the API")
+
+// onStop runs f once stop is closed; stopped reports whether it was.
+// Call unwatch once done.
+func onStop(stop <-chan struct{}, f func()) (stopped func() bool, unwatch func()) {
+	ctx, release := stopContext(stop)
+	var was atomic.Bool // the INVITE's cause may be giveUp's force-cancel instead
+	after := context.AfterFunc(ctx, func() {
+		was.Store(true)
+		f()
+	})
+	return was.Load, func() {
+		after()
+		release()
+	}
+}
 
 // stopContext is done once stop is closed (never, for nil). Call release
 // once done with it.
