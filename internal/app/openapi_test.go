@@ -154,6 +154,9 @@ func TestOpenAPIContract(t *testing.T) {
 		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551238", "variables": ada}, key, true, 422)
 		create(body, http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, false, 422)
 
+		// Over 64 KiB: the document states no size, so it takes the request.
+		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551234", "variables": ada,
+			"metadata": map[string]any{"pad": strings.Repeat("x", 70<<10)}}, nil, true, 413)
 		create(map[string]any{"to_number": "hello"}, nil, false, 422)
 		create("[1]", nil, false, 422)
 		create(`{"agent_id":`, nil, false, 422)
@@ -235,6 +238,7 @@ func TestOpenAPIContract(t *testing.T) {
 			"description": "contract"}, true, 201)
 		ep := "/v1/webhook-endpoints/" + created.body["id"].(string)
 		call("POST", "/v1/webhook-endpoints", map[string]any{"url": 5}, false, 422)
+		call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.url(), "pad": strings.Repeat("x", 70<<10)}, true, 413)
 		call("POST", "/v1/webhook-endpoints", map[string]any{"description": "no url"}, false, 422)
 
 		page := call("GET", "/v1/webhook-endpoints?limit=1", nil, true, 200)
