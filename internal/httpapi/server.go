@@ -84,6 +84,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.RecordingFiles != nil {
 		r.Handle("/recordings/*", cfg.RecordingFiles)
 	}
+	r.Get("/v1/openapi.json", serveOpenAPI) // outside the keyed group below: no API key
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(authenticate(cfg.Keys, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {

@@ -1,0 +1,306 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
+	"github.com/switchboard-dev/switchboard/internal/quota"
+)
+
+// contract sends requests to the running operator and checks each
+// exchange against the OpenAPI document the operator serves.
+type contract struct {
+	t *testing.T
+	v *openapitest.Validator
+}
+
+// exchange is one request to send. Valid says whether the document
+// accepts the request: some are sent to see the API refuse them, and the
+// document must refuse them too.
+type exchange struct {
+	method, path string
+	key          string // "" sends no Authorization header
+	body         any    // nil, a string sent as is, or a value sent as JSON
+	header       http.Header
+	valid        bool
+	want         []int // acceptable statuses
+}
+
+// do sends x, checks its status, and validates the request and the
+// response against the document.
+func (c *contract) do(x exchange) response {
+	c.t.Helper()
+	var raw []byte
+	switch b := x.body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		raw = j
+	}
+	req, err := http.NewRequestWithContext(context.Background(), x.method, operator.baseURL+x.path, bytes.NewReader(raw))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if x.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if x.key != "" {
+		req.Header.Set("Authorization", "Bearer "+x.key)
+	}
+	for k, vs := range x.header {
+		req.Header[k] = vs
+	}
+	name := x.method + " " + x.path
+	switch err := c.v.Request(req, raw); {
+	case x.valid && err != nil:
+		c.t.Errorf("%s: the API takes this request, the OpenAPI document refuses it:\n  %v", name, err)
+	case !x.valid && err == nil:
+		c.t.Errorf("%s: the API refuses this request, the OpenAPI document accepts it", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if !slices.Contains(x.want, resp.StatusCode) {
+		c.t.Fatalf("%s = %d %s, want %v", name, resp.StatusCode, body, x.want)
+	}
+	if err := c.v.Response(req, raw, resp.StatusCode, resp.Header, body); err != nil {
+		c.t.Errorf("%s: the %d response does not match the OpenAPI document:\n  %v\n  body: %s", name, resp.StatusCode, err, body)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header, raw: body}
+	if len(body) > 0 {
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			c.t.Fatalf("%s: invalid JSON %q: %v", name, body, err)
+		}
+		r.body, _ = v.(map[string]any)
+	}
+	return r
+}
+
+// TestOpenAPIContract drives the main paths of the REST API over HTTP and
+// validates every request and response, and every webhook delivery, with
+// the OpenAPI document the operator serves at /v1/openapi.json.
+func TestOpenAPIContract(t *testing.T) {
+	fetched := do(t, "GET", "/v1/openapi.json", "", nil)
+	if fetched.status != http.StatusOK || fetched.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/openapi.json without a key = %d %q, want 200 application/json", fetched.status, fetched.header.Get("Content-Type"))
+	}
+	v, err := openapitest.NewValidator(fetched.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &contract{t: t, v: v}
+	c.do(exchange{method: "GET", path: "/v1/openapi.json", valid: true, want: []int{200}})
+
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	applied, secret := applyEndpoint(t, o.ns, rc.url(), nil)
+	rc.trust(secret)
+
+	t.Run("keys", func(t *testing.T) {
+		c := &contract{t: t, v: v}
+		c.do(exchange{method: "GET", path: "/v1/calls", valid: false, want: []int{401}})
+		c.do(exchange{method: "GET", path: "/v1/calls", key: "sk_test_not_a_key", valid: true, want: []int{401}})
+		c.do(exchange{method: "POST", path: "/v1/calls/call_0/stop", valid: false, want: []int{401}})
+		c.do(exchange{method: "GET", path: "/v1/webhook-endpoints", valid: false, want: []int{401}})
+	})
+
+	ada := map[string]any{"customer_name": "Ada"}
+	create := func(body map[string]any, header http.Header, valid bool, want ...int) response {
+		return c.do(exchange{method: "POST", path: "/v1/calls", key: o.key, body: body, header: header, valid: valid, want: want})
+	}
+	answered := create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551234", "variables": ada,
+		"metadata": map[string]any{"order": 7}}, nil, true, 201)
+	callID := answered.body["call_id"].(string)
+
+	t.Run("create", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		create := func(body any, header http.Header, valid bool, want ...int) response {
+			return c.do(exchange{method: "POST", path: "/v1/calls", key: o.key, body: body, header: header, valid: valid, want: want})
+		}
+		create(map[string]any{"override_agent_id": o.agentID, "to_number": "(415) 555-1236",
+			"retell_llm_dynamic_variables": ada, "override_agent_version": 3, "unknown": true}, nil, true, 201)
+		key := http.Header{"Idempotency-Key": {"contract-" + randHex(8)}}
+		body := map[string]any{"agent_id": o.agentID, "to_number": "+14155551237", "variables": ada}
+		first := create(body, key, true, 201)
+		again := create(body, key, true, 201)
+		g.Expect(again.header.Get("Idempotent-Replayed")).To(Equal("true"))
+		g.Expect(again.body["call_id"]).To(Equal(first.body["call_id"]))
+		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551238", "variables": ada}, key, true, 422)
+		create(body, http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, false, 422)
+
+		// Over 64 KiB: the document states no size, so it takes the request.
+		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551234", "variables": ada,
+			"metadata": map[string]any{"pad": strings.Repeat("x", 70<<10)}}, nil, true, 413)
+		create(map[string]any{"to_number": "hello"}, nil, false, 422)
+		create("[1]", nil, false, 422)
+		create(`{"agent_id":`, nil, false, 422)
+		create(map[string]any{"agent_id": "7f2c1e9a-0000-4000-8000-000000000000", "to_number": "+14155551234"}, nil, true, 404)
+		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551234"}, nil, true, 422)
+		create(map[string]any{"agent_id": o.agentID, "to_number": "+14155551234", "from_number": "+14155550199",
+			"variables": ada}, nil, true, 422)
+		failed := create(map[string]any{"agent_id": o.agentID, "to_number": "+14155550008", "variables": ada}, nil, true, 502)
+		failedID := detail(t, failed)["call_id"].(string)
+		c.do(exchange{method: "GET", path: "/v1/calls/" + failedID, key: o.key, valid: true, want: []int{200}})
+		c.do(exchange{method: "GET", path: "/v1/calls/" + failedID + "/recording", key: o.key, valid: true, want: []int{404}})
+	})
+
+	t.Run("read", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		get := func(path string, valid bool, want ...int) response {
+			return c.do(exchange{method: "GET", path: path, key: o.key, valid: valid, want: want})
+		}
+		get("/v1/calls/"+callID, true, 200)
+		o.waitAnalyzed(t, callID)
+		call := get("/v1/calls/"+callID, true, 200)
+		g.Expect(call.body["recording_url"]).NotTo(BeNil())
+		get("/v1/calls/"+callID+"/recording", true, 200)
+		get("/v1/calls/call_0", true, 404)
+		get("/v1/calls/call_0/recording", true, 404)
+		get("/v1/calls/not-a-call", false, 422)
+		get("/v1/calls/not-a-call/recording", false, 422)
+
+		page := get("/v1/calls?limit=2", true, 200)
+		g.Expect(page.body["has_more"]).To(BeTrue())
+		get("/v1/calls?limit=2&cursor="+url.QueryEscape(page.body["next_cursor"].(string)), true, 200)
+		q := url.Values{"status": {"ended"}, "disposition": {"answered"}, "source": {"api"}, "agent_id": {o.agentID},
+			"to_number": {"+14155551234"}, "created_after": {"2020-01-01T00:00:00Z"}, "created_before": {"2100-01-01T00:00:00Z"}}
+		list := get("/v1/calls?"+q.Encode(), true, 200)
+		g.Expect(list.body["data"]).NotTo(BeEmpty())
+		get("/v1/calls?status=done", false, 422)
+		get("/v1/calls?limit=0", false, 422)
+		get("/v1/calls?limit=1001", false, 422)
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		stop := func(id string, valid bool, want ...int) response {
+			return c.do(exchange{method: "POST", path: "/v1/calls/" + id + "/stop", key: o.key, valid: valid, want: want})
+		}
+		id := o.createCall(t, "+14155551239", nil)
+		stop(id, true, 202)
+		g.Eventually(func() any { return o.getCall(t, id)["status"] }, 10*time.Second, 50*time.Millisecond).
+			Should(BeElementOf("ended", "failed"))
+		stop(id, true, 409)
+		stop("call_0", true, 404)
+		stop("not-a-call", false, 422)
+	})
+
+	t.Run("limits", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		concurrency := c.do(exchange{method: "GET", path: "/v1/concurrency", key: o.key, valid: true, want: []int{200}})
+		g.Expect(concurrency.body["concurrency_limit"]).To(BeNil())
+		var ns corev1.Namespace
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: o.ns}, &ns)).To(Succeed())
+		patch := client.MergeFrom(ns.DeepCopy())
+		ns.Annotations = map[string]string{quota.CreateRateAnnotation: "0.01", quota.ActiveCallsAnnotation: "1"}
+		g.Expect(k8s.Patch(context.Background(), &ns, patch)).To(Succeed())
+		g.Eventually(func() any { return do(t, "GET", "/v1/concurrency", o.key, nil).body["concurrency_limit"] },
+			10*time.Second, 50*time.Millisecond).Should(BeEquivalentTo(1))
+		c.do(exchange{method: "GET", path: "/v1/concurrency", key: o.key, valid: true, want: []int{200}})
+		body := map[string]any{"agent_id": o.agentID, "to_number": "+14155551240", "variables": ada}
+		c.do(exchange{method: "POST", path: "/v1/calls", key: o.key, body: body, valid: true, want: []int{201, 429}})
+		refused := c.do(exchange{method: "POST", path: "/v1/calls", key: o.key, body: body, valid: true, want: []int{429}})
+		g.Expect(refused.header.Get("Retry-After")).NotTo(BeEmpty())
+	})
+
+	t.Run("webhook endpoints", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		call := func(method, path string, body any, valid bool, want ...int) response {
+			return c.do(exchange{method: method, path: path, key: o.key, body: body, valid: valid, want: want})
+		}
+		created := call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.url(), "events": []string{"call.ended"},
+			"description": "contract"}, true, 201)
+		ep := "/v1/webhook-endpoints/" + created.body["id"].(string)
+		call("POST", "/v1/webhook-endpoints", map[string]any{"url": 5}, false, 422)
+		call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.url(), "pad": strings.Repeat("x", 70<<10)}, true, 413)
+		call("POST", "/v1/webhook-endpoints", map[string]any{"description": "no url"}, false, 422)
+
+		page := call("GET", "/v1/webhook-endpoints?limit=1", nil, true, 200)
+		g.Expect(page.body["has_more"]).To(BeTrue())
+		call("GET", "/v1/webhook-endpoints?cursor="+page.body["next_cursor"].(string), nil, true, 200)
+		call("GET", "/v1/webhook-endpoints?limit=0", nil, false, 422)
+		call("GET", ep, nil, true, 200)
+		call("GET", "/v1/webhook-endpoints/we_00000000000000000000000000000000", nil, true, 404)
+
+		call("PATCH", ep, map[string]any{"events": nil, "description": nil}, true, 200)
+		call("PATCH", ep, map[string]any{"disabled": true}, true, 200)
+		call("PATCH", ep, map[string]any{"disabled": false}, true, 200)
+		call("PATCH", ep, map[string]any{"url": nil}, false, 422)
+
+		call("POST", ep+"/test", nil, true, 200)
+		call("POST", ep+"/test", map[string]any{"event": "call.started"}, true, 200)
+		call("POST", ep+"/test", map[string]any{"event": "call.analyzed"}, true, 200)
+		call("POST", ep+"/test", map[string]any{"event": "nope"}, false, 422)
+
+		call("GET", ep+"/deliveries", nil, true, 200)
+		tests := call("GET", ep+"/deliveries?event=test&status=succeeded&limit=2", nil, true, 200)
+		g.Expect(tests.body["has_more"]).To(BeTrue(), "three test deliveries, two a page")
+		testDelivery := tests.body["data"].([]any)[0].(map[string]any)["id"].(string)
+		call("GET", ep+"/deliveries?event=test&cursor="+tests.body["next_cursor"].(string), nil, true, 200)
+		call("GET", ep+"/deliveries?status=bogus", nil, false, 422)
+		call("GET", ep+"/deliveries/"+testDelivery, nil, true, 200)
+		call("GET", ep+"/deliveries/dlv_00000000000000000000000000000000", nil, true, 404)
+		call("POST", ep+"/deliveries/"+testDelivery+"/retry", nil, true, 409)
+
+		// A real delivery: the call event of the endpoint applied as YAML.
+		appliedPath := "/v1/webhook-endpoints/" + applied.ResolvedID()
+		g.Eventually(func() int { return len(rc.forCall(callID)) }, 20*time.Second, 50*time.Millisecond).Should(BeNumerically(">=", 3))
+		ended := call("GET", appliedPath+"/deliveries?event=call.ended", nil, true, 200)
+		g.Expect(ended.body["data"]).NotTo(BeEmpty())
+		realDelivery := ended.body["data"].([]any)[0].(map[string]any)["id"].(string)
+		call("POST", appliedPath+"/deliveries/"+realDelivery+"/retry", nil, true, 202)
+
+		call("POST", ep+"/rotate-secret", nil, true, 200)
+		call("DELETE", ep, nil, true, 204)
+		// Reads come from the cache, which learns of the delete a moment later.
+		g.Eventually(func() int { return do(t, "GET", ep, o.key, nil).status }, 10*time.Second, 20*time.Millisecond).
+			Should(Equal(http.StatusNotFound))
+		call("GET", ep, nil, true, 404)
+	})
+
+	t.Run("webhook deliveries", func(t *testing.T) {
+		got := rc.deliveries()
+		kinds := map[string]int{}
+		for _, d := range got {
+			name := d.event
+			if d.call()["call_id"] == deliveries.SampleCallID {
+				name = "test"
+			}
+			kinds[name]++
+			if err := v.Webhook(name, d.header, d.body); err != nil {
+				t.Errorf("a %s delivery does not match the OpenAPI document's webhook %q:\n  %v\n  body: %s", d.event, name, err, d.body)
+			}
+		}
+		for _, name := range []string{"call.started", "call.ended", "call.analyzed", "test"} {
+			if kinds[name] == 0 {
+				t.Errorf("the receiver got no %s delivery (got %v)", name, kinds)
+			}
+		}
+	})
+}
