@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -29,8 +31,9 @@ import (
 // --call-retention (5 minutes), one webhook endpoint subscribed to every
 // event, and the simulated carrier's default timings. Every minute it
 // prints the Calls in the cluster, the resident memory of kube-apiserver,
-// etcd and the test process (the operator, with the load generator and
-// the receiver), the Go heap, and the history store's size: after the
+// etcd and the test process (the operator and the load generator; the
+// receiver runs in a process of its own), the Go heap, the receiver's
+// memory and the history store's size: after the
 // first retention window they should stay flat. At the end it checks that
 // every call placed is listed by GET /v1/calls exactly once and final, and
 // that every one of its three events arrived. Run it with
@@ -55,7 +58,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	b.Cleanup(full.stop)
 	o := newOrg(b)
-	events := newEventTally(b)
+	events := startReceiverProcess(b)
 	applyEndpoint(b, o.ns, events.url(), nil)
 
 	b.ResetTimer()
@@ -72,7 +75,7 @@ type soak struct {
 	b           *testing.B
 	baseURL     string
 	org         *org
-	events      *eventTally
+	events      *receiverProcess
 	start       time.Time
 	storeBefore int64
 
@@ -82,8 +85,8 @@ type soak struct {
 }
 
 func (s *soak) run(duration time.Duration, rate int, sample time.Duration) {
-	s.b.Logf("%8s %8s %9s %15s %9s %13s %9s %10s %10s", "elapsed", "placed", "in-cluster",
-		"apiserver-RSS", "etcd-RSS", "operator-RSS", "Go-heap", "store", "events")
+	s.b.Logf("%8s %8s %9s %15s %9s %13s %9s %12s %10s %10s", "elapsed", "placed", "in-cluster",
+		"apiserver-RSS", "etcd-RSS", "operator-RSS", "Go-heap", "receiver-RSS", "store", "events")
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	sampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -150,9 +153,9 @@ func (s *soak) sample() {
 	}
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
-	s.b.Logf("%8s %8d %9d %15s %9s %13s %9s %10s %10d", time.Since(s.start).Round(time.Second), placed, inCluster,
+	s.b.Logf("%8s %8d %9d %15s %9s %13s %9s %12s %10s %10d", time.Since(s.start).Round(time.Second), placed, inCluster,
 		mib(childRSS("kube-apiserver")), mib(childRSS("etcd")), mib(rss(os.Getpid())), mib(int64(mem.HeapInuse)),
-		mib(storeBytes()), s.events.total())
+		mib(s.events.rss()), mib(storeBytes()), s.events.total())
 }
 
 // check lists every call through the REST API and compares with what was
@@ -167,6 +170,7 @@ func (s *soak) check() {
 		final[id] = switchboardv1.CallPhase(status).Final() && (status == "failed" || call["analysis"] != nil)
 	}
 	var lost, stuck, lostEvents int
+	events := s.events.tally(s.b)
 	for _, id := range s.placed {
 		done, ok := final[id]
 		switch {
@@ -175,7 +179,7 @@ func (s *soak) check() {
 		case !done:
 			stuck++
 		}
-		lostEvents += max(3-s.events.kinds(id), 0)
+		lostEvents += max(3-events.kinds(id), 0)
 	}
 	storeGrowth := storeBytes() - s.storeBefore
 	s.b.ReportMetric(float64(len(s.placed)), "calls")
@@ -183,7 +187,7 @@ func (s *soak) check() {
 	s.b.ReportMetric(float64(lost), "calls-lost")
 	s.b.ReportMetric(float64(stuck), "calls-stuck")
 	s.b.ReportMetric(float64(lostEvents), "events-lost")
-	s.b.ReportMetric(float64(s.events.duplicates()), "events-repeated")
+	s.b.ReportMetric(float64(events.duplicates()), "events-repeated")
 	s.b.ReportMetric(float64(storeGrowth)/float64(max(len(s.placed), 1)), "store-bytes/call")
 	if s.failed > 0 || lost > 0 || stuck > 0 || lostEvents > 0 || listed != len(final) {
 		s.b.Errorf("%d POSTs failed, %d calls lost, %d stuck, %d events lost, %d listed for %d distinct ids",
@@ -225,48 +229,130 @@ func listCalls(b *testing.B, baseURL, key string) func(func(map[string]any) bool
 	}
 }
 
-// eventTally is a webhook receiver that keeps, per call, which events
-// arrived and how often: little memory for hundreds of thousands.
+// eventTally keeps, per call, which events arrived and how often: little
+// memory for hundreds of thousands.
 type eventTally struct {
-	srv *httptest.Server
 	mu  sync.Mutex
 	got map[string]map[string]int // call id -> event -> deliveries
 	n   int
 }
 
-func newEventTally(b *testing.B) *eventTally {
+// ServeHTTP is the webhook receiver: it answers 200 at once.
+func (t *eventTally) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Event string `json:"event"`
+		Call  struct {
+			CallID string `json:"call_id"`
+		} `json:"call"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	t.mu.Lock()
+	if t.got[body.Call.CallID] == nil {
+		t.got[body.Call.CallID] = map[string]int{}
+	}
+	t.got[body.Call.CallID][body.Event]++
+	t.n++
+	t.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// receiverProcessEnv makes the test binary a webhook receiver only (see
+// TestMain): the soak runs its receiver in a process of its own, so that
+// the memory the test process shows is the operator's and the load
+// generator's, not the receiver's record of every event.
+const receiverProcessEnv = "SWITCHBOARD_SOAK_RECEIVER"
+
+// serveReceiverProcess runs an HTTPS receiver (httptest's certificate, which
+// the operator under test trusts), prints its URL on stdout and serves until
+// stdin closes. GET /tally answers what arrived, as JSON.
+func serveReceiverProcess() int {
 	t := &eventTally{got: map[string]map[string]int{}}
-	t.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Event string `json:"event"`
-			Call  struct {
-				CallID string `json:"call_id"`
-			} `json:"call"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/switchboard", t)
+	mux.HandleFunc("GET /tally", func(w http.ResponseWriter, r *http.Request) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if r.URL.Query().Has("count") {
+			_ = json.NewEncoder(w).Encode(t.distinct())
 			return
 		}
-		t.mu.Lock()
-		if t.got[body.Call.CallID] == nil {
-			t.got[body.Call.CallID] = map[string]int{}
+		_ = json.NewEncoder(w).Encode(t.got)
+	})
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	fmt.Println(srv.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// receiverProcess is the soak's view of the receiver process.
+type receiverProcess struct {
+	baseURL string
+	cmd     *exec.Cmd
+	client  *http.Client
+}
+
+func startReceiverProcess(b *testing.B) *receiverProcess {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), receiverProcessEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("receiver process: %v", err)
+	}
+	return &receiverProcess{baseURL: strings.TrimSpace(line), cmd: cmd,
+		client: &http.Client{Transport: &http.Transport{TLSClientConfig: receiverTLS}}}
+}
+
+func (p *receiverProcess) url() string { return p.baseURL + "/hooks/switchboard" }
+
+func (p *receiverProcess) rss() int64 { return rss(p.cmd.Process.Pid) }
+
+// total counts the distinct (call, event) pairs that arrived, or -1.
+func (p *receiverProcess) total() int {
+	var n int
+	if err := p.get("/tally?count", &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// tally fetches everything that arrived.
+func (p *receiverProcess) tally(b *testing.B) *eventTally {
+	t := &eventTally{}
+	if err := p.get("/tally", &t.got); err != nil {
+		b.Fatalf("receiver process: %v", err)
+	}
+	for _, kinds := range t.got {
+		for _, n := range kinds {
+			t.n += n
 		}
-		t.got[body.Call.CallID][body.Event]++
-		t.n++
-		t.mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-	}))
-	b.Cleanup(t.srv.Close)
+	}
 	return t
 }
 
-func (t *eventTally) url() string { return t.srv.URL + "/hooks/switchboard" }
-
-// total counts the distinct (call, event) pairs that arrived.
-func (t *eventTally) total() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.distinct()
+func (p *receiverProcess) get(path string, v any) error {
+	resp, err := p.client.Get(p.baseURL + path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 func (t *eventTally) distinct() int {

@@ -70,6 +70,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(receiverProcessEnv) != "" {
+		os.Exit(serveReceiverProcess())
+	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test`, which builds the envtest binaries (hack/setup-envtest.sh).")
 		os.Exit(1)
