@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
@@ -65,6 +66,9 @@ type CallReconciler struct {
 	// Retention is how long a finished, archived Call stays in the
 	// cluster (kubectl get calls) before it is deleted.
 	Retention time.Duration
+	// Quota holds Calls that did not come through the REST API to their
+	// organization's limits, and events to its endpoint limit (nil: none).
+	Quota *quota.Admission
 
 	writes   ownWrites
 	archived archived
@@ -219,15 +223,15 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 	if len(kinds) == 0 {
 		return false, nil
 	}
-	var endpoints switchboardv1.WebhookEndpointList
-	if err := r.List(ctx, &endpoints, client.InNamespace(c.Namespace)); err != nil {
-		return false, fmt.Errorf("listing webhook endpoints: %w", err)
+	endpoints, err := r.endpoints(ctx, c.Namespace)
+	if err != nil {
+		return false, err
 	}
 	id, now := callid.Of(c), metav1.NewTime(r.Clock.Now())
 	var queue []*switchboardv1.WebhookDelivery
 	for _, kind := range kinds {
-		for i := range endpoints.Items {
-			if ep := &endpoints.Items[i]; deliveries.Receives(ep, kind) {
+		for i := range endpoints {
+			if ep := &endpoints[i]; deliveries.Receives(ep, kind) {
 				d := deliveries.ForCall(c, kind, ep, id)
 				d.CreationTimestamp = now
 				queue = append(queue, d)
@@ -243,9 +247,59 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 	return len(queue) > 0, nil
 }
 
+// endpoints are the organization's webhook endpoints within its limit.
+func (r *CallReconciler) endpoints(ctx context.Context, ns string) ([]switchboardv1.WebhookEndpoint, error) {
+	var endpoints switchboardv1.WebhookEndpointList
+	if err := r.List(ctx, &endpoints, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing webhook endpoints: %w", err)
+	}
+	if r.Quota == nil {
+		return endpoints.Items, nil
+	}
+	limits, err := r.Quota.Limits(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	return quota.WithinEndpointLimit(endpoints.Items, limits.WebhookEndpoints), nil
+}
+
+// admit holds a Call the REST API did not admit (one applied with kubectl)
+// to the limits the API holds its calls to, the first time it is seen:
+// size, create rate and active calls. One over a limit fails at once and
+// is never dialed; refused says so.
+func (r *CallReconciler) admit(ctx context.Context, c *switchboardv1.Call) (refused bool, err error) {
+	if c.Spec.Source == switchboardv1.SourceAPI ||
+		apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition) != nil {
+		return false, nil
+	}
+	var vars, metadata json.RawMessage
+	if c.Spec.Variables != nil {
+		vars = c.Spec.Variables.Raw
+	}
+	if c.Spec.Metadata != nil {
+		metadata = c.Spec.Metadata.Raw
+	}
+	if rej := callpolicy.CheckSize(vars, metadata); rej != nil {
+		r.markFailed(c, rej.Code, rej.Message)
+		return true, nil
+	}
+	if r.Quota == nil {
+		return false, nil
+	}
+	exceeded, err := r.Quota.AdmitApplied(ctx, c)
+	if err != nil || exceeded == nil {
+		return false, err
+	}
+	r.markFailed(c, exceeded.Code, exceeded.Message)
+	return true, nil
+}
+
 // reconcileDial runs the same policy as the REST API (Calls applied with
 // kubectl never met it, and lists may have changed), then dials.
 func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	if refused, err := r.admit(ctx, c); refused || err != nil {
+		return reconcile.Result{}, err
+	}
 	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
 	if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
 		r.markFailed(c, callpolicy.CodeAgentNotFound, fmt.Sprintf("No single agent %s in this namespace.", c.Spec.AgentID))

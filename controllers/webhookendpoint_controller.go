@@ -25,6 +25,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -34,6 +35,9 @@ const (
 	healthWriteInterval = 2 * time.Second
 	// recheckInterval re-checks the URL (DNS changes) and the Secret.
 	recheckInterval = 5 * time.Minute
+	// limitRecheckInterval re-checks an endpoint beyond its organization's
+	// limit.
+	limitRecheckInterval = 10 * time.Second
 )
 
 // WebhookEndpointReconciler reports an endpoint's state: its REST id, its
@@ -51,6 +55,8 @@ type WebhookEndpointReconciler struct {
 	// DisableAfter disables an endpoint whose deliveries have all failed
 	// for this long (0: never).
 	DisableAfter time.Duration
+	// Quota holds organizations to their endpoint limit (nil: no limit).
+	Quota *quota.Admission
 
 	// checked remembers when each endpoint's URL and Secret were last
 	// checked (types.NamespacedName -> time.Time).
@@ -82,9 +88,14 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 			return reconcile.Result{}, err
 		}
 	}
+	if ready := apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition); ready != nil &&
+		ready.Reason == switchboardv1.ReasonEndpointLimitReached {
+		// An older endpoint's deletion or a raised limit lets it in.
+		result.RequeueAfter = limitRecheckInterval
+	}
 	r.setDisabled(&ep)
 	if wait := r.reportHealth(&ep); wait > 0 {
-		result.RequeueAfter = wait
+		result.RequeueAfter = min(result.RequeueAfter, wait)
 	}
 	if err := r.disableIfFailingTooLong(ctx, &ep); err != nil {
 		return reconcile.Result{}, err
@@ -115,6 +126,10 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 	if err != nil {
 		return err
 	}
+	overLimit, err := r.overLimit(ctx, ep)
+	if err != nil {
+		return err
+	}
 	urlErr := r.Policy.Check(ctx, ep.Spec.URL)
 	var uerr *webhook.URLError
 	switch {
@@ -124,11 +139,39 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, urlErr.Error())
 	case secretErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretMissing, secretErr.Error())
+	case overLimit != "":
+		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonEndpointLimitReached, overLimit)
 	default:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionTrue, switchboardv1.ReasonReconciled,
 			"The URL is allowed and the signing secret is in place.")
 	}
 	return nil
+}
+
+// overLimit says why ep is beyond its organization's endpoint limit (the
+// oldest endpoints count), or "". Such an endpoint receives no events
+// (the call reconciler applies the same rule); an endpoint applied with
+// kubectl is no way around the limit the REST API enforces.
+func (r *WebhookEndpointReconciler) overLimit(ctx context.Context, ep *switchboardv1.WebhookEndpoint) (string, error) {
+	if r.Quota == nil {
+		return "", nil
+	}
+	limits, err := r.Quota.Limits(ctx, ep.Namespace)
+	if err != nil || limits.WebhookEndpoints == 0 {
+		return "", err
+	}
+	var endpoints switchboardv1.WebhookEndpointList
+	if err := r.List(ctx, &endpoints, client.InNamespace(ep.Namespace)); err != nil {
+		return "", err
+	}
+	for _, within := range quota.WithinEndpointLimit(endpoints.Items, limits.WebhookEndpoints) {
+		if within.UID == ep.UID {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("The organization has %d webhook endpoints and may have %d; this one, among the newest, "+
+		"receives no events until older ones are deleted or the limit is raised.",
+		len(endpoints.Items), limits.WebhookEndpoints), nil
 }
 
 // ensureSecret generates the signing Secret of an endpoint that names

@@ -113,14 +113,19 @@ type CallSpec struct {
 	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
 	FromNumber string `json:"fromNumber,omitempty"`
 
-	// variables are the per-call values used by the agent's script.
+	// variables are the per-call values used by the agent's script: at
+	// most 100, each value at most 1 KiB (a larger Call fails as
+	// call_too_large before it is dialed).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MaxProperties=100
 	Variables *apiextensionsv1.JSON `json:"variables,omitempty"`
 
-	// metadata is the caller's JSON object, echoed back untouched.
+	// metadata is the caller's JSON object, echoed back untouched: at most
+	// 16 KiB as compact JSON (a larger Call fails as call_too_large before
+	// it is dialed).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -36,14 +36,17 @@ const (
 	// DisabledCondition is True while the endpoint receives no deliveries.
 	DisabledCondition = "Disabled"
 
-	ReasonURLNotAllowed     = "URLNotAllowed"
-	ReasonSecretMissing     = "SecretMissing"
-	ReasonDisabledByUser    = "DisabledByUser"
-	ReasonDisabledBySystem  = "DisabledBySwitchboard"
-	ReasonDeliveriesFailing = "DeliveriesFailing"
-	ReasonDeliveriesHealthy = "DeliveriesSucceeding"
-	ReasonNoDeliveriesYet   = "NoDeliveriesYet"
-	ReasonEnabled           = "Enabled"
+	ReasonURLNotAllowed = "URLNotAllowed"
+	ReasonSecretMissing = "SecretMissing"
+	// ReasonEndpointLimitReached: the organization has as many older
+	// endpoints as its limit allows; this one receives no events.
+	ReasonEndpointLimitReached = "EndpointLimitReached"
+	ReasonDisabledByUser       = "DisabledByUser"
+	ReasonDisabledBySystem     = "DisabledBySwitchboard"
+	ReasonDeliveriesFailing    = "DeliveriesFailing"
+	ReasonDeliveriesHealthy    = "DeliveriesSucceeding"
+	ReasonNoDeliveriesYet      = "NoDeliveriesYet"
+	ReasonEnabled              = "Enabled"
 )
 
 // SecretReference names a Secret in the same namespace.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -59,6 +61,7 @@ type flags struct {
 	callRetention  time.Duration
 	recRetention   time.Duration
 	normalEvents   string // "auto": on with --dev
+	quota          quota.Limits
 }
 
 func parseFlags() (*flags, *zap.Options) {
@@ -110,6 +113,10 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	zopts := &zap.Options{Development: true}
+	flag.Float64Var(&f.quota.CreateRate, "quota-create-rate", quota.Defaults.CreateRate, "Calls an organization may create per second (0: unlimited; default unlimited with --dev). The namespace annotation "+quota.CreateRateAnnotation+" changes it per organization.")
+	flag.IntVar(&f.quota.CreateBurst, "quota-create-burst", quota.Defaults.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+quota.CreateBurstAnnotation+".")
+	flag.IntVar(&f.quota.ActiveCalls, "quota-active-calls", quota.Defaults.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+quota.ActiveCallsAnnotation+".")
+	flag.IntVar(&f.quota.WebhookEndpoints, "quota-webhook-endpoints", quota.Defaults.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+quota.WebhookEndpointsAnnotation+".")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	return f, zopts
@@ -157,6 +164,9 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := f.quotaDefaults(givenFlags()); err != nil {
+		return err
+	}
 	store, err := history.Open(ctx, f.historyDSN)
 	if err != nil {
 		return fmt.Errorf("history store: %w", err)
@@ -165,6 +175,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		History: store, CallRetention: f.callRetention, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
+		Quota:        f.quota,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
@@ -235,6 +246,38 @@ func (f *flags) webhookOptions() error {
 	}
 	f.webhooks.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return nil
+}
+
+// quotaDefaults checks the --quota-* flags, and lifts the call limits the
+// development mode does not give (make run ARGS="--quota-create-rate=20"
+// shows production behaviour locally). The endpoint limit always holds.
+func (f *flags) quotaDefaults(given map[string]bool) error {
+	q := f.quota
+	if q.CreateRate < 0 || math.IsNaN(q.CreateRate) || math.IsInf(q.CreateRate, 0) || q.CreateBurst < 0 ||
+		q.ActiveCalls < 0 || q.WebhookEndpoints < 0 {
+		return errors.New("--quota-create-rate, --quota-create-burst, --quota-active-calls and --quota-webhook-endpoints " +
+			"take a finite number, at least 0 (0: unlimited)")
+	}
+	if !f.dev {
+		return nil
+	}
+	if !given["quota-create-rate"] {
+		f.quota.CreateRate = 0
+	}
+	if !given["quota-create-burst"] {
+		f.quota.CreateBurst = 0
+	}
+	if !given["quota-active-calls"] {
+		f.quota.ActiveCalls = 0
+	}
+	return nil
+}
+
+// givenFlags are the flags on the command line.
+func givenFlags() map[string]bool {
+	given := map[string]bool{}
+	flag.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	return given
 }
 
 // callNormalEvents resolves --call-normal-events.

@@ -206,10 +206,11 @@ func waitForFile(t *testing.T, path string, logs *syncBuffer) string {
 	return ""
 }
 
-// waitForLog waits for the process to print text (the banner follows the
-// API's first answer by microseconds).
+// waitForLog waits for the process to print text: the banner follows the
+// API's first answer by microseconds, but a message printed once the
+// control plane is up can take many seconds on a busy machine.
 func waitForLog(t *testing.T, logs *syncBuffer, text string) {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if strings.Contains(logs.String(), text) {
 			return
 		}

@@ -89,6 +89,9 @@ type Options struct {
 	// answered, ended, analyzed), an apiserver write each; Warnings are
 	// always recorded.
 	CallNormalEvents bool
+	// Quota are the limits of an organization whose namespace does not
+	// change them (zero values: unlimited).
+	Quota quota.Limits
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -207,14 +210,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
+	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
 	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
-		worker, err := setupWebhookDelivery(mgr, policy, sender, store, opts)
+		worker, err := setupWebhookDelivery(mgr, policy, sender, store, admission, opts)
 		if err != nil {
 			return nil, err
 		}
 		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, wakeDeliveries, opts); err != nil {
+		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +228,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, err
 	}
 	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
-		Quota:       &quota.Admission{Cache: mgr.GetClient(), Now: time.Now},
+		Quota:       admission,
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
@@ -285,7 +289,8 @@ func cacheOptions() cache.Options {
 }
 
 func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *numberlists.Index,
-	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(), opts Options) error {
+	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
+	admission *quota.Admission, opts Options) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
@@ -302,8 +307,8 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	}
 	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
-		DeliveriesQueued: deliveriesQueued,
-		Clock:            clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
+		DeliveriesQueued: deliveriesQueued, Quota: admission,
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
 	if opts.RecordingRetention > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
 			Client: mgr.GetClient(), Retention: opts.RecordingRetention, Clock: clock.RealClock{},
@@ -323,7 +328,7 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 // setupWebhookDelivery registers the endpoint reconciler and the worker
 // that sends the deliveries queued in the history store.
 func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
-	store recording.Store, opts Options) (*controllers.WebhookDeliveryWorker, error) {
+	store recording.Store, admission *quota.Admission, opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
 	recorder := mgr.GetEventRecorder("switchboard")
@@ -333,7 +338,7 @@ func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender 
 	}
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
-		DisableAfter: hooks.DisableAfter}).SetupWithManager(mgr); err != nil {
+		DisableAfter: hooks.DisableAfter, Quota: admission}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
 	}
 	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),

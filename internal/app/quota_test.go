@@ -33,13 +33,21 @@ func annotateOrg(t *testing.T, o *org, annotations map[string]string) {
 		ns.Annotations[k] = v
 	}
 	g.Expect(k8s.Patch(context.Background(), &ns, patch)).To(Succeed())
-	g.Eventually(func() any {
+	// GET /v1/concurrency reports the limits once the operator sees them.
+	fields := map[string]string{quota.ActiveCallsAnnotation: "concurrency_limit",
+		quota.CreateRateAnnotation: "create_rate_limit", quota.WebhookEndpointsAnnotation: "webhook_endpoint_limit"}
+	g.Eventually(func(g Gomega) {
 		r := do(t, "GET", "/v1/concurrency", o.key, nil)
-		if v := annotations[quota.ActiveCallsAnnotation]; v != "" {
-			return r.body["concurrency_limit"] == mustFloat(t, v)
+		for annotation, field := range fields {
+			switch v, ok := annotations[annotation]; {
+			case !ok:
+			case v == quota.Unlimited:
+				g.Expect(r.body).To(HaveKeyWithValue(field, BeNil()))
+			default:
+				g.Expect(r.body).To(HaveKeyWithValue(field, mustFloat(t, v)))
+			}
 		}
-		return r.body["create_rate_limit"] == mustFloat(t, annotations[quota.CreateRateAnnotation])
-	}, 10*time.Second, 20*time.Millisecond).Should(BeTrue())
+	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 }
 
 func mustFloat(t *testing.T, s string) float64 {

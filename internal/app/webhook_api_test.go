@@ -630,7 +630,8 @@ func TestWebhookAPI_RotateSecret(t *testing.T) {
 }
 
 // An endpoint whose spec.secretRef names a Secret that does not exist
-// cannot sign: rotate and test say so.
+// cannot sign: test says so. Rotation is never done with an API key for a
+// Secret the platform team declared, there or not.
 func TestWebhookAPI_SecretMissing(t *testing.T) {
 	o := newOrg(t)
 	g := NewWithT(t)
@@ -640,7 +641,7 @@ func TestWebhookAPI_SecretMissing(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), ep)).To(Succeed())
 	id := ep.ResolvedID()
 
-	msg := expectCodeDetail(t, do(t, "POST", endpointPath(id, "/rotate-secret"), o.key, nil), http.StatusConflict, "secret_missing")
+	msg := expectCodeDetail(t, do(t, "POST", endpointPath(id, "/rotate-secret"), o.key, nil), http.StatusConflict, "secret_managed_in_cluster")
 	g.Expect(msg).To(ContainSubstring("not-there"))
 	msg = expectCodeDetail(t, do(t, "POST", endpointPath(id, "/test"), o.key, nil), http.StatusConflict, "secret_missing")
 	g.Expect(msg).To(ContainSubstring("not-there"))

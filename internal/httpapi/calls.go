@@ -172,6 +172,8 @@ type concurrency struct {
 	QueuedCalls      int      `json:"queued_calls"`
 	ConcurrencyLimit *int     `json:"concurrency_limit"`
 	CreateRateLimit  *float64 `json:"create_rate_limit"`
+	CreateBurstLimit *int     `json:"create_burst_limit"`
+	EndpointLimit    *int     `json:"webhook_endpoint_limit"`
 }
 
 // getConcurrency implements GET /v1/concurrency.
@@ -187,7 +189,10 @@ func (a *api) getConcurrency(w http.ResponseWriter, r *http.Request) {
 		out.ConcurrencyLimit = ptr(u.Limits.ActiveCalls)
 	}
 	if u.Limits.CreateRate > 0 {
-		out.CreateRateLimit = ptr(u.Limits.CreateRate)
+		out.CreateRateLimit, out.CreateBurstLimit = ptr(u.Limits.CreateRate), ptr(u.Limits.CreateBurst)
+	}
+	if u.Limits.WebhookEndpoints > 0 {
+		out.EndpointLimit = ptr(u.Limits.WebhookEndpoints)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

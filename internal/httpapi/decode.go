@@ -16,30 +16,31 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 )
 
 // Limits of a create-call request (README, "Limits"). Variables and
-// metadata are stored in the Call resource, which every live call is and
-// etcd holds at about 1.5 MiB each; they also travel in every event. The
-// body limit binds before the others add up: 64 variables of 4096
-// characters do not fit in 64 KiB.
+// metadata are bounded by callpolicy's size limits, which Calls applied
+// with kubectl meet too; the body limit binds before they add up: 100
+// variables of 1 KiB do not fit in 64 KiB.
 const (
 	// MaxBodyBytes bounds a request body (create-call and webhook
 	// endpoints); a longer one is 413.
 	MaxBodyBytes = 64 << 10
-	// MaxMetadataBytes bounds metadata, measured as compact JSON (what is
-	// stored), so indentation does not count.
-	MaxMetadataBytes = 16 << 10
 	// MaxJSONDepth bounds how deeply metadata and variables nest objects
 	// and arrays, the object itself counting as 1.
 	MaxJSONDepth = 8
+	// MaxMetadataBytes bounds metadata, measured as compact JSON (what is
+	// stored), so indentation does not count.
+	MaxMetadataBytes = callpolicy.MaxMetadataBytes
 	// MaxVariables bounds the number of variables of a call.
-	MaxVariables = 64
+	MaxVariables = callpolicy.MaxVariables
 	// MaxVariableNameChars bounds a variable's name, in characters.
-	MaxVariableNameChars = 128
-	// MaxVariableValueChars bounds a variable's value: a string's
-	// characters, or another value's compact JSON.
-	MaxVariableValueChars = 4096
+	MaxVariableNameChars = callpolicy.MaxVariableNameChars
+	// MaxVariableValueBytes bounds a variable's value: a string's UTF-8
+	// bytes, or another value's compact JSON.
+	MaxVariableValueBytes = callpolicy.MaxVariableValueBytes
 )
 
 // Field names and the aliases accepted for them, first match wins. The
@@ -314,7 +315,7 @@ func normalizePhone(s, region string) (string, bool) {
 }
 
 // variables decodes the variables object: every name non-empty and at most
-// MaxVariableNameChars long, every value at most MaxVariableValueChars, at
+// MaxVariableNameChars long, every value at most MaxVariableValueBytes, at
 // most MaxVariables of them.
 func (d *decoder) variables() (json.RawMessage, map[string]any) {
 	vars := map[string]any{}
@@ -352,20 +353,20 @@ func (d *decoder) variable(field, name string, value json.RawMessage) {
 			Msg:   fmt.Sprintf("Variable names should have at most %d characters", MaxVariableNameChars),
 			Input: name, Ctx: map[string]any{"max_length": MaxVariableNameChars}})
 	}
-	var s string
-	if json.Unmarshal(value, &s) == nil {
-		if utf8.RuneCountInString(s) > MaxVariableValueChars {
-			d.errs = append(d.errs, ValidationItem{Type: "string_too_long", Loc: loc,
-				Msg:   fmt.Sprintf("Variable values should have at most %d characters", MaxVariableValueChars),
-				Input: s, Ctx: map[string]any{"max_length": MaxVariableValueChars}})
-		}
+	n := callpolicy.ValueBytes(value)
+	if n <= MaxVariableValueBytes {
 		return
 	}
-	if utf8.RuneCount(value) > MaxVariableValueChars { // value is compact
-		d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: loc,
-			Msg:   fmt.Sprintf("Variable values should have at most %d characters as JSON", MaxVariableValueChars),
-			Input: decodeInput(value), Ctx: map[string]any{"max_length": MaxVariableValueChars}})
+	var s string
+	if json.Unmarshal(value, &s) == nil {
+		d.errs = append(d.errs, ValidationItem{Type: "string_too_long", Loc: loc,
+			Msg:   fmt.Sprintf("Variable values should have at most %d bytes, not %d", MaxVariableValueBytes, n),
+			Input: s, Ctx: map[string]any{"max_length": MaxVariableValueBytes}})
+		return
 	}
+	d.errs = append(d.errs, ValidationItem{Type: "too_long", Loc: loc,
+		Msg:   fmt.Sprintf("Variable values should have at most %d bytes as JSON, not %d", MaxVariableValueBytes, n),
+		Input: decodeInput(value), Ctx: map[string]any{"max_length": MaxVariableValueBytes}})
 }
 
 // metadata decodes the metadata object, at most MaxMetadataBytes as

@@ -88,6 +88,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -98,8 +99,10 @@ import (
 
 // Error codes of the webhook-endpoint API.
 const (
-	CodeURLNotAllowed  = "url_not_allowed"
-	CodeSecretMissing  = "secret_missing"
+	CodeURLNotAllowed = "url_not_allowed"
+	CodeSecretMissing = "secret_missing"
+	// CodeSecretManaged refuses to rotate a Secret declared in the cluster.
+	CodeSecretManaged  = "secret_managed_in_cluster"
 	CodeTestNotRetried = "test_not_retried"
 )
 
@@ -256,10 +259,22 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: organization(ctx), GenerateName: "endpoint-"},
 	}
 	req.apply(&ep.Spec)
+	ticket, err := a.cfg.Quota.AdmitEndpoint(ctx, ep.Namespace)
+	var exceeded *quota.Exceeded
+	switch {
+	case errors.As(err, &exceeded):
+		writeCodeDetail(w, http.StatusUnprocessableEntity, exceeded.Code, exceeded.Message)
+		return
+	case err != nil:
+		a.unavailable(w, err, "checking the endpoint limit", "The organization's limits could not be checked")
+		return
+	}
 	if err := a.cfg.Client.Create(ctx, ep); err != nil {
+		ticket.Release()
 		a.writeFailed(w, err, "creating webhook endpoint", "The webhook endpoint could not be created")
 		return
 	}
+	ticket.Placed(ep.Name)
 	secret, err := a.generateSecret(ctx, ep)
 	if err != nil {
 		// Without its secret the caller could not verify deliveries: undo,
@@ -395,6 +410,14 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	ep, ok := a.liveEndpoint(w, r)
 	if !ok {
+		return
+	}
+	if ep.Spec.SecretRef != nil {
+		// The platform team declared this Secret in the cluster (and may
+		// manage it with GitOps or an external secret store): an API key
+		// must not rewrite it.
+		writeCodeDetail(w, http.StatusConflict, CodeSecretManaged, "The endpoint's signing Secret "+ep.Spec.SecretRef.Name+
+			" is declared in the cluster (spec.secretRef); rotate it there, with kubectl or the tool that manages it.")
 		return
 	}
 	ctx, now := r.Context(), a.cfg.Now()

@@ -1,33 +1,66 @@
 package quota
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 func TestLimitsOf(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
+		defaults    Limits
 		annotations map[string]string
 		want        Limits
 	}{
-		{"none: unlimited", nil, Limits{}},
-		{"a rate gets a burst of twice it", map[string]string{CreateRateAnnotation: "5"}, Limits{CreateRate: 5, CreateBurst: 10}},
-		{"a slow rate bursts one", map[string]string{CreateRateAnnotation: "0.2"}, Limits{CreateRate: 0.2, CreateBurst: 1}},
-		{"an explicit burst", map[string]string{CreateRateAnnotation: "5", CreateBurstAnnotation: "3"}, Limits{CreateRate: 5, CreateBurst: 3}},
-		{"a burst alone limits nothing", map[string]string{CreateBurstAnnotation: "3"}, Limits{}},
-		{"active calls", map[string]string{ActiveCallsAnnotation: "20"}, Limits{ActiveCalls: 20}},
-		{"invalid values are ignored", map[string]string{CreateRateAnnotation: "fast", ActiveCallsAnnotation: "-1",
-			CreateBurstAnnotation: "x"}, Limits{}},
-		{"infinity and zero are no limit", map[string]string{CreateRateAnnotation: "+Inf", ActiveCallsAnnotation: "0"}, Limits{}},
+		{"no defaults, no annotations: unlimited", Limits{}, nil, Limits{}},
+		{"the defaults without annotations", Defaults, nil, Defaults},
+		{"a rate gets a burst of twice it", Limits{}, map[string]string{CreateRateAnnotation: "5"}, Limits{CreateRate: 5, CreateBurst: 10}},
+		{"an annotated rate replaces the default burst too", Defaults, map[string]string{CreateRateAnnotation: "5"},
+			Limits{CreateRate: 5, CreateBurst: 10, ActiveCalls: 500, WebhookEndpoints: 20}},
+		{"a slow rate bursts one", Limits{}, map[string]string{CreateRateAnnotation: "0.2"}, Limits{CreateRate: 0.2, CreateBurst: 1}},
+		{"an explicit burst", Limits{}, map[string]string{CreateRateAnnotation: "5", CreateBurstAnnotation: "3"}, Limits{CreateRate: 5, CreateBurst: 3}},
+		{"a burst on the default rate", Defaults, map[string]string{CreateBurstAnnotation: "3"},
+			Limits{CreateRate: 20, CreateBurst: 3, ActiveCalls: 500, WebhookEndpoints: 20}},
+		{"a burst alone limits nothing", Limits{}, map[string]string{CreateBurstAnnotation: "3"}, Limits{}},
+		{"active calls", Limits{}, map[string]string{ActiveCallsAnnotation: "20"}, Limits{ActiveCalls: 20}},
+		{"webhook endpoints", Defaults, map[string]string{WebhookEndpointsAnnotation: "100"},
+			Limits{CreateRate: 20, CreateBurst: 40, ActiveCalls: 500, WebhookEndpoints: 100}},
+		{"unlimited lifts each default", Defaults, map[string]string{CreateRateAnnotation: "unlimited",
+			ActiveCallsAnnotation: "unlimited", WebhookEndpointsAnnotation: "unlimited"}, Limits{}},
+		{"invalid values are ignored", Defaults, map[string]string{CreateRateAnnotation: "fast", ActiveCallsAnnotation: "-1",
+			CreateBurstAnnotation: "x", WebhookEndpointsAnnotation: "0"}, Defaults},
+		{"infinity is not a rate", Limits{}, map[string]string{CreateRateAnnotation: "+Inf", ActiveCallsAnnotation: "0"}, Limits{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := limitsOf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}})
+			got := limitsOf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}, tc.defaults)
 			if got != tc.want {
 				t.Errorf("limits = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWithinEndpointLimitKeepsTheOldest(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var eps []switchboardv1.WebhookEndpoint
+	for i, at := range []int{5, 1, 3, 1, 4} { // seconds after base; two created in the same second
+		eps = append(eps, switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("ep-%d", i), CreationTimestamp: metav1.NewTime(base.Add(time.Duration(at) * time.Second))}})
+	}
+	var names []string
+	for _, ep := range WithinEndpointLimit(eps, 3) {
+		names = append(names, ep.Name)
+	}
+	if fmt.Sprint(names) != "[ep-1 ep-3 ep-2]" {
+		t.Errorf("within the limit of 3: %v, want the three oldest, ties by name: [ep-1 ep-3 ep-2]", names)
+	}
+	if got := WithinEndpointLimit(eps, 0); len(got) != len(eps) {
+		t.Errorf("no limit kept %d of %d", len(got), len(eps))
 	}
 }
