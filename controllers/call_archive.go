@@ -32,10 +32,15 @@ var (
 		Name: "switchboard_calls_removed_total",
 		Help: "Archived Calls deleted from the cluster once their retention had passed.",
 	})
+	callArchiveLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "switchboard_call_archive_lag_seconds",
+		Help:    "Time from a call being fully processed (final, analyzed) to its first write to the history store.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(callsArchived, callArchiveFailures, callsRemoved)
+	metrics.Registry.MustRegister(callsArchived, callArchiveFailures, callsRemoved, callArchiveLag)
 }
 
 // archived remembers the resourceVersion at which each finished Call was
@@ -88,6 +93,7 @@ func (r *CallReconciler) archive(ctx context.Context, c *switchboardv1.Call) (re
 		}
 		r.archived.record(c)
 		callsArchived.Inc()
+		callArchiveLag.Observe(max(r.Clock.Since(finishedAt(c)), 0).Seconds())
 	}
 	if wait := finishedAt(c).Add(r.Retention).Sub(r.Clock.Now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil

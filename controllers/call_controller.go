@@ -100,7 +100,8 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	// A merge patch without optimistic locking: each step is idempotent, so
 	// redoing one from a stale cache read writes the same values again.
-	patch := client.MergeFrom(call.DeepCopy())
+	before := call.DeepCopy()
+	patch := client.MergeFrom(before)
 	var result reconcile.Result
 	var err error
 	if !done {
@@ -116,6 +117,7 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if perr := r.patchStatus(ctx, &call, patch); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
 	}
+	observeTransition(before, &call)
 	if queued && r.DeliveriesQueued != nil {
 		r.DeliveriesQueued()
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -95,6 +97,7 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Get(ctx, req.NamespacedName, &trunk); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.probes.Delete(req.NamespacedName)
+			trunkReady.DeleteLabelValues(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -109,6 +112,7 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	r.reportUsage(&trunk)
 	trunk.Status.ObservedGeneration = trunk.Generation
 	r.announce(&trunk, before)
+	reportReady(&trunk)
 	if equality.Semantic.DeepEqual(before, &trunk.Status) {
 		return result, nil
 	}
@@ -213,6 +217,24 @@ func (r *SIPTrunkReconciler) announce(trunk *switchboardv1.SIPTrunk, before *swi
 		eventType = corev1.EventTypeWarning
 	}
 	r.Events.Eventf(trunk, nil, eventType, now.Reason, "Probe", "%s", now.Message)
+}
+
+// trunkReady is 1 while a SIPTrunk is Ready (its carrier answers OPTIONS and
+// accepts its credentials), 0 otherwise: the alert "trunk not ready" reads
+// it.
+var trunkReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "switchboard_siptrunk_ready",
+	Help: "1 while the SIPTrunk is Ready, 0 while it is not (see its Ready condition's reason).",
+}, []string{"namespace", "trunk"})
+
+func init() { metrics.Registry.MustRegister(trunkReady) }
+
+func reportReady(trunk *switchboardv1.SIPTrunk) {
+	ready := 0.0
+	if apimeta.IsStatusConditionTrue(trunk.Status.Conditions, switchboardv1.ReadyCondition) {
+		ready = 1
+	}
+	trunkReady.WithLabelValues(trunk.Namespace, trunk.Name).Set(ready)
 }
 
 func setTrunkReady(trunk *switchboardv1.SIPTrunk, status metav1.ConditionStatus, reason, msg string) {

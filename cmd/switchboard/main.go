@@ -44,6 +44,7 @@ type flags struct {
 	s3Insecure     bool
 	region         string
 	metricsAddr    string
+	metricsSecure  string // "auto": off with --dev
 	probeAddr      string
 	leaderElect    bool
 	leaderNS       string
@@ -79,7 +80,8 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.s3.Prefix, "s3-prefix", "", "With --recording-store=s3: a key prefix for the recordings in the bucket (e.g. switchboard/prod).")
 	flag.BoolVar(&f.s3Insecure, "s3-insecure", false, "With --recording-store=s3: plain http instead of https, for a local S3 gateway only.")
 	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Metrics address; 0 disables.")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "", "Prometheus metrics address (default :8082; 127.0.0.1:8082 with --dev); 0 disables.")
+	flag.StringVar(&f.metricsSecure, "metrics-secure", "auto", "Serve metrics over HTTPS to clients the apiserver authenticates and authorizes (the metrics-reader ClusterRole): true, false, or auto (true unless --dev).")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader to run the reconcilers; every replica serves the REST API.")
 	flag.StringVar(&f.leaderNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's).")
@@ -167,6 +169,10 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err := f.quotaDefaults(givenFlags()); err != nil {
 		return err
 	}
+	metricsSecure, err := f.secureMetrics()
+	if err != nil {
+		return err
+	}
 	store, err := history.Open(ctx, f.historyDSN)
 	if err != nil {
 		return fmt.Errorf("history store: %w", err)
@@ -180,7 +186,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
-		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
+		MetricsAddr: f.metricsAddr, MetricsSecure: metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}
@@ -280,6 +286,17 @@ func givenFlags() map[string]bool {
 	return given
 }
 
+// secureMetrics resolves --metrics-secure.
+func (f *flags) secureMetrics() (bool, error) {
+	switch f.metricsSecure {
+	case "auto":
+		return !f.dev, nil
+	case "true", "false":
+		return f.metricsSecure == "true", nil
+	}
+	return false, fmt.Errorf("--metrics-secure: want true, false or auto, got %q", f.metricsSecure)
+}
+
 // callNormalEvents resolves --call-normal-events.
 func (f *flags) callNormalEvents() (bool, error) {
 	switch f.normalEvents {
@@ -300,16 +317,16 @@ func (f *flags) banner() {
 		"  export KUBECONFIG=%[1]s/kubeconfig\n"+
 		"  curl -s http://%[2]s/v1/calls -H \"Authorization: Bearer $(cat %[1]s/api-key)\" \\\n"+
 		"    -d '{\"agent_id\":\"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f\",\"to_number\":\"+14155551234\",\"variables\":{\"customer_name\":\"Ada\"}}'\n"+
-		"  kubectl get calls -n demo\nCtrl-C stops everything.\n\n", f.devDir, f.apiAddr)
+		"  kubectl get calls -n demo\n", f.devDir, f.apiAddr)
+	if f.metricsAddr != "0" {
+		fmt.Fprintf(os.Stderr, "  curl -s http://%s/metrics | grep ^switchboard_\n", f.metricsAddr)
+	}
+	fmt.Fprint(os.Stderr, "Ctrl-C stops everything.\n\n")
 }
 
 func (f *flags) applyDefaults() {
-	if f.apiAddr == "" {
-		f.apiAddr = ":8080"
-		if f.dev {
-			f.apiAddr = "127.0.0.1:8080"
-		}
-	}
+	f.orDefault(&f.apiAddr, ":8080", "127.0.0.1:8080")
+	f.orDefault(&f.metricsAddr, ":8082", "127.0.0.1:8082")
 	if f.publicURL == "" {
 		host := f.apiAddr
 		if strings.HasPrefix(host, ":") {
@@ -317,18 +334,8 @@ func (f *flags) applyDefaults() {
 		}
 		f.publicURL = "http://" + host
 	}
-	if f.recordingDir == "" {
-		f.recordingDir = "/var/lib/switchboard/recordings"
-		if f.dev {
-			f.recordingDir = filepath.Join(f.devDir, "recordings")
-		}
-	}
-	if f.historyDSN == "" {
-		f.historyDSN = "sqlite:/var/lib/switchboard/history/history.db"
-		if f.dev {
-			f.historyDSN = "sqlite:" + filepath.Join(f.devDir, "history.db")
-		}
-	}
+	f.orDefault(&f.recordingDir, "/var/lib/switchboard/recordings", filepath.Join(f.devDir, "recordings"))
+	f.orDefault(&f.historyDSN, "sqlite:/var/lib/switchboard/history/history.db", "sqlite:"+filepath.Join(f.devDir, "history.db"))
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
 	}
@@ -341,6 +348,18 @@ func (f *flags) applyDefaults() {
 		if !f.dev {
 			f.sip.BindHost = firstIPv4()
 		}
+	}
+}
+
+// orDefault sets an empty flag to its production default, or to its
+// development default with --dev.
+func (f *flags) orDefault(v *string, production, development string) {
+	switch {
+	case *v != "":
+	case f.dev:
+		*v = development
+	default:
+		*v = production
 	}
 }
 

@@ -35,11 +35,11 @@ func TestLocalRunContract(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	devDir, addr := t.TempDir(), freeAddr(t)
+	devDir, addr, metricsAddr := t.TempDir(), freeAddr(t), freeAddr(t)
 	base := "http://" + addr
 
 	// First run: a short retention (ARGS), so the call leaves the cluster.
-	cmd, logs := startDev(t, bin, assets, devDir, addr, "--call-retention=1s")
+	cmd, logs := startDev(t, bin, assets, devDir, addr, "--call-retention=1s", "--metrics-bind-address="+metricsAddr)
 	key := waitForFile(t, filepath.Join(devDir, "api-key"), logs)
 	status, body := waitForAPI(t, base+"/v1/calls", key, logs)
 	if status != http.StatusCreated {
@@ -60,6 +60,7 @@ func TestLocalRunContract(t *testing.T) {
 	if got := getCall(t, base, key, callID); withoutLink(got) != withoutLink(analyzed) {
 		t.Fatalf("archived call reads\n%s\nwas\n%s", got, analyzed)
 	}
+	checkMetrics(t, metricsAddr, logs)
 	stopDev(t, cmd, logs)
 
 	// Second run: the state in the dev folder is kept.
@@ -70,6 +71,59 @@ func TestLocalRunContract(t *testing.T) {
 		t.Fatalf("after a restart the call reads\n%s\nwas\n%s", got, analyzed)
 	}
 	stopDev(t, cmd, logs)
+}
+
+// checkMetrics scrapes the development metrics endpoint (plain HTTP, as
+// the banner prints it) after the first call: the series of its life moved.
+func checkMetrics(t *testing.T, addr string, logs *syncBuffer) {
+	waitForLog(t, logs, "curl -s http://"+addr+"/metrics")
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping metrics: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	// The demo data holds a Call of its own (source kubectl): counts of
+	// every call are at least one.
+	for series, atLeast := range map[string]float64{
+		`switchboard_calls_created_total{source="api"}`:                                              1,
+		`switchboard_calls_created_total{source="kubectl"}`:                                          1,
+		`switchboard_calls_ended_total{disposition="answered",status="ended"}`:                       1,
+		`switchboard_api_request_duration_seconds_count{code="201",method="POST",route="/v1/calls"}`: 1,
+		`switchboard_calls_archived_total`:                                                           1,
+		`switchboard_call_archive_lag_seconds_count`:                                                 1,
+		`switchboard_call_duration_seconds_count`:                                                    1,
+		`switchboard_calls_live`:                                                                     0,
+	} {
+		v, ok := metricValue(string(b), series)
+		if !ok || v < atLeast {
+			t.Errorf("metrics: %s = %v (present: %v), want at least %v", series, v, ok, atLeast)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", grepLines(string(b), "switchboard_"))
+	}
+}
+
+// metricValue finds the sample of series (name and labels, as exposed).
+func metricValue(text, series string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // startDev starts the binary the way `make run` does.

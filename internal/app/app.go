@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
@@ -102,9 +101,14 @@ type Options struct {
 
 	LeaderElection          bool
 	LeaderElectionNamespace string
-	MetricsAddr             string
-	ProbeAddr               string
-	Log                     logr.Logger
+	// MetricsAddr is where Prometheus metrics are served ("0": nowhere).
+	MetricsAddr string
+	// MetricsSecure serves them over HTTPS to authenticated and authorized
+	// clients only (a TokenReview and a SubjectAccessReview per scrape, as
+	// kubebuilder's projects do); --dev serves plain HTTP on loopback.
+	MetricsSecure bool
+	ProbeAddr     string
+	Log           logr.Logger
 }
 
 // WebhookOptions configure event delivery; zero values take the defaults.
@@ -178,7 +182,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "switchboard.dev",
@@ -202,6 +206,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	registerLiveCalls(&controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir})
 	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
 	if err != nil {
 		return nil, err

@@ -126,8 +126,10 @@ func logRequests(log logr.Logger) func(http.Handler) http.Handler {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r)
+			took := time.Since(start)
+			observeRequest(chi.RouteContext(r.Context()), r.Method, ww.Status(), took)
 			log.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
-				"duration", time.Since(start), "requestID", middleware.GetReqID(r.Context()))
+				"duration", took, "requestID", middleware.GetReqID(r.Context()))
 		})
 	}
 }
