@@ -13,6 +13,9 @@ BENCHSTAT ?= $(LOCALBIN)/benchstat-$(BENCHSTAT_VERSION)
 VERSITYGW_VERSION ?= v1.8.0
 VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 KUSTOMIZE ?= kubectl kustomize
+# Helm: the chart in config/helm/switchboard is linted and rendered by the tests.
+HELM_VERSION ?= v3.22.0
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 # Test and run flags. TEST_FLAGS can add -run, -v, -count ...
 TEST_FLAGS ?=
 BENCH ?= CreateCall
@@ -34,6 +37,11 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the Go markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	@# The Helm chart renders the same generated files (one source each).
+	cp config/crd/bases/*.yaml config/helm/switchboard/crds/
+	cp config/rbac/role.yaml config/helm/switchboard/files/manager-role.yaml
+	cp config/policy/call_source.yaml config/helm/switchboard/files/call_source.yaml
+	cp config/prometheus/alerts.yaml config/helm/switchboard/files/alerts.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -62,8 +70,8 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test
-test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) ## Run every test, envtest and S3 (versitygw) included.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 # The Node example receiver's dependencies, which its test runs against.
 hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
@@ -188,6 +196,11 @@ $(BENCHSTAT):
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+# Helm builds in about a minute, once.
+$(HELM):
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
 
 # versitygw builds in about 2 minutes, once.
 $(VERSITYGW):
