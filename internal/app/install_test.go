@@ -93,13 +93,22 @@ func TestHelmChartRefusesReplicasWithoutSharedStores(t *testing.T) {
 func TestInstallYAMLAppliesServerSide(t *testing.T) {
 	kubectl := newKubectlCLI(t)
 	ensureNamespace(t, "switchboard-system")
-	// What `make build-installer` writes to dist/install.yaml.
-	rendered := kubectl.mustRun(t, "kustomize", "../../config/default").stdout
-	rendered = strings.ReplaceAll(rendered, "image: controller:latest", "image: registry.example.com/switchboard:v0.1.0")
-	out := dryRunApply(t, kubectl, []byte(rendered))
-	NewWithT(t).Expect(out).To(And(ContainSubstring("deployment.apps/switchboard-manager"),
-		ContainSubstring("validatingadmissionpolicy.admissionregistration.k8s.io/switchboard-call-source"),
-		ContainSubstring("networkpolicy.networking.k8s.io/switchboard-manager")))
+	// config/default is what `make build-installer` writes to
+	// dist/install.yaml; the others are its PostgreSQL and production
+	// (two replicas, S3) variants.
+	for _, dir := range []string{"default", "postgres", "production"} {
+		t.Run(dir, func(t *testing.T) {
+			rendered := kubectl.mustRun(t, "kustomize", "../../config/"+dir).stdout
+			rendered = strings.ReplaceAll(rendered, "image: controller:latest", "image: registry.example.com/switchboard:v0.1.0")
+			out := dryRunApply(t, kubectl, []byte(rendered))
+			NewWithT(t).Expect(out).To(And(ContainSubstring("deployment.apps/switchboard-manager"),
+				ContainSubstring("validatingadmissionpolicy.admissionregistration.k8s.io/switchboard-call-source"),
+				ContainSubstring("networkpolicy.networking.k8s.io/switchboard-manager")))
+			if dir == "production" {
+				NewWithT(t).Expect(out).To(ContainSubstring("poddisruptionbudget.policy/switchboard-manager"))
+			}
+		})
+	}
 }
 
 // dryRunApply applies manifests server-side without persisting them and
