@@ -48,6 +48,7 @@ type flags struct {
 	probeAddr      string
 	leaderElect    bool
 	leaderNS       string
+	leaderLease    time.Duration
 	qps            float64
 	burst          int
 	maxCalls       int
@@ -85,6 +86,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader to run the reconcilers; every replica serves the REST API.")
 	flag.StringVar(&f.leaderNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's).")
+	flag.DurationVar(&f.leaderLease, "leader-elect-lease-duration", app.DefaultLeaderElectionLease, "How long the leader's lease lasts unrenewed: the longest the reconcilers wait for another replica when the leader dies.")
 	flag.Float64Var(&f.qps, "kube-api-qps", 1000, "Requests per second to the Kubernetes API.")
 	flag.IntVar(&f.burst, "kube-api-burst", 2000, "Burst of requests to the Kubernetes API.")
 	flag.IntVar(&f.maxCalls, "max-concurrent-calls", 64, "Calls reconciled at once.")
@@ -185,7 +187,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
-		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS,
+		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS, LeaderElectionLease: f.leaderLease,
 		MetricsAddr: f.metricsAddr, MetricsSecure: metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -101,6 +103,10 @@ type Options struct {
 
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaderElectionLease is how long a leader's lease lasts without
+	// renewal: the longest a dead leader's work waits for another replica
+	// (default 10 s; renewals are due at 70 %, retries every fifth).
+	LeaderElectionLease time.Duration
 	// MetricsAddr is where Prometheus metrics are served ("0": nowhere).
 	MetricsAddr string
 	// MetricsSecure serves them over HTTPS to authenticated and authorized
@@ -156,6 +162,10 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	return o
 }
 
+// DefaultLeaderElectionLease bounds how long the reconcilers wait for a
+// new leader when the leader dies: under 15 s with retries.
+const DefaultLeaderElectionLease = 10 * time.Second
+
 // DefaultCallRetention is how long a finished Call stays in the cluster
 // after it is archived, for `kubectl get calls`.
 const DefaultCallRetention = time.Hour
@@ -179,6 +189,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if opts.History == nil {
 		return nil, errors.New("no history store")
 	}
+	lease := cmp.Or(opts.LeaderElectionLease, DefaultLeaderElectionLease)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOptions(),
@@ -187,6 +198,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "switchboard.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &lease,
+		RenewDeadline:           ptr.To(lease * 7 / 10),
+		RetryPeriod:             ptr.To(lease / 5),
 		Logger:                  opts.Log,
 		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
 	})
