@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -59,7 +60,8 @@ type WebhookEndpointReconciler struct {
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// Signing Secrets are read and generated in organization namespaces only,
+// with the rights of config/rbac/organization_role.yaml.
 
 // Reconcile brings one endpoint's status up to date.
 func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -122,6 +124,9 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, uerr.Reason)
 	case urlErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, urlErr.Error())
+	case errors.Is(secretErr, errSecretAccessDenied):
+		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretAccessDenied,
+			organizations.SecretAccessDenied(ep.Namespace, ep.SigningSecretName()))
 	case secretErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretMissing, secretErr.Error())
 	default:
@@ -130,6 +135,9 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 	}
 	return nil
 }
+
+// errSecretAccessDenied: the namespace is not set up as an organization.
+var errSecretAccessDenied = errors.New("access to the namespace's Secrets denied")
 
 // ensureSecret generates the signing Secret of an endpoint that names
 // none, and checks the one in use. The first result is a problem to report
@@ -144,6 +152,8 @@ func (r *WebhookEndpointReconciler) ensureSecret(ctx context.Context, ep *switch
 		return nil, r.generateSecret(ctx, ep)
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("the Secret %s does not exist", name), nil
+	case apierrors.IsForbidden(err):
+		return errSecretAccessDenied, nil
 	case err != nil:
 		return nil, err
 	}

@@ -328,7 +328,7 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 	}
 	log.Info("starting embedded control plane")
 	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
-		CRDDir: "config/crd/bases", SamplesDir: "config/samples", Namespace: "demo"})
+		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", Namespace: "demo"})
 	if err != nil {
 		return nil, nil, err
 	}
