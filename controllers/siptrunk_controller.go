@@ -61,7 +61,7 @@ type SIPTrunkReconciler struct {
 	// SecretChanges tells of the Secrets of organization namespaces, so
 	// that a trunk whose credentials change is probed again at once.
 	SecretChanges SecretSubscriber
-	Prober  TrunkProber
+	Prober        TrunkProber
 	// Usage reports calls on each trunk; nil reports none.
 	Usage  TrunkUsage
 	Events events.EventRecorder

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 

@@ -69,8 +69,8 @@ var (
 	// managerConfig is Switchboard's identity: its service account, bound
 	// to the roles of config/rbac and nothing else.
 	managerConfig *rest.Config
-	operator   *runningOperator
-	recordDir  string
+	operator      *runningOperator
+	recordDir     string
 	// historyStore is the suite's history store (SQLite).
 	historyStore history.Store
 	signingKey   = []byte("0123456789abcdef0123456789abcdef")

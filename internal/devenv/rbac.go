@@ -55,7 +55,7 @@ func InstallRBAC(ctx context.Context, c client.Client, rbacDir string) error {
 		}
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: namePrefix + "manager"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerRole},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNamespace, Name: managerServiceAccount}}}
 	if err := c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("ClusterRoleBinding: %w", err)
