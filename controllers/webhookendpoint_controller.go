@@ -35,6 +35,10 @@ const (
 	healthWriteInterval = 2 * time.Second
 	// recheckInterval re-checks the URL (DNS changes) and the Secret.
 	recheckInterval = 5 * time.Minute
+	// accessRecheckInterval re-checks sooner an endpoint whose namespace
+	// Switchboard may not read Secrets in: the platform team is likely
+	// setting it up as an organization, which no watch tells of.
+	accessRecheckInterval = 30 * time.Second
 )
 
 // WebhookEndpointReconciler reports an endpoint's state: its REST id, its
@@ -84,6 +88,9 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 			return reconcile.Result{}, err
 		}
 	}
+	if readyReason(&ep) == switchboardv1.ReasonSecretAccessDenied {
+		result.RequeueAfter = accessRecheckInterval
+	}
 	r.setDisabled(&ep)
 	if wait := r.reportHealth(&ep); wait > 0 {
 		result.RequeueAfter = wait
@@ -95,6 +102,13 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 		return result, nil
 	}
 	return result, r.Status().Patch(ctx, &ep, patch)
+}
+
+func readyReason(ep *switchboardv1.WebhookEndpoint) string {
+	if c := apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // needsCheck: the URL and Secret are checked when the spec changed, while

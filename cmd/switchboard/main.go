@@ -333,7 +333,7 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 		return nil, nil, err
 	}
 	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
-		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo")
+		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
 	if env.Fresh {
 		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
 	} else {
