@@ -114,13 +114,14 @@ func trim(o any) (any, error) {
 	}
 	switch s.Type {
 	case switchboardv1.APIKeySecretType:
-		apikeys.DigestSecretData(s)
+		return apikeys.TransformSecret(s)
 	case switchboardv1.WebhookSecretType:
+		return s, nil
 	default:
 		s.Data, s.StringData = nil, nil
 		delete(s.Annotations, corev1.LastAppliedConfigAnnotation)
+		return s, nil
 	}
-	return s, nil
 }
 
 // Subscribe passes every Secret event of every organization namespace to h
