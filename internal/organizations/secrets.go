@@ -294,7 +294,7 @@ func (s *Secrets) start(ctx context.Context, ns *corev1.Namespace) error {
 	syncCtx, done := context.WithTimeout(ctx, startTimeout)
 	defer done()
 	if !c.WaitForCacheSync(syncCtx) {
-		cancel()
+		s.stop(w) // forgets the keys it passed on while listing
 		return fmt.Errorf("the Secrets of namespace %s did not sync within %s", ns.Name, startTimeout)
 	}
 	s.mu.Lock()
