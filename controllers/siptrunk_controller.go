@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/trunks"
 )
@@ -56,10 +57,13 @@ type TrunkProber interface {
 // OPTIONS probe with the trunk's credentials) and how busy it is.
 type SIPTrunkReconciler struct {
 	client.Client
-	// Secrets reads credentials Secrets; the manager's cache holds only
-	// API-key Secrets, so this is a live reader.
+	// Secrets reads credentials Secrets; the manager's cache holds no
+	// Secrets, so this is a live reader.
 	Secrets client.Reader
-	Prober  TrunkProber
+	// SecretChanges tells of the Secrets of organization namespaces, so
+	// that a trunk whose credentials change is probed again at once.
+	SecretChanges SecretSubscriber
+	Prober        TrunkProber
 	// Usage reports calls on each trunk; nil reports none.
 	Usage  TrunkUsage
 	Events events.EventRecorder
@@ -88,8 +92,14 @@ type lastProbe struct {
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Credentials Secrets are read in organization namespaces only, with the
+// rights of config/rbac/organization_role.yaml.
+
+// SecretSubscriber passes on Secret events; *organizations.Secrets is one.
+type SecretSubscriber interface {
+	Subscribe(organizations.Handler) (unsubscribe func())
+}
 
 // Reconcile probes the trunk when due and updates its status.
 func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -269,14 +279,9 @@ func (r *SIPTrunkReconciler) SetupWithManager(ctx context.Context, mgr manager.M
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.SIPTrunk{}, trunkSecretField, secretOfTrunk); err != nil {
 		return err
 	}
-	secrets, err := secretMetadataCache(mgr)
-	if err != nil {
-		return err
-	}
 	b := builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.SIPTrunk{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Kind[client.Object](secrets, secretMetadata(),
-			handler.EnqueueRequestsFromMapFunc(r.trunksOfSecret))).
+		WatchesRawSource(source.Func(r.watchSecrets)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("siptrunk")
 	if r.UsageChanged != nil {
@@ -285,22 +290,18 @@ func (r *SIPTrunkReconciler) SetupWithManager(ctx context.Context, mgr manager.M
 	return b.Complete(r)
 }
 
-// secretMetadataCache watches the metadata of every Secret (the manager's
-// cache holds only API-key Secrets): enough to notice that a credentials
-// Secret appeared or changed, without holding anyone's secrets in memory.
-func secretMetadataCache(mgr manager.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
-		return nil, fmt.Errorf("secret metadata cache: %w", err)
+// watchSecrets queues the trunks naming a Secret that changed, while the
+// controller runs. A namespace forgotten needs nothing: its trunks read
+// their credentials live at each probe.
+func (r *SIPTrunkReconciler) watchSecrets(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	wake := func(s *corev1.Secret) {
+		for _, req := range r.trunksOfSecret(ctx, s) {
+			q.Add(req)
+		}
 	}
-	return c, mgr.Add(c)
-}
-
-func secretMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return m
+	unsubscribe := r.SecretChanges.Subscribe(organizations.Handler{Upsert: wake, Delete: wake, Forget: func(string) {}})
+	context.AfterFunc(ctx, unsubscribe)
+	return nil
 }
 
 func secretOfTrunk(o client.Object) []string {

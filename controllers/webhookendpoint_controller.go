@@ -26,6 +26,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -38,6 +39,10 @@ const (
 	// limitRecheckInterval re-checks an endpoint beyond its organization's
 	// limit.
 	limitRecheckInterval = 10 * time.Second
+	// accessRecheckInterval re-checks sooner an endpoint whose namespace
+	// Switchboard may not read Secrets in: the platform team is likely
+	// setting it up as an organization, which no watch tells of.
+	accessRecheckInterval = 30 * time.Second
 )
 
 // WebhookEndpointReconciler reports an endpoint's state: its REST id, its
@@ -65,7 +70,8 @@ type WebhookEndpointReconciler struct {
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// Signing Secrets are read and generated in organization namespaces only,
+// with the rights of config/rbac/organization_role.yaml.
 
 // Reconcile brings one endpoint's status up to date.
 func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -88,10 +94,12 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 			return reconcile.Result{}, err
 		}
 	}
-	if ready := apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition); ready != nil &&
-		ready.Reason == switchboardv1.ReasonEndpointLimitReached {
+	switch readyReason(&ep) {
+	case switchboardv1.ReasonEndpointLimitReached:
 		// An older endpoint's deletion or a raised limit lets it in.
 		result.RequeueAfter = limitRecheckInterval
+	case switchboardv1.ReasonSecretAccessDenied:
+		result.RequeueAfter = accessRecheckInterval
 	}
 	r.setDisabled(&ep)
 	if wait := r.reportHealth(&ep); wait > 0 {
@@ -104,6 +112,13 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 		return result, nil
 	}
 	return result, r.Status().Patch(ctx, &ep, patch)
+}
+
+func readyReason(ep *switchboardv1.WebhookEndpoint) string {
+	if c := apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // needsCheck: the URL and Secret are checked when the spec changed, while
@@ -137,6 +152,9 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, uerr.Reason)
 	case urlErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, urlErr.Error())
+	case errors.Is(secretErr, errSecretAccessDenied):
+		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretAccessDenied,
+			organizations.SecretAccessDenied(ep.Namespace, ep.SigningSecretName()))
 	case secretErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretMissing, secretErr.Error())
 	case overLimit != "":
@@ -173,6 +191,8 @@ func (r *WebhookEndpointReconciler) overLimit(ctx context.Context, ep *switchboa
 		"receives no events until older ones are deleted or the limit is raised.",
 		len(endpoints.Items), limits.WebhookEndpoints), nil
 }
+// errSecretAccessDenied: the namespace is not set up as an organization.
+var errSecretAccessDenied = errors.New("access to the namespace's Secrets denied")
 
 // ensureSecret generates the signing Secret of an endpoint that names
 // none, and checks the one in use. The first result is a problem to report
@@ -187,6 +207,8 @@ func (r *WebhookEndpointReconciler) ensureSecret(ctx context.Context, ep *switch
 		return nil, r.generateSecret(ctx, ep)
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("the Secret %s does not exist", name), nil
+	case apierrors.IsForbidden(err):
+		return errSecretAccessDenied, nil
 	case err != nil:
 		return nil, err
 	}

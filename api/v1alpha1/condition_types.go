@@ -17,6 +17,11 @@ const (
 	ReasonInactive = "Inactive"
 	// ReasonTrunkNotFound: spec.trunkRef names no SIPTrunk of the namespace.
 	ReasonTrunkNotFound = "TrunkNotFound"
+	// ReasonSecretAccessDenied: Switchboard may not read the Secrets of the
+	// namespace (a SIPTrunk's credentials, a WebhookEndpoint's signing
+	// secret): it is no organization, with a RoleBinding to the ClusterRole
+	// OrganizationClusterRole.
+	ReasonSecretAccessDenied = "SecretAccessDenied"
 )
 
 // Reasons for a Call's Ready condition, which turns True once the call has

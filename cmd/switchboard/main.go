@@ -392,12 +392,12 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 	}
 	log.Info("starting embedded control plane")
 	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
-		CRDDir: "config/crd/bases", SamplesDir: "config/samples", Namespace: "demo"})
+		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", Namespace: "demo"})
 	if err != nil {
 		return nil, nil, err
 	}
 	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
-		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo")
+		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
 	if env.Fresh {
 		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
 	} else {

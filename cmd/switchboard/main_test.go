@@ -53,6 +53,7 @@ func TestLocalRunContract(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "appointment-reminder") || !strings.Contains(string(out), "do-not-call") {
 		t.Fatalf("kubectl get with .dev/kubeconfig: %v\n%s", err, out)
 	}
+	checkManagerRights(t, assets, devDir)
 	analyzed := waitForCall(t, base, key, callID, `"analysis":{`, logs)
 	waitForKubectl(t, assets, devDir, func(out string) bool {
 		return !strings.Contains(out, strings.ReplaceAll(callID, "_", "-"))
@@ -124,6 +125,21 @@ func grepLines(text, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// checkManagerRights checks that the local instance sets up the RBAC of a
+// deployment: the manager's service account may read the Secrets of the
+// demo organization and of no other namespace.
+func checkManagerRights(t *testing.T, assets, devDir string) {
+	t.Helper()
+	for ns, want := range map[string]string{"demo": "yes", "kube-system": "no", "default": "no"} {
+		out, _ := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
+			"auth", "can-i", "get", "secrets", "-n", ns,
+			"--as", "system:serviceaccount:switchboard-system:switchboard-manager").CombinedOutput()
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("may the manager get the Secrets of namespace %s? %q, want %q", ns, got, want)
+		}
+	}
 }
 
 // startDev starts the binary the way `make run` does.

@@ -326,3 +326,20 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	<-done
 }
+
+// A namespace that stops being watched loses its keys, and only its own; a
+// key held by it and another namespace (ambiguous until then) becomes the
+// other's.
+func TestDeleteNamespace(t *testing.T) {
+	ix := NewIndex()
+	ix.Upsert(apiKey("acme", "k1", keyA))
+	ix.Upsert(apiKey("acme", "k2", keyB))
+	ix.Upsert(apiKey("globex", "copy", keyB))
+	ix.DeleteNamespace("acme")
+	if _, err := ix.Authenticate(keyA, now); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("key of the forgotten namespace: %v, want ErrInvalidKey", err)
+	}
+	if p, err := ix.Authenticate(keyB, now); err != nil || p.Namespace != "globex" {
+		t.Errorf("key of the other namespace: %+v %v, want globex", p, err)
+	}
+}

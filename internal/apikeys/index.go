@@ -151,3 +151,15 @@ func (ix *Index) remove(p Principal) {
 		ix.digests[e.digest] = rest
 	}
 }
+
+// DeleteNamespace revokes every key of namespace: Switchboard no longer
+// watches its Secrets, so it would not see them deleted.
+func (ix *Index) DeleteNamespace(namespace string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for p := range ix.secrets {
+		if p.Namespace == namespace {
+			ix.remove(p)
+		}
+	}
+}

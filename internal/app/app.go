@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -39,6 +38,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -193,6 +193,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOptions(),
+		Client:                  clientOptions(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -210,8 +211,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	secrets := organizations.New(mgr, mgr.GetEventRecorder("switchboard"), opts.Log.WithName("organizations"))
+	if err := mgr.Add(secrets); err != nil {
+		return nil, err
+	}
 	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
-	synced, err := feedIndexes(ctx, mgr.GetCache(), numbers, keys)
+	synced, err := feedIndexes(ctx, mgr.GetCache(), secrets, numbers, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -232,12 +237,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
 	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
-		worker, err := setupWebhookDelivery(mgr, policy, sender, store, admission, opts)
+		worker, err := setupWebhookDelivery(mgr, secrets, policy, sender, store, admission, opts)
 		if err != nil {
 			return nil, err
 		}
 		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
+		if err := setupReconcilers(mgr, secrets, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -287,27 +292,21 @@ func recordingStore(ctx context.Context, opts Options) (recording.Store, http.Ha
 	return l, l.Handler(), nil
 }
 
-// cacheOptions keeps the informer caches lean: only API-key Secrets are
-// watched, and their keys are replaced by digests before they are stored.
+// cacheOptions keeps the informer caches lean. No Secret is cached here:
+// Switchboard may list Secrets only in organization namespaces, whose
+// watches package organizations runs.
 func cacheOptions() cache.Options {
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {
-				Field: fields.OneTermEqualSelector("type", switchboardv1.APIKeySecretType),
-				Transform: func(o any) (any, error) {
-					o, err := cache.TransformStripManagedFields()(o)
-					if err != nil {
-						return nil, err
-					}
-					return apikeys.TransformSecret(o)
-				},
-			},
-		},
-	}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }
 
-func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *numberlists.Index,
+// clientOptions make the manager's client read Secrets and ConfigMaps from
+// the apiserver: through the cache, the first read would start an informer
+// across the cluster, which Switchboard's role does not allow.
+func clientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
+}
+
+func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, dir *directory.Directory, numbers *numberlists.Index,
 	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
 	admission *quota.Admission, opts Options) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -337,7 +336,7 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 	}
 	if sipCalls != nil {
 		callReconciler.Wake = sipCalls.callWake
-		if err := setupTrunkReconciler(mgr, sipCalls, opts.SIP); err != nil {
+		if err := setupTrunkReconciler(mgr, secrets, sipCalls, opts.SIP); err != nil {
 			return err
 		}
 	}
@@ -346,15 +345,11 @@ func setupReconcilers(mgr manager.Manager, dir *directory.Directory, numbers *nu
 
 // setupWebhookDelivery registers the endpoint reconciler and the worker
 // that sends the deliveries queued in the history store.
-func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender *webhook.Sender,
+func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, policy webhook.URLPolicy, sender *webhook.Sender,
 	store recording.Store, admission *quota.Admission, opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
 	recorder := mgr.GetEventRecorder("switchboard")
-	secrets, err := signingSecretCache(mgr)
-	if err != nil {
-		return nil, err
-	}
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
 		DisableAfter: hooks.DisableAfter, Quota: admission}).SetupWithManager(mgr); err != nil {
@@ -368,21 +363,6 @@ func setupWebhookDelivery(mgr manager.Manager, policy webhook.URLPolicy, sender 
 		// room for the save that follows.
 		Lease: 2*hooks.Timeout + 30*time.Second, Log: opts.Log.WithName("webhook-delivery")}
 	return worker, mgr.Add(worker)
-}
-
-// signingSecretCache watches the signing Secrets Switchboard generates, so
-// that a delivery reads its secret from memory yet sees a rotation at once.
-// The manager's own cache holds only API-key Secrets (one field selector
-// per type), hence a second cache.
-func signingSecretCache(mgr manager.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
-			Field: fields.OneTermEqualSelector("type", switchboardv1.WebhookSecretType)}}})
-	if err != nil {
-		return nil, fmt.Errorf("signing secret cache: %w", err)
-	}
-	return c, mgr.Add(c)
 }
 
 // apiServer serves the REST API on every replica (not only the leader),

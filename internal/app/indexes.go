@@ -11,18 +11,19 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 )
 
-// API keys are Secrets; only those of type switchboard.dev/api-key are cached.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-
-// An organization's limits are annotations on its namespace (package quota).
+// Organizations are labelled namespaces (package organizations), and their
+// limits are annotations on them (package quota).
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // feedIndexes keeps the number-list and API-key indexes in step with the
-// informers, on every replica. Deleting a key's Secret revokes it at once.
+// informers, on every replica. Deleting a key's Secret revokes it at once,
+// and so does a namespace ceasing to be an organization.
 // It returns functions that report when each index holds the initial list.
-func feedIndexes(ctx context.Context, c cache.Cache, numbers *numberlists.Index, keys *apikeys.Index) ([]func() bool, error) {
+func feedIndexes(ctx context.Context, c cache.Cache, secrets *organizations.Secrets, numbers *numberlists.Index,
+	keys *apikeys.Index) ([]func() bool, error) {
 	lists, err := c.GetInformer(ctx, &switchboardv1.NumberList{})
 	if err != nil {
 		return nil, fmt.Errorf("number list informer: %w", err)
@@ -39,34 +40,17 @@ func feedIndexes(ctx context.Context, c cache.Cache, numbers *numberlists.Index,
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := c.GetInformer(ctx, &corev1.Secret{})
-	if err != nil {
-		return nil, fmt.Errorf("secret informer: %w", err)
-	}
-	secretsReg, err := secrets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { upsertKey(keys, o) },
-		UpdateFunc: func(_, o any) { upsertKey(keys, o) },
-		DeleteFunc: func(o any) {
-			if s, ok := unwrap(o).(*corev1.Secret); ok {
-				keys.Delete(s.Namespace, s.Name)
-			}
-		},
+	secrets.Subscribe(organizations.Handler{
+		Upsert: keys.Upsert,
+		Delete: func(s *corev1.Secret) { keys.Delete(s.Namespace, s.Name) },
+		Forget: keys.DeleteNamespace,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return []func() bool{listsReg.HasSynced, secretsReg.HasSynced}, nil
+	return []func() bool{listsReg.HasSynced, secrets.HasSynced}, nil
 }
 
 func setNumberList(ix *numberlists.Index, o any) {
 	if l, ok := o.(*switchboardv1.NumberList); ok {
 		ix.Set(l.Namespace, l.Name, l.Spec.Type, l.Spec.Numbers, l.Spec.Prefixes)
-	}
-}
-
-func upsertKey(ix *apikeys.Index, o any) {
-	if s, ok := o.(*corev1.Secret); ok {
-		ix.Upsert(s)
 	}
 }
 

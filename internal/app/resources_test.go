@@ -18,7 +18,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -135,12 +134,10 @@ func (k *kubectlCLI) apply(t *testing.T, ns, manifest string) kubectlResult {
 	return k.run(t, "apply", "-n", ns, "-f", f.Name())
 }
 
-// resNamespace creates a fresh namespace (an organization without a key).
+// resNamespace creates a fresh organization namespace without a key.
 func resNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "res-"}}
-	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
+	return newOrgNamespace(t, "res-")
 }
 
 // resCallResource creates a Call the way a platform team does: a resource

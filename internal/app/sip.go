@@ -19,6 +19,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sipdial"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
@@ -121,8 +122,9 @@ func wake(ch chan event.GenericEvent, o client.Object) {
 // setupTrunkReconciler registers the SIPTrunk controller, which probes
 // trunks through the engine that places the calls (same socket, same Via)
 // and shows the dialer's usage.
-func setupTrunkReconciler(mgr manager.Manager, s *sipStack, opts SIPOptions) error {
-	err := (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Prober: s.engine,
+func setupTrunkReconciler(mgr manager.Manager, secrets *organizations.Secrets, s *sipStack, opts SIPOptions) error {
+	err := (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(),
+		SecretChanges: secrets, Prober: s.engine,
 		Usage: s.dialer, UsageChanged: s.trunkWake, Events: mgr.GetEventRecorder("switchboard"),
 		Clock: clock.RealClock{}, ProbeInterval: opts.ProbeInterval}).SetupWithManager(context.Background(), mgr)
 	if err != nil {

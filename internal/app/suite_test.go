@@ -37,6 +37,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -59,11 +60,17 @@ var receiverTLS = func() *tls.Config {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }()
 
+// rbacDir holds the roles the manager runs with (config/rbac).
+var rbacDir = filepath.Join("..", "..", "config", "rbac")
+
 var (
-	restConfig *rest.Config
+	restConfig *rest.Config  // the cluster's administrator
 	k8s        client.Client // not cached: what the cluster really holds
-	operator   *runningOperator
-	recordDir  string
+	// managerConfig is Switchboard's identity: its service account, bound
+	// to the roles of config/rbac and nothing else.
+	managerConfig *rest.Config
+	operator      *runningOperator
+	recordDir     string
 	// historyStore is the suite's history store (SQLite).
 	historyStore history.Store
 	signingKey   = []byte("0123456789abcdef0123456789abcdef")
@@ -99,6 +106,10 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if managerConfig, err = managerIdentity(env, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "the manager's identity:", err)
+		return 1
+	}
 	dir, err := os.MkdirTemp("", "switchboard-recordings-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -123,6 +134,19 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { operator.stop() }() // the restart test replaces it
 	return m.Run()
+}
+
+// managerIdentity installs the roles of config/rbac as a deployment does and
+// returns the config of the service account they are bound to.
+func managerIdentity(env *envtest.Environment, admin *rest.Config) (*rest.Config, error) {
+	if err := devenv.InstallRBAC(context.Background(), k8s, rbacDir); err != nil {
+		return nil, err
+	}
+	user, err := env.AddUser(devenv.ManagerUser, admin)
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
 }
 
 // runningOperator is one Switchboard process.
@@ -155,7 +179,7 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 	for _, tweak := range tweaks {
 		tweak(&opts)
 	}
-	mgr, err := app.New(ctx, restConfig, opts)
+	mgr, err := app.New(ctx, managerConfig, opts)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -239,14 +263,23 @@ const agentFrom = "+14155550100"
 // requires customer_name and extracts three fields.
 func newOrg(t testing.TB) *org {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "org-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	o := &org{ns: ns.Name, key: createKey(t, ns.Name, "")}
-	o.agent = createAgent(t, ns.Name, "reminder", func(s *switchboardv1.AgentSpec) {})
+	ns := newOrgNamespace(t, "org-")
+	o := &org{ns: ns, key: createKey(t, ns, "")}
+	o.agent = createAgent(t, ns, "reminder", func(s *switchboardv1.AgentSpec) {})
 	o.agentID = o.agent.ResolvedID()
 	return o
+}
+
+// newOrgNamespace creates a namespace and makes it an organization, as a
+// platform team does (config/rbac/organization).
+func newOrgNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
+	return ns.Name
 }
 
 // createKey stores an API key Secret; expiresAt is an RFC 3339 time or "".

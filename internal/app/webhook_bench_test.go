@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -176,11 +175,7 @@ func endpointOf(b *testing.B, ns string) *switchboardv1.WebhookEndpoint {
 }
 
 func resNamespaceB(b *testing.B) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		b.Fatal(err)
-	}
-	return ns.Name
+	return newOrgNamespace(b, "bench-")
 }
 
 // BenchmarkWebhookLatency places calls through the REST API at a steady

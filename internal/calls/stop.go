@@ -14,6 +14,9 @@ import (
 // ErrNotActive: the call has ended or failed; there is nothing to stop.
 var ErrNotActive = errors.New("call is not active")
 
+// Stopping a call patches its spec.
+// +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=patch
+
 // Stopper stops calls the way a platform team does with kubectl: it sets
 // the Call's spec.stop, and the reconciler cancels or hangs the call up.
 type Stopper struct {

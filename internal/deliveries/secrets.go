@@ -83,10 +83,16 @@ func NewSecret(ep *switchboardv1.WebhookEndpoint) (*corev1.Secret, string, error
 // SecretReader reads signing Secrets from a cache of the Secrets Switchboard
 // generates (kept current by a watch, so a rotation is seen at once), and
 // from the API server for a Secret the cache does not hold (one a
-// platform team named in secretRef, of another type).
+// platform team named in secretRef, of another type, or one of a namespace
+// that is not watched).
 type SecretReader struct {
-	Cache client.Reader
+	Cache SecretGetter
 	Live  client.Reader
+}
+
+// SecretGetter reads one Secret.
+type SecretGetter interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
 // Get reads the Secret key. Any cache failure (not found, not started

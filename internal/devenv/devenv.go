@@ -1,7 +1,7 @@
 // Package devenv is the embedded control plane of `make run`: a real
-// kube-apiserver and etcd (the binaries the tests use), the CRDs, a demo
-// organization with the samples and an API key, and the files a second
-// terminal needs (.dev/kubeconfig, .dev/api-key).
+// kube-apiserver and etcd (the binaries the tests use), the CRDs,
+// Switchboard's RBAC, a demo organization with the samples and an API key,
+// and the files a second terminal needs (.dev/kubeconfig, .dev/api-key).
 package devenv
 
 import (
@@ -39,12 +39,16 @@ type Options struct {
 	CRDDir string
 	// SamplesDir holds the demo resources (config/samples).
 	SamplesDir string
+	// RBACDir holds Switchboard's roles and the organization RoleBinding
+	// template (config/rbac).
+	RBACDir string
 	// Namespace is the demo organization.
 	Namespace string
 }
 
 // Env is a running control plane.
 type Env struct {
+	// Config is the manager's: its service account's rights, no more.
 	Config *rest.Config
 	APIKey string
 	// Fresh: the state folder held no cluster data; the samples were
@@ -73,8 +77,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane (assets in %q): %w", opts.AssetsDir, err)
 	}
-	e := &Env{Config: cfg, Fresh: fresh, env: env}
-	if err := e.seed(ctx, opts); err != nil {
+	e := &Env{Fresh: fresh, env: env}
+	if err := e.seed(ctx, cfg, opts); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
 	return e, nil
@@ -83,20 +87,32 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 // Stop stops kube-apiserver and etcd.
 func (e *Env) Stop() error { return e.env.Stop() }
 
-func (e *Env) seed(ctx context.Context, opts Options) error {
+// seed installs Switchboard's RBAC and the demo organization as admin.
+func (e *Env) seed(ctx context.Context, admin *rest.Config, opts Options) error {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return err
 	}
 	if err := e.writeKubeconfig(filepath.Join(opts.StateDir, "kubeconfig")); err != nil {
 		return err
 	}
-	c, err := client.New(e.Config, client.Options{})
+	c, err := client.New(admin, client.Options{})
 	if err != nil {
 		return err
 	}
+	if err := InstallRBAC(ctx, c, opts.RBACDir); err != nil {
+		return err
+	}
+	manager, err := e.env.AddUser(ManagerUser, admin)
+	if err != nil {
+		return fmt.Errorf("creating the manager's user: %w", err)
+	}
+	e.Config = manager.Config()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
+	if err := AddOrganization(ctx, c, opts.RBACDir, opts.Namespace); err != nil {
+		return err
 	}
 	// Applied once: a restart must not place the sample call again, nor
 	// undo what the user changed.

@@ -95,7 +95,7 @@ import (
 // The API writes endpoints, their generated Secrets and test deliveries,
 // and asks for retries.
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// Signing Secrets: organization namespaces only (config/rbac/organization_role.yaml).
 
 // Error codes of the webhook-endpoint API.
 const (

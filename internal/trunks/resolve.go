@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 )
 
@@ -94,6 +95,10 @@ func credentials(ctx context.Context, secrets client.Reader, ns, name string) (s
 	if apierrors.IsNotFound(err) {
 		return "", "", &ConfigError{Reason: switchboardv1.ReasonCredentialsMissing,
 			Message: fmt.Sprintf("the credentials Secret %s/%s does not exist", ns, name)}
+	}
+	if apierrors.IsForbidden(err) {
+		return "", "", &ConfigError{Reason: switchboardv1.ReasonSecretAccessDenied,
+			Message: organizations.SecretAccessDenied(ns, name)}
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, name, err)

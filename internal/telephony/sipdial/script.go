@@ -27,7 +27,8 @@ const DefaultMaxDuration = time.Hour
 type ScriptRenderer struct {
 	Speaker tts.Speaker
 	// ConfigMaps reads the audio of play steps (a live reader: the
-	// manager caches no ConfigMaps).
+	// manager caches no ConfigMaps, and may only get them in organization
+	// namespaces, per config/rbac/organization_role.yaml).
 	ConfigMaps client.Reader
 }
 

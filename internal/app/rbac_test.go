@@ -1,0 +1,190 @@
+package app_test
+
+// Least privilege: the suite's operator runs as Switchboard's service
+// account, bound to exactly the roles of config/rbac (the ClusterRole that
+// controller-gen generates, and the ClusterRole switchboard-organization
+// bound in each organization namespace), so every test of the suite runs
+// with a deployment's rights. These tests check what those rights allow
+// and refuse, and what a platform team sees while setting up an
+// organization.
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
+)
+
+// asManager is a client with the operator's identity.
+func asManager(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(managerConfig, client.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// plainNamespace creates a namespace that is no organization.
+func plainNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plain-"}}
+	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+func opaqueSecret(ns string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "credentials-"},
+		Data: map[string][]byte{"password": []byte("hunter2")}}
+}
+
+func expectForbidden(g Gomega, err error, what string) {
+	g.ExpectWithOffset(1, apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+}
+
+// The operator can neither read, list nor write the Secrets of kube-system
+// or of a namespace that is no organization, nor their ConfigMaps; in an
+// organization namespace it reads and writes Secrets and reads (only
+// reads) the ConfigMaps that play steps name.
+func TestManagerHoldsNoSecretsOutsideOrganizations(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	manager := asManager(t)
+	for _, ns := range []string{metav1.NamespaceSystem, plainNamespace(t)} {
+		theirs := opaqueSecret(ns)
+		g.Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		expectForbidden(g, manager.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Secret{}), "get Secret in "+ns)
+		expectForbidden(g, manager.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)), "list Secrets in "+ns)
+		expectForbidden(g, manager.Create(ctx, opaqueSecret(ns)), "create Secret in "+ns)
+		theirs.Data["password"] = []byte("changed")
+		expectForbidden(g, manager.Update(ctx, theirs), "update Secret in "+ns)
+		expectForbidden(g, manager.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kube-root-ca.crt"}, &corev1.ConfigMap{}),
+			"get ConfigMap in "+ns)
+	}
+	expectForbidden(g, manager.List(ctx, &corev1.SecretList{}), "list Secrets across the cluster")
+
+	org := newOrgNamespace(t, "org-")
+	ours := opaqueSecret(org)
+	g.Expect(manager.Create(ctx, ours)).To(Succeed())
+	g.Expect(manager.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
+	g.Expect(manager.List(ctx, &corev1.SecretList{}, client.InNamespace(org))).To(Succeed())
+	ours.Data["password"] = []byte("changed")
+	g.Expect(manager.Update(ctx, ours)).To(Succeed())
+	expectForbidden(g, manager.Delete(ctx, ours), "delete Secret in an organization")
+	audio := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "jingles"},
+		BinaryData: map[string][]byte{"tone.wav": []byte("RIFF")}}
+	g.Expect(k8s.Create(ctx, audio)).To(Succeed())
+	g.Expect(manager.Get(ctx, client.ObjectKeyFromObject(audio), &corev1.ConfigMap{})).To(Succeed())
+	expectForbidden(g, manager.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(org)), "list ConfigMaps")
+}
+
+// In an organization namespace the operator does its whole job with those
+// rights: it serves an API key, generates and rotates a signing Secret
+// through the REST API, places a call, and delivers its events signed with
+// both secrets of the rotation.
+func TestOrganizationWorksWithItsRoleBindingAlone(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	created := createEndpoint(t, o.key, map[string]any{"url": rc.url()})
+	id, first := created["id"].(string), created["secret"].(string)
+	r := do(t, "POST", endpointPath(id, "/rotate-secret"), o.key, nil)
+	expectStatusJSON(t, r, http.StatusOK)
+	rc.trust(first, expectSecret(g, r.body["secret"]))
+
+	callID := o.createCall(t, "+14155550100", nil)
+	g.Eventually(func() []string { return events(rc.forCall(callID)) }, 20*time.Second, 50*time.Millisecond).
+		Should(ContainElement("call.ended"))
+	for _, d := range rc.forCall(callID) {
+		expectSigned(g, d)
+	}
+}
+
+// A namespace labelled an organization without its RoleBinding is reported
+// with a Warning Event and its keys are not served, while other
+// organizations are; once the RoleBinding exists its keys are served,
+// without a restart.
+func TestOrganizationWithoutRoleBinding(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unbound-",
+		Labels: map[string]string{switchboardv1.OrganizationLabel: "true"}}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	key := "sk_test_" + randHex(16)
+	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "api-key"},
+		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)}})).To(Succeed())
+
+	g.Eventually(func() []string { return eventReasons(t, metav1.NamespaceDefault, ns.Name) }, 10*time.Second, 100*time.Millisecond).
+		Should(ContainElement(organizations.ReasonAccessDenied))
+	newOrg(t) // another organization's key is served meanwhile (newOrg waits for it)
+	g.Expect(do(t, "GET", "/v1/calls/call_0", key, nil).status).To(Equal(http.StatusUnauthorized))
+
+	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
+	g.Eventually(func() int { return do(t, "GET", "/v1/calls/call_0", key, nil).status }, 45*time.Second, 100*time.Millisecond).
+		Should(Equal(http.StatusNotFound), "the key is served once the RoleBinding exists")
+}
+
+// Removing the organization label revokes the namespace's keys at once
+// (Switchboard stops watching its Secrets, so it could not see them
+// deleted); labelling it again serves them again.
+func TestOrganizationLabelRevokesAndRestoresKeys(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	label := func(value string) {
+		patch := []byte(`{"metadata":{"labels":{"` + switchboardv1.OrganizationLabel + `":` + value + `}}}`)
+		g.Expect(k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ns}},
+			client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	}
+	status := func() int { return do(t, "GET", "/v1/calls/call_0", o.key, nil).status }
+
+	label("null")
+	g.Eventually(status, 5*time.Second, 20*time.Millisecond).Should(Equal(http.StatusUnauthorized))
+	label(`"true"`)
+	g.Eventually(status, 10*time.Second, 20*time.Millisecond).Should(Equal(http.StatusNotFound))
+}
+
+// A WebhookEndpoint or SIPTrunk applied in a namespace that is no
+// organization says why it cannot work, and recovers once the namespace is
+// made one.
+func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := plainNamespace(t)
+	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "receiver"},
+		Spec: switchboardv1.WebhookEndpointSpec{URL: newReceiver(t, nil).url()}}
+	g.Expect(k8s.Create(ctx, ep)).To(Succeed())
+	readyOf := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
+		return func(g Gomega) metav1.Condition {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			return resReady(g, *conds)
+		}
+	}
+	denied := And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", switchboardv1.ReasonSecretAccessDenied),
+		HaveField("Message", ContainSubstring(switchboardv1.OrganizationLabel+"=true")),
+		HaveField("Message", ContainSubstring(switchboardv1.OrganizationClusterRole)))
+	g.Eventually(readyOf(ep, &ep.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
+
+	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
+		Data: map[string][]byte{switchboardv1.SIPUsernameKey: []byte("u"), switchboardv1.SIPPasswordKey: []byte("p")}})).To(Succeed())
+	createTrunk(t, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
+	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
+	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
+
+	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns)).To(Succeed())
+	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 20*time.Second, 50*time.Millisecond).
+		ShouldNot(HaveField("Reason", switchboardv1.ReasonSecretAccessDenied), "the trunk reads its credentials")
+	g.Eventually(readyOf(ep, &ep.Status.Conditions), 45*time.Second, 100*time.Millisecond).
+		Should(HaveField("Status", metav1.ConditionTrue), "the endpoint has its signing Secret")
+}
