@@ -40,6 +40,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the Go markers.
 	@# The Helm chart renders the same generated files (one source each).
 	cp config/crd/bases/*.yaml config/helm/switchboard/crds/
 	cp config/rbac/role.yaml config/helm/switchboard/files/manager-role.yaml
+	cp config/rbac/organization_role.yaml config/helm/switchboard/files/organization_role.yaml
 	cp config/policy/call_source.yaml config/helm/switchboard/files/call_source.yaml
 	cp config/prometheus/alerts.yaml config/helm/switchboard/files/alerts.yaml
 

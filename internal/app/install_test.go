@@ -56,13 +56,16 @@ var chartValues = map[string][]string{
 	"production": {"--set", "replicas=2", "--set", "history.dsnSecret=switchboard-history",
 		"--set", "recordings.store=s3", "--set", "recordings.s3.endpoint=s3.example.com",
 		"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
-		"--set", "recordings.retention=2160h"},
+		"--set", "recordings.retention=2160h", "--set", "organizations={acme,globex}"},
 }
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)
 	kubectl := newKubectlCLI(t)
-	ensureNamespace(t, "switchboard-system")
+	// A dry run cannot create the namespaces the objects go into.
+	for _, ns := range []string{"switchboard-system", "acme", "globex"} {
+		ensureNamespace(t, ns)
+	}
 	for name, values := range chartValues {
 		t.Run(name, func(t *testing.T) {
 			runTool(t, nil, helm, append([]string{"lint", "--strict", chartDir}, values...)...)
@@ -75,7 +78,8 @@ func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 				NewWithT(t).Expect(out).To(ContainSubstring(kind), "rendered chart lacks %s", kind)
 			}
 			if name == "production" {
-				NewWithT(t).Expect(out).To(ContainSubstring("poddisruptionbudget.policy/sb-switchboard-manager"))
+				NewWithT(t).Expect(out).To(And(ContainSubstring("poddisruptionbudget.policy/sb-switchboard-manager"),
+					ContainSubstring("rolebinding.rbac.authorization.k8s.io/sb-switchboard-organization")))
 			}
 		})
 	}

@@ -20,9 +20,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 )
@@ -35,6 +37,7 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	o := newOrg(t)
 	o.createCall(t, "+14155550180", nil)
 
+	grantMetricsAuth(t)
 	reader := serviceAccountToken(t, o.ns, "prometheus")
 	stranger := serviceAccountToken(t, o.ns, "stranger")
 	bindMetricsReader(t, o.ns, "prometheus")
@@ -83,15 +86,49 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 	return tr.Status.Token
 }
 
+// grantMetricsAuth installs config/rbac's metrics-auth ClusterRole and its
+// binding to the manager, as config/default does: the manager asks the
+// apiserver about each scrape's token.
+func grantMetricsAuth(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	for _, doc := range metricsAuthDocs(t) {
+		var meta metav1.TypeMeta
+		_ = yaml.Unmarshal([]byte(doc), &meta)
+		switch {
+		case meta.Kind == "ClusterRole" && strings.Contains(doc, "name: metrics-auth-role"):
+			NewWithT(t).Expect(yaml.Unmarshal([]byte(doc), &role)).To(Succeed())
+		case meta.Kind == "ClusterRoleBinding":
+			NewWithT(t).Expect(yaml.Unmarshal([]byte(doc), &binding)).To(Succeed())
+		}
+	}
+	// The names and namespace config/default's kustomization gives them.
+	role.Name, binding.Name, binding.RoleRef.Name = "switchboard-"+role.Name, "switchboard-"+binding.Name, "switchboard-"+binding.RoleRef.Name
+	binding.Subjects[0].Namespace, binding.Subjects[0].Name = "switchboard-system", "switchboard-"+binding.Subjects[0].Name
+	for _, obj := range []client.Object{&role, &binding} {
+		err := k8s.Create(ctx, obj)
+		if !apierrors.IsAlreadyExists(err) {
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		}
+	}
+}
+
+func metricsAuthDocs(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "metrics_auth_role.yaml"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return strings.Split(string(raw), "\n---\n")
+}
+
 // bindMetricsReader binds config/rbac's metrics-reader ClusterRole to the
 // ServiceAccount.
 func bindMetricsReader(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "metrics_auth_role.yaml"))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	var role *rbacv1.ClusterRole
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
+	for _, doc := range metricsAuthDocs(t) {
 		var r rbacv1.ClusterRole
 		if yaml.Unmarshal([]byte(doc), &r) == nil && r.Kind == "ClusterRole" && r.Name == "metrics-reader" {
 			role = &r
