@@ -25,8 +25,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
-	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -191,6 +191,7 @@ func (r *WebhookEndpointReconciler) overLimit(ctx context.Context, ep *switchboa
 		"receives no events until older ones are deleted or the limit is raised.",
 		len(endpoints.Items), limits.WebhookEndpoints), nil
 }
+
 // errSecretAccessDenied: the namespace is not set up as an organization.
 var errSecretAccessDenied = errors.New("access to the namespace's Secrets denied")
 
