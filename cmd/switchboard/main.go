@@ -338,6 +338,9 @@ func (f *flags) applyDefaults() {
 	}
 	f.orDefault(&f.recordingDir, "/var/lib/switchboard/recordings", filepath.Join(f.devDir, "recordings"))
 	f.orDefault(&f.historyDSN, "sqlite:/var/lib/switchboard/history/history.db", "sqlite:"+filepath.Join(f.devDir, "history.db"))
+	if f.dev && f.leaderNS == "" {
+		f.leaderNS = devenv.LeaderElectionNamespace // no pod to take it from
+	}
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
 	}

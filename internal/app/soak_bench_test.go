@@ -197,7 +197,7 @@ func (s *soak) check() {
 
 // listCalls yields every call of the organization, newest first, page by
 // page (1,000 a page).
-func listCalls(b *testing.B, baseURL, key string) func(func(map[string]any) bool) {
+func listCalls(b testing.TB, baseURL, key string) func(func(map[string]any) bool) {
 	return func(yield func(map[string]any) bool) {
 		cursor := ""
 		for {

@@ -60,6 +60,39 @@ func InstallRBAC(ctx context.Context, c client.Client, rbacDir string) error {
 	if err := c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("ClusterRoleBinding: %w", err)
 	}
+	return installLeaderElection(ctx, c, rbacDir)
+}
+
+// LeaderElectionNamespace holds the leader-election lease, and the Role
+// that lets the manager take it (config/rbac/leader_election_role.yaml).
+const LeaderElectionNamespace = managerNamespace
+
+// installLeaderElection creates the manager's namespace with the Role and
+// RoleBinding of leader election, so that --leader-elect works locally as
+// in a cluster.
+func installLeaderElection(ctx context.Context, c client.Client, rbacDir string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", managerNamespace, err)
+	}
+	for _, f := range []string{"leader_election_role.yaml", "leader_election_role_binding.yaml"} {
+		objs, err := readYAML(filepath.Join(rbacDir, f))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			o.SetName(namePrefix + o.GetName())
+			o.SetNamespace(managerNamespace)
+			if o.GetKind() == "RoleBinding" {
+				_ = unstructured.SetNestedField(o.Object, namePrefix+"leader-election", "roleRef", "name")
+				_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"kind": "ServiceAccount",
+					"name": managerServiceAccount, "namespace": managerNamespace}}, "subjects")
+			}
+			if err := createOrUpdate(ctx, c, o); err != nil {
+				return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
 	return nil
 }
 
