@@ -158,8 +158,7 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	switch c.CurrentPhase() {
 	case switchboardv1.CallQueued:
 		if c.Spec.Stop {
-			r.cancel(c)
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.cancel(ctx, c)
 		}
 		return r.reconcileDial(ctx, c)
 	case switchboardv1.CallInProgress:
@@ -185,9 +184,16 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 }
 
 // cancel fails a call that was stopped before it was dialed: it never is.
-func (r *CallReconciler) cancel(c *switchboardv1.Call) {
+// The carrier may be preparing it (its script) and is told to give up; a
+// carrier that is off has nothing to give up.
+func (r *CallReconciler) cancel(ctx context.Context, c *switchboardv1.Call) error {
+	err := r.Dialer.Hangup(ctx, r.request(ctx, c))
+	if _, off := telephony.AsDispatchError(err); err != nil && !off {
+		return fmt.Errorf("canceling: %w", err)
+	}
 	r.markFailed(c, canceledReason, "The call was stopped before it was dialed.")
 	c.Status.DisconnectionReason = canceledReason
+	return nil
 }
 
 // canceledReason is the disconnection reason (and failure code) of a call
@@ -264,7 +270,11 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 	req := telephony.BuildRequest(c, from, vars, agent)
 	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
 		if we, ok := telephony.AsWaitError(err); ok {
-			r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonWaitingForTrunk, "Queued: "+we.Reason+".")
+			reason := switchboardv1.ReasonWaitingForTrunk
+			if we.Preparing {
+				reason = switchboardv1.ReasonPreparingScript
+			}
+			r.setReady(c, metav1.ConditionFalse, reason, "Queued: "+we.Reason+".")
 			return reconcile.Result{RequeueAfter: we.RetryAfter}, nil
 		}
 		de, ok := telephony.AsDispatchError(err)
