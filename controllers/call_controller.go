@@ -252,7 +252,7 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 // reconcileDial runs the same policy as the REST API (Calls applied with
 // kubectl never met it, and lists may have changed), then dials.
 func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
-	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	agent, err := r.Directory.AgentConfirmed(ctx, c.Namespace, c.Spec.AgentID)
 	if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
 		r.markFailed(c, callpolicy.CodeAgentNotFound, fmt.Sprintf("No single agent %s in this namespace.", c.Spec.AgentID))
 		return reconcile.Result{}, nil
@@ -423,7 +423,7 @@ func (r *CallReconciler) setReady(c *switchboardv1.Call, status metav1.Condition
 // request rebuilds what was dialed. The agent may be gone by now; the call
 // then carries on without its script.
 func (r *CallReconciler) request(ctx context.Context, c *switchboardv1.Call) telephony.Request {
-	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	agent, err := r.Directory.CachedAgent(ctx, c.Namespace, c.Spec.AgentID)
 	if err != nil {
 		agent = nil
 	}

@@ -260,6 +260,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.writeFailed(w, err, "creating webhook endpoint", "The webhook endpoint could not be created")
 		return
 	}
+	a.cfg.Directory.EndpointCreated(ep)
 	secret, err := a.generateSecret(ctx, ep)
 	if err != nil {
 		// Without its secret the caller could not verify deliveries: undo,
