@@ -164,8 +164,7 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 	switch c.CurrentPhase() {
 	case switchboardv1.CallQueued:
 		if c.Spec.Stop {
-			r.cancel(c)
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.cancel(ctx, c)
 		}
 		return r.reconcileDial(ctx, c)
 	case switchboardv1.CallInProgress:
@@ -191,9 +190,16 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 }
 
 // cancel fails a call that was stopped before it was dialed: it never is.
-func (r *CallReconciler) cancel(c *switchboardv1.Call) {
+// The carrier may be preparing it (its script) and is told to give up; a
+// carrier that is off has nothing to give up.
+func (r *CallReconciler) cancel(ctx context.Context, c *switchboardv1.Call) error {
+	err := r.Dialer.Hangup(ctx, r.request(ctx, c))
+	if _, off := telephony.AsDispatchError(err); err != nil && !off {
+		return fmt.Errorf("canceling: %w", err)
+	}
 	r.markFailed(c, canceledReason, "The call was stopped before it was dialed.")
 	c.Status.DisconnectionReason = canceledReason
+	return nil
 }
 
 // canceledReason is the disconnection reason (and failure code) of a call
@@ -302,7 +308,7 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 	if refused, err := r.admit(ctx, c); refused || err != nil {
 		return reconcile.Result{}, err
 	}
-	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	agent, err := r.Directory.AgentConfirmed(ctx, c.Namespace, c.Spec.AgentID)
 	if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
 		r.markFailed(c, callpolicy.CodeAgentNotFound, fmt.Sprintf("No single agent %s in this namespace.", c.Spec.AgentID))
 		return reconcile.Result{}, nil
@@ -320,7 +326,11 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 	req := telephony.BuildRequest(c, from, vars, agent)
 	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
 		if we, ok := telephony.AsWaitError(err); ok {
-			r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonWaitingForTrunk, "Queued: "+we.Reason+".")
+			reason := switchboardv1.ReasonWaitingForTrunk
+			if we.Preparing {
+				reason = switchboardv1.ReasonPreparingScript
+			}
+			r.setReady(c, metav1.ConditionFalse, reason, "Queued: "+we.Reason+".")
 			return reconcile.Result{RequeueAfter: we.RetryAfter}, nil
 		}
 		de, ok := telephony.AsDispatchError(err)
@@ -469,7 +479,7 @@ func (r *CallReconciler) setReady(c *switchboardv1.Call, status metav1.Condition
 // request rebuilds what was dialed. The agent may be gone by now; the call
 // then carries on without its script.
 func (r *CallReconciler) request(ctx context.Context, c *switchboardv1.Call) telephony.Request {
-	agent, err := r.Directory.Agent(ctx, c.Namespace, c.Spec.AgentID)
+	agent, err := r.Directory.CachedAgent(ctx, c.Namespace, c.Spec.AgentID)
 	if err != nil {
 		agent = nil
 	}

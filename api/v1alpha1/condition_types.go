@@ -32,6 +32,9 @@ const (
 	// ReasonWaitingForTrunk: queued behind its SIP trunk's
 	// maxConcurrentCalls or callsPerSecond.
 	ReasonWaitingForTrunk = "WaitingForTrunk"
+	// ReasonPreparingScript: its trunk let it go; the agent's script is
+	// being turned into audio (text-to-speech) before it is dialed.
+	ReasonPreparingScript = "PreparingScript"
 	// ReasonInProgress: the carrier is placing or carrying the call.
 	ReasonInProgress = "InProgress"
 	// ReasonAwaitingRecording: the call ended; the recording is being stored.

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -99,6 +100,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.sip.ExternalHost, "sip-external-host", "", "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
 	flag.StringVar(&f.sip.SpoolDir, "sip-spool-dir", "", "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
 	flag.StringVar(&f.sip.Flite, "flite", "flite", "The flite text-to-speech binary that speaks agents' scripts.")
+	flag.DurationVar(&f.sip.TTSTimeout, "tts-timeout", tts.DefaultTimeout, "How long flite may take to speak one text before it is killed and the call fails.")
 	flag.DurationVar(&f.sip.ProbeInterval, "sip-probe-interval", time.Minute, "How often each SIPTrunk is sent OPTIONS to check it is reachable.")
 	flag.StringVar(&f.insecureHooks, "webhook-allow-insecure", "auto", "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
 	flag.StringVar(&f.webhookCAFile, "webhook-ca-file", "", "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")

@@ -40,6 +40,8 @@ type SIPOptions struct {
 	SpoolDir string
 	// Flite is the text-to-speech binary ("flite" on PATH when empty).
 	Flite string
+	// TTSTimeout bounds one flite run (tts.DefaultTimeout when zero).
+	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
 }
@@ -71,7 +73,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	s.dialer, err = sipdial.New(ctx, sipdial.Config{
 		Engine: engine,
 		Trunks: sipdial.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
-		Script: &sipdial.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite}, ConfigMaps: mgr.GetAPIReader()},
+		Script: &sipdial.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
 		Backlog: func(ctx context.Context, ns, trunk string) ([]sipdial.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
 			waiters := make([]sipdial.Waiter, 0, len(calls))

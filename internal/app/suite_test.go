@@ -160,6 +160,12 @@ type runningOperator struct {
 // startOperator starts a Switchboard process against the suite's control
 // plane; tweaks adjust its options (the benchmarks' timings, say).
 func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOperator, error) {
+	return startOperatorOn(managerConfig, reconcilers, tweaks...)
+}
+
+// startOperatorOn is startOperator talking to the control plane through cfg
+// (one that counts its requests, say).
+func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Options)) (*runningOperator, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -179,7 +185,7 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 	for _, tweak := range tweaks {
 		tweak(&opts)
 	}
-	mgr, err := app.New(ctx, managerConfig, opts)
+	mgr, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		cancel()
 		return nil, err

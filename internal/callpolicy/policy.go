@@ -5,7 +5,9 @@
 //
 // Checks run in the order of the spec's error table: agent_not_outbound,
 // agent_inactive, missing_variables, from_number_mismatch, dnc_blocked,
-// number_blocked. The first failing check decides.
+// number_blocked; spoken_text_too_long (a limit of Switchboard's, on what
+// the variables make the agent say) comes after missing_variables. The
+// first failing check decides.
 package callpolicy
 
 import (
@@ -23,6 +25,7 @@ const (
 	CodeAgentNotOutbound   = "agent_not_outbound"
 	CodeAgentInactive      = "agent_inactive"
 	CodeMissingVariables   = "missing_variables"
+	CodeSpokenTextTooLong  = "spoken_text_too_long"
 	CodeFromNumberMismatch = "from_number_mismatch"
 	CodeDNCBlocked         = "dnc_blocked"
 	CodeNumberBlocked      = "number_blocked"
@@ -55,7 +58,7 @@ func (r *Rejection) RecordsFailedCall() bool {
 // Check returns why agent may not place req, or nil when it may.
 func Check(agent *switchboardv1.Agent, req Request, lists *numberlists.Index) *Rejection {
 	for _, check := range []func(*switchboardv1.Agent, Request, *numberlists.Index) *Rejection{
-		checkOutbound, checkActive, checkVariables, checkFromNumber, checkNumberLists,
+		checkOutbound, checkActive, checkVariables, checkSpokenText, checkFromNumber, checkNumberLists,
 	} {
 		if r := check(agent, req, lists); r != nil {
 			return r

@@ -1,7 +1,16 @@
 // Package directory finds Agents by agent_id, Calls by call_id and
-// WebhookEndpoints by endpoint id within an organization (namespace). Reads come from the informer cache through field
-// indexes; a cache miss falls back to a live read, so a GET right after a
-// POST, or a call right after `kubectl apply` of its agent, never 404s.
+// WebhookEndpoints by endpoint id within an organization (namespace).
+// Reads come from the informer cache through field indexes.
+//
+// Anyone with an API key can send any agent_id or endpoint id, so the REST
+// API's lookups of those never read the API server: that would be an
+// unthrottled live list per request. A miss looks at the cache again for a
+// moment instead (MissGrace), as something applied a moment ago reaches the
+// cache within milliseconds. The live reads left are bounded: an endpoint
+// this process created seconds ago (a GET right after its POST), a call_id
+// (one GET by name; a GET right after a POST never 404s), and the call
+// reconciler's agent lookup (a Call applied with kubectl together with its
+// Agent), which costs at most one read per Call created.
 package directory
 
 import (
@@ -9,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,35 +75,97 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 // NormalizeAgentID makes UUIDs comparable whatever their letter case.
 func NormalizeAgentID(id string) string { return strings.ToLower(id) }
 
+// DefaultMissGrace is how long an agent or endpoint lookup of the REST API
+// looks at the cache again before it answers ErrNotFound.
+const DefaultMissGrace = time.Second
+
+// missRecheck is how often the cache is looked at during the grace.
+const missRecheck = 20 * time.Millisecond
+
 // Directory looks resources up.
 type Directory struct {
 	// Cache is the manager's cached client (indexed).
 	Cache client.Reader
 	// Live reads straight from the API server.
 	Live client.Reader
+	// MissGrace is how long Agent and Endpoint look at the cache again
+	// when it does not have the id; DefaultMissGrace when zero, no second
+	// look when negative.
+	MissGrace time.Duration
+
+	created recentEndpoints
 }
 
-// Agent returns the Agent of namespace whose agent_id is id.
+// Agent returns the Agent of namespace whose agent_id is id, for the REST
+// API: from the cache, looked at again for up to MissGrace (an Agent
+// applied a moment ago is found), never from the API server.
 func (d *Directory) Agent(ctx context.Context, namespace, id string) (*switchboardv1.Agent, error) {
-	id = NormalizeAgentID(id)
+	var agent *switchboardv1.Agent
+	err := d.awaitCache(ctx, func() (err error) {
+		agent, err = d.CachedAgent(ctx, namespace, id)
+		return err
+	})
+	return agent, err
+}
+
+// CachedAgent is Agent with one look at the cache: for reconcilers, which
+// must not wait.
+func (d *Directory) CachedAgent(ctx context.Context, namespace, id string) (*switchboardv1.Agent, error) {
 	var cached switchboardv1.AgentList
 	if err := d.Cache.List(ctx, &cached, client.InNamespace(namespace),
-		client.MatchingFields{AgentIDField: id}); err != nil {
+		client.MatchingFields{AgentIDField: NormalizeAgentID(id)}); err != nil {
 		return nil, err
 	}
-	if len(cached.Items) == 0 {
-		// A miss may be an Agent the cache has not seen yet.
-		var live switchboardv1.AgentList
-		if err := d.Live.List(ctx, &live, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		cached.Items = filterAgents(live.Items, id)
+	return oneAgent(cached.Items)
+}
+
+// AgentConfirmed is CachedAgent, confirming a miss with a live list. It is
+// the call reconciler's, which must not fail a Call applied together with
+// its Agent (one `kubectl apply`) because the cache has not seen the Agent
+// yet. Its cost is bounded by the Calls created: the REST API creates none
+// for an agent it did not find.
+func (d *Directory) AgentConfirmed(ctx context.Context, namespace, id string) (*switchboardv1.Agent, error) {
+	agent, err := d.CachedAgent(ctx, namespace, id)
+	if !errors.Is(err, ErrNotFound) {
+		return agent, err
 	}
-	switch len(cached.Items) {
+	var live switchboardv1.AgentList
+	if err := d.Live.List(ctx, &live, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return oneAgent(filterAgents(live.Items, NormalizeAgentID(id)))
+}
+
+// awaitCache runs lookup until it finds something or fails otherwise than
+// ErrNotFound, for at most MissGrace. A request that goes away stops it:
+// no one waits for the answer.
+func (d *Directory) awaitCache(ctx context.Context, lookup func() error) error {
+	grace := d.MissGrace
+	if grace == 0 {
+		grace = DefaultMissGrace
+	}
+	deadline := time.Now().Add(grace)
+	for {
+		err := lookup()
+		if !errors.Is(err, ErrNotFound) || !time.Now().Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(missRecheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+func oneAgent(agents []switchboardv1.Agent) (*switchboardv1.Agent, error) {
+	switch len(agents) {
 	case 0:
 		return nil, ErrNotFound
 	case 1:
-		return &cached.Items[0], nil
+		return &agents[0], nil
 	default:
 		return nil, ErrAmbiguous
 	}
@@ -133,26 +205,52 @@ func (d *Directory) Call(ctx context.Context, namespace, id string) (*switchboar
 	return &live, nil
 }
 
-// Endpoint returns the WebhookEndpoint of namespace whose REST id is id.
+// Endpoint returns the WebhookEndpoint of namespace whose REST id is id,
+// from the cache, looked at again for up to MissGrace. Only an endpoint
+// this process created seconds ago (EndpointCreated) is read from the API
+// server when the cache does not have it: a GET right after the POST that
+// answered its id finds it, however far the cache lags.
 func (d *Directory) Endpoint(ctx context.Context, namespace, id string) (*switchboardv1.WebhookEndpoint, error) {
+	if key, ok := d.created.lookup(id, time.Now()); ok && key.Namespace == namespace {
+		if ep, err := d.cachedEndpoint(ctx, namespace, id); !errors.Is(err, ErrNotFound) {
+			return ep, err
+		}
+		return d.liveEndpoint(ctx, key, id)
+	}
+	var ep *switchboardv1.WebhookEndpoint
+	err := d.awaitCache(ctx, func() (err error) {
+		ep, err = d.cachedEndpoint(ctx, namespace, id)
+		return err
+	})
+	return ep, err
+}
+
+func (d *Directory) cachedEndpoint(ctx context.Context, namespace, id string) (*switchboardv1.WebhookEndpoint, error) {
 	var cached switchboardv1.WebhookEndpointList
 	if err := d.Cache.List(ctx, &cached, client.InNamespace(namespace),
 		client.MatchingFields{EndpointIDField: id}); err != nil {
 		return nil, err
 	}
-	if len(cached.Items) > 0 {
-		return &cached.Items[0], nil
+	if len(cached.Items) == 0 {
+		return nil, ErrNotFound
 	}
-	// The id derives from the UID, not the name (endpoints applied as YAML
-	// have names of their own): a miss lists the namespace live.
-	var live switchboardv1.WebhookEndpointList
-	if err := d.Live.List(ctx, &live, client.InNamespace(namespace)); err != nil {
+	return &cached.Items[0], nil
+}
+
+func (d *Directory) liveEndpoint(ctx context.Context, key client.ObjectKey, id string) (*switchboardv1.WebhookEndpoint, error) {
+	var live switchboardv1.WebhookEndpoint
+	err := d.Live.Get(ctx, key, &live)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && live.ResolvedID() != id):
+		return nil, ErrNotFound
+	case err != nil:
 		return nil, err
 	}
-	for i := range live.Items {
-		if live.Items[i].ResolvedID() == id {
-			return &live.Items[i], nil
-		}
-	}
-	return nil, ErrNotFound
+	return &live, nil
+}
+
+// EndpointCreated notes an endpoint this process has just created, so that
+// Endpoint finds it before the cache does.
+func (d *Directory) EndpointCreated(ep *switchboardv1.WebhookEndpoint) {
+	d.created.add(ep.ResolvedID(), client.ObjectKeyFromObject(ep), time.Now())
 }

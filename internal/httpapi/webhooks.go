@@ -275,6 +275,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ticket.Placed(ep.Name)
+	a.cfg.Directory.EndpointCreated(ep)
 	secret, err := a.generateSecret(ctx, ep)
 	if err != nil {
 		// Without its secret the caller could not verify deliveries: undo,

@@ -138,12 +138,16 @@ const APIHangup = "api_hangup"
 var ErrNoRecording = errors.New("no recording of this call")
 
 // WaitError is Dial's answer when the call cannot go out yet (its trunk is
-// at capacity or paced): the call stays queued and is dialed again later.
+// at capacity or paced, or its script is being prepared): the call stays
+// queued and is dialed again later.
 type WaitError struct {
 	Reason string
 	// RetryAfter is when to try again at the latest; the carrier may ask
 	// for the call sooner (Router.Wake).
 	RetryAfter time.Duration
+	// Preparing: the call has its place and waits for its audio
+	// (text-to-speech), not for capacity.
+	Preparing bool
 }
 
 func (e *WaitError) Error() string { return "waiting: " + e.Reason }

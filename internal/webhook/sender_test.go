@@ -339,3 +339,24 @@ func TestSucceeded(t *testing.T) {
 		}
 	}
 }
+
+// The addresses a review found accepted are refused when connecting too,
+// whatever Check said when the endpoint was saved (the DNS may have changed
+// since): the guard stops the dial before any packet leaves.
+func TestSendRefusesSpecialPurposeAtConnect(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://168.63.129.16/hook":         "refused to connect to 168.63.129.16: the cloud metadata address",
+		"https://[64:ff9b:1::a00:1]/hook":    "refused to connect to 64:ff9b:1::a00:1: a local-use NAT64 address",
+		"https://[fec0::1]/hook":             "refused to connect to fec0::1: a site-local address",
+		"https://[2002:7f00:1::]/hook":       "refused to connect to 2002:7f00:1::: a 6to4 address for 127.0.0.1, a loopback address",
+		"https://[::127.0.0.1]/hook":         "refused to connect to ::7f00:1: an IPv4-compatible address for 127.0.0.1, a loopback address",
+		"https://[64:ff9b::a9fe:a9fe]/hook":  "refused to connect to 64:ff9b::a9fe:a9fe: a NAT64 address for 169.254.169.254, the cloud metadata address",
+		"https://[2001:0:4136:e378::1]/hook": "refused to connect to 2001:0:4136:e378::1: a Teredo address",
+	} {
+		res := webhook.NewSender(webhook.SenderConfig{Policy: webhook.URLPolicy{}, Timeout: 2 * time.Second}).
+			Send(context.Background(), message(url, newSecrets(t, 1)))
+		if res.StatusCode != 0 || !strings.Contains(res.Err, want) {
+			t.Errorf("Send(%s) = %+v; want an error containing %q", url, res, want)
+		}
+	}
+}

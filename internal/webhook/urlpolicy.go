@@ -158,50 +158,6 @@ func redacted(raw string, u *url.URL) string {
 	return u.Redacted()
 }
 
-// addrRule names a category of addresses receivers may not have.
-type addrRule struct {
-	category string
-	matches  func(netip.Addr) bool
-}
-
-// addrRules are tried in order and the first match names the category, so
-// specific ranges come before the ones that contain them (the metadata
-// addresses before link-local and unique local).
-var addrRules = []addrRule{
-	{"an unspecified address", netip.Addr.IsUnspecified},
-	{"a loopback address", netip.Addr.IsLoopback},
-	{"the cloud metadata address", inPrefixes("169.254.169.254/32", "fd00:ec2::254/128")},
-	{"a unique local address", inPrefixes("fc00::/7")},
-	{"a private address", netip.Addr.IsPrivate},
-	{"a link-local address", netip.Addr.IsLinkLocalUnicast},
-	{"a multicast address", netip.Addr.IsMulticast},
-	{"a carrier-grade NAT address", inPrefixes("100.64.0.0/10")},
-	{"the broadcast address", inPrefixes("255.255.255.255/32")},
-	{"a reserved address", inPrefixes("0.0.0.0/8", "240.0.0.0/4", "192.0.0.0/24")},
-	{"a benchmarking address", inPrefixes("198.18.0.0/15")},
-	{"a documentation address", inPrefixes("2001:db8::/32")},
-	{"a discard-only address", inPrefixes("100::/64")},
-}
-
-// nat64 is the well-known NAT64 prefix: the last four bytes are an IPv4
-// address that the network's translator connects to.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-func inPrefixes(cidrs ...string) func(netip.Addr) bool {
-	prefixes := make([]netip.Prefix, len(cidrs))
-	for i, c := range cidrs {
-		prefixes[i] = netip.MustParsePrefix(c)
-	}
-	return func(ip netip.Addr) bool {
-		for _, p := range prefixes {
-			if p.Contains(ip) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 // AllowedAddr returns why ip may not be connected to, or nil if it is
 // public. The error's text is the category ("a loopback address"), to be
 // composed into a sentence. With AllowInsecure every address is allowed.
@@ -215,22 +171,5 @@ func (p URLPolicy) AllowedAddr(ip netip.Addr) error {
 	if !ip.IsValid() {
 		return errors.New("an invalid address")
 	}
-	for _, rule := range addrRules {
-		if rule.matches(ip) {
-			return errors.New(rule.category)
-		}
-	}
-	if nat64.Contains(ip) {
-		return p.allowedNAT64(ip)
-	}
-	return nil
-}
-
-func (p URLPolicy) allowedNAT64(ip netip.Addr) error {
-	b := ip.As16()
-	embedded := netip.AddrFrom4([4]byte(b[12:]))
-	if err := p.AllowedAddr(embedded); err != nil {
-		return fmt.Errorf("a NAT64 address for %s, %w", embedded, err)
-	}
-	return nil
+	return refusal(ip)
 }

@@ -5,6 +5,12 @@
 // A SIP call is a live session in this process. Dial starts it (once the
 // trunk's queue lets it go) and Progress reads it; the engine's news (the
 // callee answered, the call ended) wakes the call's reconciler at once.
+//
+// The script is rendered (text-to-speech, ConfigMap audio) on the call's own
+// goroutine, never in the reconciler's: the shared workers must not wait
+// for a synthesizer. While it renders, Dial answers a WaitError (the call
+// stays queued, PreparingScript); once it is ready the call is woken, and
+// the Dial that then answers nil lets it go out.
 // The session stays in memory, and its recording in the spool directory,
 // until the reconciler has stored the recording and the analysis
 // (Release).
@@ -71,6 +77,16 @@ const restartReason = "operator_restart"
 // recheck is how often a live call is looked at if no news came.
 const recheck = 30 * time.Second
 
+// renderGrace is how long Dial waits for a script to render before it lets
+// the reconciler go and wakes the call later: most scripts are cached or
+// short, and are placed without the extra status write of a wait.
+const renderGrace = 100 * time.Millisecond
+
+// unclaimed is how long a rendered call waits for the reconciler to dial
+// it. A call deleted or stopped meanwhile never is; its session then goes,
+// and a later Dial starts over.
+const unclaimed = time.Minute
+
 // Dialer places calls over SIP trunks.
 type Dialer struct {
 	cfg      Config
@@ -98,8 +114,20 @@ func New(ctx context.Context, cfg Config) (*Dialer, error) {
 
 // session is one call placed by this process.
 type session struct {
+	callID      string
 	call, trunk types.NamespacedName
 	recordPath  string
+
+	// rendered is closed once the script is ready, or failed (renderErr,
+	// a *telephony.DispatchError).
+	rendered  chan struct{}
+	renderErr error
+	// answered is closed (under mu) by the Dial that answers for the
+	// rendered call: nil (the reconciler has it as placed, so it may go
+	// out) or the script's failure. abandoned is set instead when that
+	// Dial did not come in time.
+	answered  chan struct{}
+	abandoned bool
 
 	mu         sync.Mutex
 	answeredAt *time.Time
@@ -131,11 +159,11 @@ func (d *Dialer) Admit(ctx context.Context, req telephony.Request) error {
 	return err
 }
 
-// Dial starts the call when its trunk's queue lets it go, or answers a
-// *telephony.WaitError. It is idempotent per call.
+// Dial starts the call when its trunk's queue lets it go and its script is
+// rendered, or answers a *telephony.WaitError. It is idempotent per call.
 func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) error {
-	if d.session(req.CallID) != nil {
-		return nil
+	if s := d.session(req.CallID); s != nil {
+		return d.goAhead(s, 0)
 	}
 	trunk, limits, err := d.cfg.Trunks.Trunk(ctx, req.Namespace, req.Trunk)
 	if err != nil {
@@ -155,21 +183,66 @@ func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) e
 	}
 	// The script is rendered once the call may go (text-to-speech for
 	// each waiting retry would be wasted work).
-	spec, err := d.cfg.Script.Render(ctx, req)
-	if err != nil {
-		d.gate.release(trunkKey, call)
-		return err
-	}
-	spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
-	spec.RecordPath = d.spoolPath(req.CallID)
-	s := &session{call: call, trunk: trunkKey, recordPath: spec.RecordPath, script: spec.Script, stop: make(chan struct{})}
-	spec.Stop = s.stop
+	s := &session{callID: req.CallID, call: call, trunk: trunkKey, recordPath: d.spoolPath(req.CallID),
+		rendered: make(chan struct{}), answered: make(chan struct{}), stop: make(chan struct{})}
 	d.mu.Lock()
 	d.sessions[req.CallID] = s
 	d.mu.Unlock()
 	d.notifier.touch(trunkKey)
-	d.calls.Go(func() { d.run(s, trunk, spec) })
+	d.calls.Go(func() { d.run(s, trunk, req) })
+	return d.goAhead(s, renderGrace)
+}
+
+// goAhead answers Dial for a started session, once its script is rendered
+// (waiting at most grace for it): nil lets the call go out, the script's
+// failure fails it, and a WaitError keeps it queued while text-to-speech
+// runs (the call is woken when it is done).
+func (d *Dialer) goAhead(s *session, grace time.Duration) error {
+	select {
+	case <-s.rendered:
+	default:
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-s.rendered:
+		case <-t.C:
+			return &telephony.WaitError{Reason: "preparing the agent's script", RetryAfter: recheck, Preparing: true}
+		}
+	}
+	s.mu.Lock()
+	abandoned := s.abandoned
+	if !abandoned && !closed(s.answered) {
+		close(s.answered)
+	}
+	s.mu.Unlock()
+	switch {
+	case abandoned: // the session is gone: the next Dial starts over
+		return &telephony.WaitError{Reason: "preparing the agent's script", RetryAfter: time.Millisecond, Preparing: true}
+	case s.renderErr != nil:
+		d.drop(s)
+		return s.renderErr
+	}
 	return nil
+}
+
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// drop forgets a session that does not go out and frees its trunk slot.
+func (d *Dialer) drop(s *session) {
+	d.mu.Lock()
+	if d.sessions[s.callID] == s {
+		delete(d.sessions, s.callID)
+	}
+	d.mu.Unlock()
+	d.gate.release(s.trunk, s.call)
+	d.notifier.touch(s.trunk)
 }
 
 // Wait returns once every call has hung up and closed its recording, after
@@ -180,8 +253,58 @@ func (d *Dialer) spoolPath(callID string) string {
 	return filepath.Join(d.cfg.SpoolDir, filepath.Base(callID)+".wav")
 }
 
-// run places the call and records how it ended.
-func (d *Dialer) run(s *session, trunk sip.Trunk, spec sip.CallSpec) {
+// run renders the call's script, waits for the reconciler's answer, then
+// places the call. Rendering is bounded by the renderer's timeout.
+func (d *Dialer) run(s *session, trunk sip.Trunk, req telephony.Request) {
+	spec, err := d.cfg.Script.Render(d.ctx, req)
+	if err != nil {
+		s.renderErr = err
+		d.gate.release(s.trunk, s.call) // it will not go out: let the next one
+		d.notifier.touch(s.trunk)
+	} else {
+		spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
+		spec.RecordPath, spec.Stop = s.recordPath, s.stop
+		s.mu.Lock()
+		s.script = spec.Script
+		s.mu.Unlock()
+	}
+	close(s.rendered)
+	if d.claimed(s) && err == nil {
+		d.place(s, trunk, spec)
+	}
+}
+
+// claimed waits for the Dial that answers for the rendered call, waking the
+// call if it was told to wait. It reports false, having dropped the
+// session, when that Dial does not come: the call was stopped or deleted
+// meanwhile, or the process is stopping.
+func (d *Dialer) claimed(s *session) bool {
+	if closed(s.answered) {
+		return true
+	}
+	d.cfg.WakeCall(s.call)
+	t := time.NewTimer(unclaimed)
+	defer t.Stop()
+	select {
+	case <-s.answered:
+		return true
+	case <-s.stop:
+	case <-t.C:
+	case <-d.ctx.Done():
+		return false
+	}
+	s.mu.Lock()
+	answered := closed(s.answered) // dialed and stopped at once: the engine hangs up at once
+	s.abandoned = !answered
+	s.mu.Unlock()
+	if !answered {
+		d.drop(s)
+	}
+	return answered
+}
+
+// place places the call and records how it ended.
+func (d *Dialer) place(s *session, trunk sip.Trunk, spec sip.CallSpec) {
 	spec.OnAnswer = func(at time.Time) {
 		s.mu.Lock()
 		s.answeredAt = &at

@@ -2,7 +2,9 @@ package sipdial
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +23,10 @@ import (
 // maxDurationSeconds (the CRD defaults it to the same).
 const DefaultMaxDuration = time.Hour
 
+// DefaultRenderTimeout bounds the preparation of one call's script when
+// ScriptRenderer.Timeout is zero.
+const DefaultRenderTimeout = time.Minute
+
 // ScriptRenderer turns an Agent's script into the audio the engine plays:
 // say steps and prompts through text-to-speech with the call's variables
 // filled in, play steps from ConfigMaps.
@@ -30,23 +36,42 @@ type ScriptRenderer struct {
 	// manager caches no ConfigMaps, and may only get them in organization
 	// namespaces, per config/rbac/organization_role.yaml).
 	ConfigMaps client.Reader
+	// Timeout bounds the preparation of one call's script, all its steps;
+	// DefaultRenderTimeout when zero.
+	Timeout time.Duration
 }
 
 // Render prepares the call's script, voicemail behaviour and limits. A
 // script that cannot be prepared (a missing ConfigMap, text-to-speech
-// failing) fails the call with dispatch_failed and says why.
+// failing or not done within the timeout) fails the call with
+// dispatch_failed and says why.
 func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (sip.CallSpec, error) {
 	spec := sip.CallSpec{MaxDuration: DefaultMaxDuration}
 	agent := req.Agent
 	if agent == nil {
 		return spec, nil
 	}
+	timeout := cmp.Or(r.Timeout, DefaultRenderTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	spec, err := r.render(ctx, spec, req)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("not ready within %s (%w)", timeout, err)
+	}
+	if err != nil {
+		return spec, scriptError(err)
+	}
+	return spec, nil
+}
+
+func (r *ScriptRenderer) render(ctx context.Context, spec sip.CallSpec, req telephony.Request) (sip.CallSpec, error) {
+	agent := req.Agent
 	if agent.Spec.MaxDurationSeconds > 0 {
 		spec.MaxDuration = time.Duration(agent.Spec.MaxDurationSeconds) * time.Second
 	}
 	var err error
 	if spec.Script, err = r.steps(ctx, req, agent); err != nil {
-		return spec, scriptError(err)
+		return spec, err
 	}
 	if vm := agent.Spec.Voicemail; vm != nil {
 		params := amdParams(agent.Spec.AnsweringMachineDetection)
@@ -55,7 +80,7 @@ func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (sip
 		if spec.Voicemail.LeaveMessage {
 			spec.Voicemail.MessageText = tts.Fill(vm.Message, req.Variables)
 			if spec.Voicemail.Message, err = r.Speaker.Speak(ctx, spec.Voicemail.MessageText); err != nil {
-				return spec, scriptError(fmt.Errorf("voicemail message: %w", err))
+				return spec, fmt.Errorf("voicemail message: %w", err)
 			}
 		}
 	}

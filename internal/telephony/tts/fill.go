@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -40,4 +41,16 @@ func format(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// Placeholders lists the names of text's placeholders, each once, in the
+// order they first appear.
+func Placeholders(text string) []string {
+	var names []string
+	for _, m := range placeholder.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }

@@ -2,6 +2,7 @@ package tts
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -33,5 +34,15 @@ func TestFill(t *testing.T) {
 		if got := Fill(tc.text, vars); got != tc.want {
 			t.Errorf("Fill(%q) = %q, want %q", tc.text, got, tc.want)
 		}
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	got := Placeholders("Hi {{name}}, {{ when }} at {{place}}; see you {{when}}. {{ not a name }}")
+	if want := []string{"name", "when", "place"}; !slices.Equal(got, want) {
+		t.Errorf("Placeholders = %q, want %q", got, want)
+	}
+	if got := Placeholders("no placeholders"); len(got) != 0 {
+		t.Errorf("Placeholders of plain text = %q", got)
 	}
 }

@@ -2,6 +2,7 @@
 package tts
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"encoding/binary"
@@ -10,8 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
 )
 
 // SampleRate of the speech Speak returns: G.711's.
@@ -19,6 +24,17 @@ const SampleRate = 8000
 
 // DefaultCacheEntries bounds Flite's cache when CacheEntries is zero.
 const DefaultCacheEntries = 256
+
+// MaxTextLength is the most characters Speak says in one go: a say step,
+// a prompt, a greeting or a voicemail message with the call's variables
+// filled in. It is the Agent's own bound on those texts, so variables never
+// make a text longer than an agent could say without them (about four
+// minutes of speech, and a second of flite's time).
+const MaxTextLength = 4096
+
+// DefaultTimeout bounds one flite run when Timeout is zero: ten times what
+// the longest text takes.
+const DefaultTimeout = 10 * time.Second
 
 // Speaker turns text into speech samples (SampleRate, mono).
 type Speaker interface {
@@ -38,6 +54,15 @@ type Flite struct {
 	Voice string
 	// CacheEntries bounds the cache; DefaultCacheEntries when zero.
 	CacheEntries int
+	// Timeout bounds one flite run, which is killed then, and the wait for
+	// a run to start; DefaultTimeout when zero.
+	Timeout time.Duration
+	// MaxRuns bounds the flite processes running at once (each uses a
+	// core); GOMAXPROCS when zero.
+	MaxRuns int
+
+	slotsOnce sync.Once
+	slots     chan struct{} // one per flite process running
 
 	mu       sync.Mutex
 	cache    map[string]*list.Element // of *entry, most recent first in lru
@@ -61,10 +86,13 @@ type flight struct {
 
 // Speak returns the speech of text. The slice may be shared with other
 // callers (it comes from the cache): do not modify it. Text that is only
-// whitespace is silence: no samples.
+// whitespace is silence: no samples. Text over MaxTextLength is refused.
 func (f *Flite) Speak(ctx context.Context, text string) ([]int16, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
+	}
+	if n := utf8.RuneCountInString(text); n > MaxTextLength {
+		return nil, fmt.Errorf("a text of %d characters is over the %d text-to-speech says at once", n, MaxTextLength)
 	}
 	key := f.Voice + "\x00" + text
 	f.mu.Lock()
@@ -93,7 +121,7 @@ func (f *Flite) Speak(ctx context.Context, text string) ([]int16, error) {
 
 // run runs flite once for the flight and caches a success.
 func (f *Flite) run(ctx context.Context, key, text string, fl *flight) {
-	fl.samples, fl.err = f.synthesize(ctx, text)
+	fl.samples, fl.err = f.runBounded(ctx, text)
 	f.mu.Lock()
 	delete(f.inflight, key)
 	if fl.err == nil {
@@ -131,7 +159,33 @@ func (f *Flite) store(key string, samples []int16) {
 	}
 }
 
-// synthesize runs flite into a temporary WAV and reads its samples.
+// runBounded runs flite once a run slot is free, within the timeout: calls
+// prepare their scripts on goroutines of their own, so this is what keeps
+// text-to-speech from taking every core.
+func (f *Flite) runBounded(ctx context.Context, text string) ([]int16, error) {
+	f.slotsOnce.Do(func() { f.slots = make(chan struct{}, cmp.Or(f.MaxRuns, runtime.GOMAXPROCS(0))) })
+	wait := time.NewTimer(f.timeout())
+	defer wait.Stop()
+	select {
+	case f.slots <- struct{}{}:
+	case <-wait.C:
+		return nil, fmt.Errorf("text-to-speech is busy: flite could not start within %s", f.timeout())
+	}
+	defer func() { <-f.slots }()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	return f.synthesize(ctx, text)
+}
+
+func (f *Flite) timeout() time.Duration {
+	if f.Timeout > 0 {
+		return f.Timeout
+	}
+	return DefaultTimeout
+}
+
+// synthesize runs flite into a temporary WAV and reads its samples. When
+// ctx ends first flite is killed.
 func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
 	dir, err := os.MkdirTemp("", "switchboard-tts-")
 	if err != nil {
@@ -150,7 +204,17 @@ func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
 	if f.onRun != nil {
 		f.onRun()
 	}
-	if msg, err := exec.CommandContext(ctx, bin, args...).CombinedOutput(); err != nil {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	// flite runs in a process group of its own, killed whole: a wrapper
+	// script's children go too, and cannot keep the output open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	msg, err := cmd.CombinedOutput()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("flite did not finish within %s and was stopped", f.timeout())
+	}
+	if err != nil {
 		return nil, fmt.Errorf("flite: %w: %s", err, strings.TrimSpace(string(msg)))
 	}
 	wav, err := os.ReadFile(out)

@@ -2,7 +2,11 @@ package tts
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,5 +130,111 @@ func TestSpeakWhitespaceIsSilence(t *testing.T) {
 	f, runs := newFlite(t, &Flite{})
 	if s := speak(t, f, "  \n"); len(s) != 0 || runs.Load() != 0 {
 		t.Errorf("whitespace: %d samples, %d runs", len(s), runs.Load())
+	}
+}
+
+func TestSpeakRefusesTextOverTheLimit(t *testing.T) {
+	f, runs := newFlite(t, &Flite{})
+	sentence := "Your appointment with the clinic is tomorrow at ten. "
+	longest := strings.Repeat(sentence, MaxTextLength/len(sentence)+1)[:MaxTextLength]
+	if s := speak(t, f, longest); len(s) == 0 {
+		t.Fatalf("a text of exactly %d characters was not spoken", MaxTextLength)
+	}
+	_, err := f.Speak(t.Context(), strings.Repeat("é", MaxTextLength+1))
+	if err == nil || !strings.Contains(err.Error(), "4097 characters is over the 4096") {
+		t.Errorf("Speak of %d characters: %v, want a refusal naming the limit", MaxTextLength+1, err)
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d flite runs, want 1: the text over the limit must not reach flite", runs.Load())
+	}
+}
+
+// A synthesizer that hangs is killed at the timeout, with what it started.
+// The stand-in is a shell script that sleeps (in a child process, as a
+// wrapper script around flite would run it).
+func TestSpeakKillsFliteAtItsTimeout(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "flite")
+	body := "#!/bin/sh\necho $$ > " + filepath.Join(dir, "pid") + "\nsleep 60 &\necho $! > " +
+		filepath.Join(dir, "child") + "\nwait\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil { //nolint:gosec // an executable stand-in
+		t.Fatal(err)
+	}
+	f := &Flite{Binary: script, Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	_, err := f.Speak(t.Context(), "Hello.")
+	if err == nil || !strings.Contains(err.Error(), "flite did not finish within 300ms and was stopped") {
+		t.Fatalf("Speak with a hanging flite: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Speak took %s to give up on a 300ms timeout", took)
+	}
+	for _, name := range []string{"pid", "child"} {
+		if pid := readPID(t, filepath.Join(dir, name)); running(pid) {
+			t.Errorf("process %s (%d) still runs after the timeout", name, pid)
+		}
+	}
+	// A failure is not cached: the next call runs flite again.
+	if _, err := f.Speak(t.Context(), "Hello."); err == nil {
+		t.Error("a second Speak succeeded with the same hanging flite")
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// running reports whether pid is a live process (a zombie waiting for its
+// parent to reap it is not).
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// At most MaxRuns flite processes run at once, however many calls prepare
+// their scripts together. The stand-in logs when it starts and ends.
+func TestSpeakBoundsConcurrentRuns(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	script := filepath.Join(dir, "flite")
+	body := "#!/bin/sh\necho start >> " + log + "\nsleep 0.3\necho end >> " + log + "\nexit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil { //nolint:gosec // an executable stand-in
+		t.Fatal(err)
+	}
+	f := &Flite{Binary: script, MaxRuns: 2}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() { _, _ = f.Speak(t.Context(), fmt.Sprintf("text %d", i)) })
+	}
+	wg.Wait()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, most := 0, 0
+	for _, line := range strings.Fields(string(b)) {
+		if line == "start" {
+			running++
+		} else {
+			running--
+		}
+		most = max(most, running)
+	}
+	if most != 2 || strings.Count(string(b), "start") != 6 {
+		t.Errorf("at most %d flite runs at once (want 2), log:\n%s", most, b)
 	}
 }

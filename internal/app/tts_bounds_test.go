@@ -1,0 +1,126 @@
+package app_test
+
+// Text-to-speech is bounded: what a call's variables make an agent say,
+// and how long synthesis may take, away from the reconcile workers every
+// call shares.
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+)
+
+// noteAgent says the call's note five times in its first step: a variable
+// within its own limit (1 KiB) can make a text over the spoken limit.
+func noteAgent(t *testing.T, o *org) string {
+	a := createAgent(t, o.ns, "notes", func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Say: "{{note}} {{note}} {{ note }} {{note}} {{note}}"}}
+	})
+	return a.ResolvedID()
+}
+
+func TestTooLongSpokenTextIsRefusedAtCreate(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	agentID := noteAgent(t, o)
+	post := func(note string) response {
+		return do(t, "POST", "/v1/calls", o.key, map[string]any{"agent_id": agentID, "to_number": "+14155550123",
+			"variables": map[string]any{"customer_name": "Ada", "note": note}})
+	}
+	// Five notes of 818 characters and the 4 spaces between them: 4094.
+	fits := post(strings.Repeat("n", 818))
+	g.Expect(fits.status).To(Equal(http.StatusCreated), string(fits.raw))
+
+	// One variable within its own limit (1,024 bytes), said five times: 5124.
+	r := post(strings.Repeat("n", 1024))
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity), string(r.raw))
+	d := detail(t, r)
+	g.Expect(d["error_code"]).To(Equal("spoken_text_too_long"))
+	g.Expect(d["error"]).To(And(ContainSubstring("script step 1 would be 5124 characters long"),
+		ContainSubstring("over the 4096"), ContainSubstring("shorten note")))
+	g.Expect(d["call_id"]).To(BeNil(), "no call record is left")
+	var calls switchboardv1.CallList
+	g.Expect(k8s.List(context.Background(), &calls, client.InNamespace(o.ns))).To(Succeed())
+	g.Expect(calls.Items).To(HaveLen(1), "only the call that fits was created")
+}
+
+// A Call applied with kubectl never met the REST API's check: the
+// reconciler fails it with the same code before any text-to-speech.
+func TestTooLongSpokenTextFailsAnAppliedCall(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	agentID := noteAgent(t, o)
+	c := &switchboardv1.Call{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: callid.ResourceName(callid.New())},
+		Spec: switchboardv1.CallSpec{AgentID: agentID, ToNumber: "+14155550123",
+			Variables: jsonObject(`{"customer_name":"Ada","note":"` + strings.Repeat("n", 1024) + `"}`)},
+	}
+	g.Expect(k8s.Create(context.Background(), c)).To(Succeed())
+	g.Eventually(func() *switchboardv1.CallFailure {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+		return c.Status.Failure
+	}, 10*time.Second, 50*time.Millisecond).ShouldNot(BeNil())
+	g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallFailed))
+	g.Expect(c.Status.Failure.ErrorCode).To(Equal("spoken_text_too_long"))
+	g.Expect(c.Status.Failure.Message).To(ContainSubstring("5124 characters"))
+}
+
+// hangingFlite is a stand-in for a synthesizer that hangs: a shell script
+// that sleeps instead of speaking.
+func hangingFlite(t *testing.T) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "flite")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil { //nolint:gosec // an executable stand-in
+		t.Fatal(err)
+	}
+	return script
+}
+
+// A synthesis that hangs holds neither the call reconciler's workers (here
+// only one) nor the call forever: another call goes through meanwhile, and
+// the SIP call fails once flite has had its time, saying so.
+func TestHangingSynthesisIsKilledOutsideTheSharedWorkers(t *testing.T) {
+	g := NewWithT(t)
+	const ttsTimeout = 4 * time.Second
+	withOperator(t, func(o *app.Options) {
+		o.SIP.Flite = hangingFlite(t)
+		o.SIP.TTSTimeout = ttsTimeout
+		o.MaxConcurrentCalls = 1
+	})
+	// No INVITE is ever sent: nothing needs to listen on the trunk.
+	o := sipOrg(t, "127.0.0.1:9", nil, func(s *switchboardv1.AgentSpec) {
+		s.Script = []switchboardv1.ScriptStep{{Say: "Hello {{customer_name}}, about your appointment."}}
+	})
+	sim := createAgent(t, o.ns, "simulated", func(*switchboardv1.AgentSpec) {})
+	start := time.Now()
+	sipCall := o.createCall(t, "+14155550123", nil)
+	simCall := o.createCall(t, "+14155550124", map[string]any{"agent_id": sim.ResolvedID()})
+
+	g.Eventually(func() any { return o.getCall(t, simCall)["status"] }, ttsTimeout-time.Second, 50*time.Millisecond).
+		Should(Equal("ended"), "the simulated call waited for the SIP call's text-to-speech")
+	c := callResource(t, o.ns, sipCall)
+	g.Expect(c.CurrentPhase()).To(Equal(switchboardv1.CallQueued), "the SIP call is still being prepared")
+	ready := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonPreparingScript))
+
+	g.Eventually(func() any { return o.getCall(t, sipCall)["status"] }, 2*ttsTimeout, 50*time.Millisecond).Should(Equal("failed"))
+	g.Expect(time.Since(start)).To(BeNumerically(">=", ttsTimeout))
+	c = callResource(t, o.ns, sipCall)
+	g.Expect(c.Status.Failure.ErrorCode).To(Equal("dispatch_failed"))
+	g.Expect(c.Status.Failure.Message).To(ContainSubstring(
+		"the agent's script could not be prepared: step 1: text-to-speech: flite did not finish within 4s and was stopped"))
+}
