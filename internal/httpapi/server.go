@@ -67,6 +67,11 @@ type WebhookConfig struct {
 	Policy webhook.URLPolicy
 	// RotationOverlap is how long a rotated-out secret keeps signing.
 	RotationOverlap time.Duration
+	// InFlight bounds the attempts in flight per organization and
+	// endpoint, which test sends share with the delivery worker; Lease is
+	// how long a test send holds its slot at most (longer than it can take).
+	InFlight history.InFlightLimits
+	Lease    time.Duration
 }
 
 // NewRouter builds the API's handler.
