@@ -36,7 +36,7 @@ type sqliteStore struct {
 // openSQLite opens (creating it, and its folder, if needed) the database at
 // path, or a private in-memory database when path is ":memory:".
 func openSQLite(ctx context.Context, path string) (Store, error) {
-	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=temp_store(2)"
+	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: sqliteIndexes}, idempotencyLog{db: s}
 	if path == ":memory:" {
