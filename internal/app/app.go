@@ -254,7 +254,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap,
 			InFlight: opts.Webhooks.inFlight(), Lease: opts.Webhooks.lease()},
-		Log:      opts.Log.WithName("api")})
+		Log: opts.Log.WithName("api")})
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
 		log: opts.Log.WithName("api"), onServing: opts.OnServing}
 	if err := mgr.Add(api); err != nil {
