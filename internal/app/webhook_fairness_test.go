@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
 )
 
 // slowAnswer is how long the noisy organization's receiver takes: just
@@ -56,9 +57,10 @@ func TestWebhookFairness(t *testing.T) {
 	t.Logf("A's 9 events arrived within %s of placing the calls", time.Since(placed).Round(time.Millisecond))
 
 	// Test sends share the bounds: B's organization is at its bound, A's
-	// is not.
+	// is not. The refusal is the one the OpenAPI document describes.
 	start := time.Now()
-	r := do(t, "POST", endpointPath(bEndpoints[0].ResolvedID(), "/test"), b.key, nil)
+	r := openAPIContract(t).do(exchange{method: "POST", path: endpointPath(bEndpoints[0].ResolvedID(), "/test"),
+		key: b.key, valid: true, want: []int{http.StatusTooManyRequests}})
 	expectCodeDetail(t, r, http.StatusTooManyRequests, "delivery_concurrency_limit_reached")
 	g.Expect(r.header.Get("Retry-After")).To(MatchRegexp(`^[1-9][0-9]*$`))
 	g.Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second), "refused at once, not after the slow receiver")
@@ -70,6 +72,17 @@ func TestWebhookFairness(t *testing.T) {
 	most, mostPerEndpoint := slow.most()
 	g.Expect(most).To(Equal(32), "B's receiver held more (or fewer) attempts at once than B's bound")
 	g.Expect(mostPerEndpoint).To(BeNumerically("<=", 16))
+}
+
+// openAPIContract checks exchanges against the document the operator
+// serves.
+func openAPIContract(t *testing.T) *contract {
+	t.Helper()
+	v, err := openapitest.NewValidator(do(t, "GET", "/v1/openapi.json", "", nil).raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &contract{t: t, v: v}
 }
 
 // stateChange is when the call reached the state an event tells of: its
