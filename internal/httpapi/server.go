@@ -39,7 +39,7 @@ type Config struct {
 	// Deliveries is the webhook delivery log (the history store).
 	Deliveries history.DeliveryLog
 	// WakeDeliveries, if set, tells this process's delivery worker that a
-	// retry was asked for.
+	// retry was asked for, or that a test send freed its slot.
 	WakeDeliveries func()
 	Client         client.Client // writes Calls, WebhookEndpoints, Secrets
 	// Live reads straight from the API server: signing Secrets, which the

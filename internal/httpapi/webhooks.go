@@ -561,6 +561,10 @@ func (a *api) recordTest(ctx context.Context, d *switchboardv1.WebhookDelivery, 
 	deliveries.Record(&d.Status, res, sentAt, switchboardv1.TriggerTest, nil)
 	if err := a.cfg.Deliveries.SaveDelivery(ctx, d, time.Time{}); err != nil {
 		a.cfg.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
+		return
+	}
+	if a.cfg.WakeDeliveries != nil {
+		a.cfg.WakeDeliveries() // the test send's slot is free for a delivery waiting on it
 	}
 }
 
