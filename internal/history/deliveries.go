@@ -31,11 +31,14 @@ type DeliveryLog interface {
 	// before now and not leased (or whose lease has lapsed), until
 	// now+c.Lease, and returns them, earliest due first. It takes them
 	// round-robin across organizations (every organization's earliest
-	// first, the organizations with the fewest attempts in flight first),
-	// and never so many that an organization or an endpoint would have
-	// more attempts in flight (deliveries leased at now, test sends
-	// included) than c.InFlight allows: the rest stay queued. Concurrent
-	// claimers never get the same delivery while its lease runs.
+	// first, the organizations with the fewest attempts in flight first;
+	// among the earliest due of those below their bounds, a few times
+	// c.Limit of them), and never so many that an organization or an
+	// endpoint would have more attempts in flight (deliveries leased at
+	// now, test sends included) than c.InFlight allows: the rest stay
+	// queued. It finds something whenever a delivery is due and within
+	// the bounds. Concurrent claimers never get the same delivery while
+	// its lease runs.
 	ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*switchboardv1.WebhookDelivery, error)
 	// ReserveDelivery stores d, a test delivery about to be sent, leased
 	// until now+lease so that it counts as an attempt in flight, if its
