@@ -11,8 +11,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
 )
 
@@ -191,4 +194,24 @@ func (rc *slowReceiver) most() (int, int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.maxNow, rc.maxPerPathNow
+}
+
+// TestWebhookInterruptedTestSend: a test send holds a slot in the store
+// while it waits for the receiver; if its process dies before it records
+// the result, the slot frees when its lease lapses, and the delivery log
+// closes it as failed rather than showing it pending forever.
+func TestWebhookInterruptedTestSend(t *testing.T) {
+	o := newOrg(t)
+	ep, _ := applyEndpoint(t, o.ns, newReceiver(t, nil).url(), nil)
+	d := deliveries.ForTest(ep)
+	now := time.Now()
+	d.CreationTimestamp = metav1.NewTime(now)
+	reserved, err := historyStore.ReserveDelivery(context.Background(), d, now, 300*time.Millisecond, history.InFlightLimits{})
+	if err != nil || !reserved {
+		t.Fatalf("ReserveDelivery = %t, %v", reserved, err)
+	}
+	path := endpointPath(ep.ResolvedID(), "/deliveries/", d.Spec.DeliveryID)
+	NewWithT(t).Eventually(func() map[string]any { return do(t, "GET", path, o.key, nil).body }, 10*time.Second, 50*time.Millisecond).
+		Should(And(HaveKeyWithValue("status", "failed"), HaveKeyWithValue("attempt_count", 0.0),
+			HaveKeyWithValue("last_error", "the test send was interrupted before its result was recorded")))
 }
