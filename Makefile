@@ -101,6 +101,11 @@ bench-webhooks: ## Benchmark webhook deliveries per second and event latency (en
 	go test ./internal/app/ -run '^$$' -bench 'WebhookDeliveries' -benchtime $(WEBHOOK_BENCH_DELIVERIES)x -count 1 -timeout 30m; \
 	go test ./internal/app/ -run '^$$' -bench 'WebhookLatency' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-fairness
+bench-fairness: ## Benchmark one organization's event latency while another's 20 endpoints answer after 9.5 s (envtest).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	go test ./internal/app/ -run '^$$' -bench 'WebhookFairness' -benchtime 1x -count 1 -timeout 30m
+
 SIP_BENCH_ATTEMPTS ?= 5000
 
 .PHONY: bench-sip

@@ -72,6 +72,13 @@ type WebhookDeliveryWorker struct {
 	// MaxConcurrent bounds attempts in flight (each may wait for its
 	// receiver up to the timeout).
 	MaxConcurrent int
+	// InFlight bounds the attempts in flight of one organization and of
+	// one endpoint, test sends included: the store claims due deliveries
+	// round-robin across organizations within them (see
+	// history.DeliveryLog.ClaimDeliveries), so a slow receiver holds only
+	// its organization's share of the MaxConcurrent slots and delays only
+	// that organization. Deliveries over a bound stay queued.
+	InFlight history.InFlightLimits
 	// Lease is how long a claimed delivery is this worker's: longer than
 	// an attempt can take.
 	Lease time.Duration
@@ -114,7 +121,8 @@ func (w *WebhookDeliveryWorker) Start(ctx context.Context) error {
 			// A short retention (a test's) is kept to the second.
 			nextSweep = now.Add(min(sweepInterval, max(w.Retention, 100*time.Millisecond)))
 		}
-		claimed := w.claim(ctx, cap(slots)-len(slots))
+		claimedAt := w.Clock.Now()
+		claimed := w.claim(ctx, claimedAt, cap(slots)-len(slots))
 		for _, d := range claimed {
 			slots <- struct{}{}
 			inFlight.Add(1)
@@ -128,31 +136,35 @@ func (w *WebhookDeliveryWorker) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-w.wakeChan():
-		case <-w.Clock.After(w.sleep(ctx, len(claimed) > 0)):
+		case <-w.Clock.After(w.sleep(ctx, len(claimed) > 0, claimedAt)):
 		}
 	}
 }
 
-// claim leases up to free due deliveries; a store error is logged and the
-// loop tries again later: deliveries wait, nothing is lost.
-func (w *WebhookDeliveryWorker) claim(ctx context.Context, free int) []*switchboardv1.WebhookDelivery {
+// claim leases up to free due deliveries, within the bounds per
+// organization and endpoint; a store error is logged and the loop tries
+// again later: deliveries wait, nothing is lost.
+func (w *WebhookDeliveryWorker) claim(ctx context.Context, now time.Time, free int) []*switchboardv1.WebhookDelivery {
 	if free <= 0 {
 		return nil
 	}
-	ds, err := w.Store.ClaimDeliveries(ctx, w.Clock.Now(), free, w.Lease)
+	ds, err := w.Store.ClaimDeliveries(ctx, now, history.Claim{Limit: free, Lease: w.Lease, InFlight: w.InFlight})
 	if err != nil && ctx.Err() == nil {
 		w.Log.Error(err, "claiming webhook deliveries")
 	}
 	return ds
 }
 
-// sleep is how long to wait before looking again: until the next delivery
-// is due, at most idlePoll.
-func (w *WebhookDeliveryWorker) sleep(ctx context.Context, busy bool) time.Duration {
+// sleep is how long to wait before looking again: not at all after a claim
+// that found deliveries (there may be more); else until the next delivery
+// is due or lease lapses after that claim, at most idlePoll. What was due
+// and left unclaimed then waits for a bound to free up: an attempt ending
+// here wakes the worker.
+func (w *WebhookDeliveryWorker) sleep(ctx context.Context, busy bool, claimedAt time.Time) time.Duration {
 	if busy {
 		return 0
 	}
-	next, ok, err := w.Store.NextDeliveryDue(ctx)
+	next, ok, err := w.Store.NextDeliveryDue(ctx, claimedAt)
 	if err != nil || !ok {
 		return idlePoll
 	}
@@ -205,6 +217,10 @@ func (w *WebhookDeliveryWorker) process(ctx context.Context, d *switchboardv1.We
 	now := w.Clock.Now()
 	manual := retryRequested(d)
 	switch {
+	case d.Spec.Event == webhook.EventTest && !manual && d.Status.AttemptCount == 0:
+		// Reserved by a test send whose process died before it recorded
+		// the result: its lease lapsed, and it is closed here.
+		return w.abandon(d, "the test send was interrupted before its result was recorded")
 	case d.Spec.Event == webhook.EventTest && !manual:
 		return time.Time{}, nil, nil // sent once by the REST API
 	case d.CurrentPhase() != switchboardv1.DeliveryPending && !manual:

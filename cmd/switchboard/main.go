@@ -114,6 +114,10 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.webhooks.RotationOverlap, "webhook-rotation-overlap", 24*time.Hour, "How long a rotated-out signing secret keeps signing.")
 	flag.DurationVar(&f.webhooks.DisableAfter, "webhook-disable-after", 5*24*time.Hour, "Disable an endpoint whose deliveries have all failed this long (negative: never).")
 	flag.IntVar(&f.webhooks.MaxConcurrent, "max-concurrent-deliveries", 128, "Webhook attempts in flight.")
+	flag.IntVar(&f.webhooks.MaxConcurrentPerOrganization, "max-concurrent-deliveries-per-organization", 32,
+		"Webhook attempts in flight of one organization, its test sends included (negative: no bound).")
+	flag.IntVar(&f.webhooks.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", 16,
+		"Webhook attempts in flight to one endpoint, its test sends included (negative: no bound).")
 	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
 	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
 	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")

@@ -138,7 +138,24 @@ type WebhookOptions struct {
 	DisableAfter time.Duration
 	// MaxConcurrent bounds attempts in flight (default 128).
 	MaxConcurrent int
+	// MaxConcurrentPerOrganization and MaxConcurrentPerEndpoint bound the
+	// attempts in flight, test sends included, of one organization
+	// (default 32) and of one endpoint (default 16), so that one
+	// organization's slow receivers hold only its share of MaxConcurrent
+	// and delay only its own events; negative: no bound.
+	MaxConcurrentPerOrganization int
+	MaxConcurrentPerEndpoint     int
 }
+
+// inFlight is the bounds per organization and endpoint.
+func (o WebhookOptions) inFlight() history.InFlightLimits {
+	return history.InFlightLimits{PerOrganization: o.MaxConcurrentPerOrganization, PerEndpoint: o.MaxConcurrentPerEndpoint}
+}
+
+// lease is how long a claimed delivery or a test send holds its slot: an
+// attempt takes at most the timeout; the lease covers it with room for the
+// save that follows.
+func (o WebhookOptions) lease() time.Duration { return 2*o.Timeout + 30*time.Second }
 
 func (o WebhookOptions) withDefaults() WebhookOptions {
 	if o.Timeout <= 0 {
@@ -158,6 +175,12 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 128
+	}
+	if o.MaxConcurrentPerOrganization == 0 {
+		o.MaxConcurrentPerOrganization = 32
+	}
+	if o.MaxConcurrentPerEndpoint == 0 {
+		o.MaxConcurrentPerEndpoint = 16
 	}
 	return o
 }
@@ -257,8 +280,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
-		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap},
-		Log:      opts.Log.WithName("api")})
+		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap,
+			InFlight: opts.Webhooks.inFlight(), Lease: opts.Webhooks.lease()},
+		Log: opts.Log.WithName("api")})
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
 		log: opts.Log.WithName("api"), onServing: opts.OnServing}
 	if err := mgr.Add(api); err != nil {
@@ -359,9 +383,7 @@ func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, p
 		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
 		Sender:  sender, Recordings: store, Store: opts.History, Schedule: hooks.Schedule, Retention: hooks.Retention,
 		Health: health, Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: hooks.MaxConcurrent,
-		// An attempt takes at most the timeout; the lease covers it with
-		// room for the save that follows.
-		Lease: 2*hooks.Timeout + 30*time.Second, Log: opts.Log.WithName("webhook-delivery")}
+		InFlight: hooks.inFlight(), Lease: hooks.lease(), Log: opts.Log.WithName("webhook-delivery")}
 	return worker, mgr.Add(worker)
 }
 

@@ -27,14 +27,31 @@ type DeliveryLog interface {
 	// RequestDeliveryRetry) and not handled in d (Status.RetryHandled
 	// differs from it) keeps it due at once, whatever due says.
 	SaveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, due time.Time) error
-	// ClaimDeliveries leases up to limit deliveries that are due at or
-	// before now and not leased (or whose lease has lapsed), earliest due
-	// first, until now+lease, and returns them. Concurrent claimers never
-	// get the same delivery while its lease runs.
-	ClaimDeliveries(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]*switchboardv1.WebhookDelivery, error)
-	// NextDeliveryDue is the earliest time an unleased delivery is due, or
-	// a lease lapses; ok is false when nothing is due ever.
-	NextDeliveryDue(ctx context.Context) (next time.Time, ok bool, err error)
+	// ClaimDeliveries leases up to c.Limit deliveries that are due at or
+	// before now and not leased (or whose lease has lapsed), until
+	// now+c.Lease, and returns them, earliest due first. It takes them
+	// round-robin across organizations (every organization's earliest
+	// first, the organizations with the fewest attempts in flight first;
+	// among the earliest due of those below their bounds, a few times
+	// c.Limit of them), and never so many that an organization or an
+	// endpoint would have more attempts in flight (deliveries leased at
+	// now, test sends included) than c.InFlight allows: the rest stay
+	// queued. It finds something whenever a delivery is due and within
+	// the bounds. Concurrent claimers never get the same delivery while
+	// its lease runs.
+	ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*switchboardv1.WebhookDelivery, error)
+	// ReserveDelivery stores d, a test delivery about to be sent, leased
+	// until now+lease so that it counts as an attempt in flight, if its
+	// organization and endpoint are within limits with it; false, and
+	// nothing stored, when they are not. Saving d ends the lease. A
+	// reservation never saved (its sender died) is due when its lease
+	// lapses, for the worker to close.
+	ReserveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time, lease time.Duration,
+		limits InFlightLimits) (bool, error)
+	// NextDeliveryDue is the earliest time after after (zero: ever) at
+	// which an unleased delivery is due, or a lease lapses; ok is false
+	// when there is none.
+	NextDeliveryDue(ctx context.Context, after time.Time) (next time.Time, ok bool, err error)
 	// GetDelivery returns the delivery of namespace whose id is id, or
 	// ErrNotFound.
 	GetDelivery(ctx context.Context, namespace, id string) (*switchboardv1.WebhookDelivery, error)
@@ -50,6 +67,26 @@ type DeliveryLog interface {
 	// DeleteDeliveriesCompletedBefore removes the deliveries that finished
 	// (Status.CompletedAt) before t and are not due, returning how many.
 	DeleteDeliveriesCompletedBefore(ctx context.Context, t time.Time) (int64, error)
+}
+
+// Claim is what ClaimDeliveries may lease.
+type Claim struct {
+	// Limit is how many deliveries to lease at most.
+	Limit int
+	// Lease is how long they are the claimer's.
+	Lease time.Duration
+	// InFlight bounds the attempts in flight per organization and
+	// endpoint.
+	InFlight InFlightLimits
+}
+
+// InFlightLimits bound the attempts in flight (leased deliveries) of one
+// organization and of one endpoint (by namespace and resource name), so
+// that a slow receiver holds at most that many of the worker's slots.
+// Zero or less: no bound.
+type InFlightLimits struct {
+	PerOrganization int
+	PerEndpoint     int
 }
 
 // DeliveryQuery filters a list of deliveries. Zero values do not filter.

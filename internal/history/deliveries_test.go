@@ -194,7 +194,7 @@ func testConcurrentClaims(t *testing.T, b backend) {
 			s := stores[w%len(stores)]
 			for {
 				// One instant for all, within every lease.
-				got, err := s.ClaimDeliveries(ctx, deliveryBase.Add(time.Second), 7, time.Hour)
+				got, err := s.ClaimDeliveries(ctx, deliveryBase.Add(time.Second), history.Claim{Limit: 7, Lease: time.Hour})
 				if err != nil {
 					t.Error(err)
 					return
@@ -465,7 +465,7 @@ func assertClaimed(t *testing.T, s history.Store, now time.Time, want ...string)
 
 func assertClaimedN(t *testing.T, s history.Store, now time.Time, limit int, lease time.Duration, want ...string) []*switchboardv1.WebhookDelivery {
 	t.Helper()
-	ds, err := s.ClaimDeliveries(context.Background(), now, limit, lease)
+	ds, err := s.ClaimDeliveries(context.Background(), now, history.Claim{Limit: limit, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func assertClaimedN(t *testing.T, s history.Store, now time.Time, limit int, lea
 
 func assertNextDue(t *testing.T, s history.Store, want time.Time) {
 	t.Helper()
-	next, ok, err := s.NextDeliveryDue(context.Background())
+	next, ok, err := s.NextDeliveryDue(context.Background(), time.Time{})
 	if err != nil || !ok || !next.Equal(want) {
 		t.Fatalf("NextDeliveryDue = %s, %t, %v; want %s", next.Format(time.RFC3339Nano), ok, err, want.Format(time.RFC3339Nano))
 	}
@@ -489,7 +489,7 @@ func assertNextDue(t *testing.T, s history.Store, want time.Time) {
 
 func assertNoneDue(t *testing.T, s history.Store) {
 	t.Helper()
-	next, ok, err := s.NextDeliveryDue(context.Background())
+	next, ok, err := s.NextDeliveryDue(context.Background(), time.Time{})
 	if err != nil || ok {
 		t.Fatalf("NextDeliveryDue = %s, %t, %v; want nothing due", next, ok, err)
 	}

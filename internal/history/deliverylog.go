@@ -1,12 +1,12 @@
 package history
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"math"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +35,9 @@ type rowScanner interface {
 // deliveryLog implements DeliveryLog over either database.
 type deliveryLog struct {
 	db database
-	// claim is claimDeliveries in the store's dialect.
-	claim string
+	// indexes names the deliveries table as the claims read it, in the
+	// store's dialect (see claim.go).
+	indexes *strings.Replacer
 }
 
 // deliveryColumns are what every query returning deliveries selects, in
@@ -75,33 +76,14 @@ ON CONFLICT (namespace, delivery_id) DO UPDATE SET
     object = excluded.object,
     updated_at = excluded.updated_at`
 
-// claimDue ($1 now, $3 limit) picks the deliveries to lease, earliest due
-// first. It runs under claimDeliveries, which sets lease_until to $2.
-const claimDue = `
-    SELECT namespace, delivery_id FROM deliveries
-    WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-    ORDER BY due_at LIMIT $3`
-
-// claimSQLite needs no row locks: SQLite runs one write at a time, and
-// this is a single statement.
-const claimSQLite = `
-UPDATE deliveries SET lease_until = $2
-WHERE (namespace, delivery_id) IN (` + claimDue + `)
-RETURNING ` + deliveryColumns
-
-// claimPostgres skips the rows another claimer has locked instead of
-// waiting for them: that claimer leases them, and waiting would only find
-// them leased.
-const claimPostgres = `
-UPDATE deliveries SET lease_until = $2
-WHERE (namespace, delivery_id) IN (` + claimDue + ` FOR UPDATE SKIP LOCKED)
-RETURNING ` + deliveryColumns
-
-// nextDue is the earliest due_at of an unleased delivery or, for a leased
-// due one, the moment its lease lapses (when it can be claimed again).
+// nextDue ($1 after) is the earliest due_at of an unleased delivery or,
+// for a leased due one, the moment its lease lapses (when it can be
+// claimed again), after $1.
 const nextDue = `
-SELECT MIN(CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until ELSE due_at END)
-FROM deliveries WHERE due_at IS NOT NULL`
+SELECT MIN(ready_at) FROM (
+    SELECT CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until ELSE due_at END AS ready_at
+    FROM deliveries WHERE due_at IS NOT NULL
+) AS pending WHERE ready_at > $1`
 
 const selectDelivery = `SELECT ` + deliveryColumns + ` FROM deliveries WHERE namespace = $1 AND delivery_id = $2`
 
@@ -249,27 +231,13 @@ func (l deliveryLog) SaveDelivery(ctx context.Context, d *switchboardv1.WebhookD
 	return nil
 }
 
-func (l deliveryLog) ClaimDeliveries(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]*switchboardv1.WebhookDelivery, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	claimed, err := l.deliveries(ctx, true, l.claim, now.UnixNano(), now.Add(lease).UnixNano(), int64(limit))
-	if err != nil {
-		return nil, fmt.Errorf("history: claiming deliveries: %w", err)
-	}
-	// RETURNING gives rows in no particular order. A claimed row is due,
-	// so its due time is set.
-	slices.SortStableFunc(claimed, func(a, b storedDelivery) int { return cmp.Compare(*a.due, *b.due) })
-	ds := make([]*switchboardv1.WebhookDelivery, len(claimed))
-	for i, c := range claimed {
-		ds[i] = c.d
-	}
-	return ds, nil
-}
-
-func (l deliveryLog) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
+func (l deliveryLog) NextDeliveryDue(ctx context.Context, after time.Time) (time.Time, bool, error) {
 	var next *int64
-	err := l.db.query(ctx, false, nextDue, nil, func(row rowScanner) error { return row.Scan(&next) })
+	since := int64(math.MinInt64)
+	if !after.IsZero() {
+		since = after.UnixNano()
+	}
+	err := l.db.query(ctx, false, nextDue, []any{since}, func(row rowScanner) error { return row.Scan(&next) })
 	if err != nil || next == nil {
 		return time.Time{}, false, err
 	}

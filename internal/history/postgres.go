@@ -31,7 +31,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 		return nil, fmt.Errorf("history: postgres address: %w", err)
 	}
 	s := &postgresStore{pool: pool}
-	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, claim: claimPostgres}, idempotencyLog{db: s}
+	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: postgresIndexes}, idempotencyLog{db: s}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)

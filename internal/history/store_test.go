@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 4
+const migrations = 5
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -72,6 +72,10 @@ func TestStoreContract(t *testing.T) {
 		{"RetryWhileLeased", testRetryWhileLeased},
 		{"NextDeliveryDue", testNextDeliveryDue},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"FairClaimAcrossOrganizations", testFairClaimAcrossOrganizations},
+		{"ClaimBoundsInFlight", testClaimBoundsInFlight},
+		{"ReserveSharesTheBounds", testReserveSharesTheBounds},
+		{"NextDeliveryDueAfter", testNextDeliveryDueAfter},
 		{"DeliveryFilters", testDeliveryFilters},
 		{"DeliveryPaging", testDeliveryPaging},
 		{"DeliveryRetention", testDeliveryRetention},
@@ -389,6 +393,7 @@ func testRecordingStoredAtBackfilled(t *testing.T, b backend) {
 	save(t, s, newCall("org-a", "call_none", withRecording.QueueOrder(), nil))
 	closeNow(t, s)
 	// Back to the schema before migration 3 (and those after it).
+	execRaw(t, dsn, "DROP INDEX deliveries_leased; DELETE FROM schema_migrations WHERE version = 5")
 	execRaw(t, dsn, "DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4")
 	execRaw(t, dsn, "DROP INDEX calls_by_recording_stored; ALTER TABLE calls DROP COLUMN recording_stored_at; DELETE FROM schema_migrations WHERE version = 3")
 

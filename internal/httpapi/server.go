@@ -39,7 +39,7 @@ type Config struct {
 	// Deliveries is the webhook delivery log (the history store).
 	Deliveries history.DeliveryLog
 	// WakeDeliveries, if set, tells this process's delivery worker that a
-	// retry was asked for.
+	// retry was asked for, or that a test send freed its slot.
 	WakeDeliveries func()
 	Client         client.Client // writes Calls, WebhookEndpoints, Secrets
 	// Live reads straight from the API server: signing Secrets, which the
@@ -67,6 +67,11 @@ type WebhookConfig struct {
 	Policy webhook.URLPolicy
 	// RotationOverlap is how long a rotated-out secret keeps signing.
 	RotationOverlap time.Duration
+	// InFlight bounds the attempts in flight per organization and
+	// endpoint, which test sends share with the delivery worker; Lease is
+	// how long a test send holds its slot at most (longer than it can take).
+	InFlight history.InFlightLimits
+	Lease    time.Duration
 }
 
 // NewRouter builds the API's handler.

@@ -55,7 +55,11 @@ package httpapi
 //   404; 409 secret_missing; 422 validation array (loc ["body","event"],
 //       enum); 422 {"detail": {"error", "error_code": "url_not_allowed"}}
 //       when the endpoint's URL is refused (nothing is sent or recorded);
-//       503
+//       429 {"detail": {"error", "error_code":
+//       "delivery_concurrency_limit_reached"}} with Retry-After when the
+//       endpoint or its organization has as many attempts in flight as it
+//       may (test sends and scheduled deliveries alike; nothing is sent or
+//       recorded); 503
 // GET /v1/webhook-endpoints/{id}/deliveries?status=&event=&limit=&cursor=
 //   200 {"data": [delivery...], "has_more", "next_cursor"} newest first
 //   404; 422 validation array: ["query","status"] and ["query","event"]
@@ -72,8 +76,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +110,9 @@ const (
 	// CodeSecretManaged refuses to rotate a Secret declared in the cluster.
 	CodeSecretManaged  = "secret_managed_in_cluster"
 	CodeTestNotRetried = "test_not_retried"
+	// CodeDeliveryConcurrencyLimit: a test send over the bound on webhook
+	// attempts in flight of its endpoint or organization (429).
+	CodeDeliveryConcurrencyLimit = "delivery_concurrency_limit_reached"
 )
 
 const (
@@ -500,12 +509,52 @@ func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := deliveries.ForTest(ep)
+	if !a.reserveTestSend(w, ctx, d, now) {
+		return
+	}
 	res := a.cfg.Webhooks.Sender.Send(ctx, webhook.Message{URL: ep.Spec.URL, DeliveryID: d.Spec.DeliveryID,
 		Event: kind, Timestamp: now, Body: payload, Secrets: secrets})
 	// The event has been sent: the caller gets its result even if the
 	// record of it cannot be written, or the caller has gone.
 	a.recordTest(context.WithoutCancel(ctx), d, res, now)
 	writeJSON(w, http.StatusOK, renderTestResult(d.Spec.DeliveryID, res))
+}
+
+// testSendRetryAfter is the Retry-After of a test send refused for
+// attempts in flight: a slot frees when one of them ends, within the
+// receiver's timeout.
+const testSendRetryAfter = "5"
+
+// reserveTestSend takes a slot for test delivery d under the bounds on
+// attempts in flight per organization and endpoint, which test sends share
+// with the delivery worker, so that sending tests is no way around them;
+// or answers 429/503 itself.
+func (a *api) reserveTestSend(w http.ResponseWriter, ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time) bool {
+	d.CreationTimestamp = metav1.NewTime(now)
+	reserved, err := a.cfg.Deliveries.ReserveDelivery(ctx, d, now, a.cfg.Webhooks.Lease, a.cfg.Webhooks.InFlight)
+	switch {
+	case err != nil:
+		a.unavailable(w, err, "reserving a test send", "The test event could not be queued")
+		return false
+	case !reserved:
+		w.Header().Set("Retry-After", testSendRetryAfter)
+		writeCodeDetail(w, http.StatusTooManyRequests, CodeDeliveryConcurrencyLimit, fmt.Sprintf(
+			"This endpoint or its organization has as many webhook attempts in flight as it may "+
+				"(%s); retry after Retry-After seconds.", inFlightBounds(a.cfg.Webhooks.InFlight)))
+		return false
+	}
+	return true
+}
+
+// inFlightBounds says the bounds in words.
+func inFlightBounds(b history.InFlightLimits) string {
+	bound := func(n int, of string) string {
+		if n <= 0 {
+			return "no bound per " + of
+		}
+		return strconv.Itoa(n) + " per " + of
+	}
+	return bound(b.PerEndpoint, "endpoint") + ", " + bound(b.PerOrganization, "organization")
 }
 
 // signingSecrets reads the secrets that sign ep's deliveries now, or
@@ -536,6 +585,10 @@ func (a *api) recordTest(ctx context.Context, d *switchboardv1.WebhookDelivery, 
 	deliveries.Record(&d.Status, res, sentAt, switchboardv1.TriggerTest, nil)
 	if err := a.cfg.Deliveries.SaveDelivery(ctx, d, time.Time{}); err != nil {
 		a.cfg.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
+		return
+	}
+	if a.cfg.WakeDeliveries != nil {
+		a.cfg.WakeDeliveries() // the test send's slot is free for a delivery waiting on it
 	}
 }
 
