@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -324,6 +325,12 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 	from := agent.Spec.FromNumber
 	placedAt := r.Clock.Now()
 	req := telephony.BuildRequest(c, from, vars, agent)
+	if at, dialed := r.dialedBefore(ctx, c); dialed {
+		// A leader dialed it and stopped before recording it here: the
+		// call goes on from that dial (or ends as cut off), never rung twice.
+		r.markDialed(c, req, from, at)
+		return r.reconcileProgress(ctx, c)
+	}
 	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
 		if we, ok := telephony.AsWaitError(err); ok {
 			reason := switchboardv1.ReasonWaitingForTrunk
@@ -340,13 +347,46 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 		r.markFailed(c, de.Code, "The carrier could not place the call: "+de.Reason)
 		return reconcile.Result{}, nil
 	}
+	r.recordDial(ctx, c, placedAt)
+	r.markDialed(c, req, from, placedAt)
+	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Dialing", "Dial", "Calling %s from %s", c.Spec.ToNumber, from)
+	return r.reconcileProgress(ctx, c)
+}
+
+func (r *CallReconciler) markDialed(c *switchboardv1.Call, req telephony.Request, from string, at time.Time) {
 	c.Status.Phase = switchboardv1.CallInProgress
 	c.Status.Trunk = req.Trunk
 	c.Status.FromNumber = from
-	c.Status.StartedAt = ptr(metav1.NewMicroTime(placedAt))
+	c.Status.StartedAt = ptr(metav1.NewMicroTime(at))
 	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonInProgress, "The call is ringing or connected.")
-	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Dialing", "Dial", "Calling %s from %s", c.Spec.ToNumber, from)
-	return r.reconcileProgress(ctx, c)
+}
+
+// recordDial writes the dial to the history store before its status is
+// written to the cluster, and even when the reconcile is being cancelled:
+// a leader stopping in between leaves the record to the next one. A store
+// that does not answer does not hold the call up (the record is a guard,
+// not a step).
+func (r *CallReconciler) recordDial(ctx context.Context, c *switchboardv1.Call, at time.Time) {
+	if r.History == nil {
+		return
+	}
+	if _, err := r.History.RecordDial(context.WithoutCancel(ctx), c.Namespace, callid.Of(c), at); err != nil {
+		logf.FromContext(ctx).Error(err, "recording a dial; a leader change before its status is written could dial it again")
+	}
+}
+
+// dialedBefore reports a dial recorded for a Call that is still queued here:
+// one a previous leader made.
+func (r *CallReconciler) dialedBefore(ctx context.Context, c *switchboardv1.Call) (time.Time, bool) {
+	if r.History == nil {
+		return time.Time{}, false
+	}
+	at, ok, err := r.History.DialedAt(ctx, c.Namespace, callid.Of(c))
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading whether a queued call was dialed; dialing it")
+		return time.Time{}, false
+	}
+	return at, ok
 }
 
 func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {

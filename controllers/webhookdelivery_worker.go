@@ -269,6 +269,7 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.We
 		trigger = switchboardv1.TriggerManual
 		d.Status.RetryHandled = d.Annotations[switchboardv1.DeliveryRetryAnnotation]
 	}
+	observeAttempt(d, res, sentAt.Add(res.Duration))
 	outcome := deliveries.Record(&d.Status, res, sentAt, trigger, w.Schedule)
 	w.Health.Observe(types.NamespacedName{Namespace: ep.Namespace, Name: ep.Name}, sentAt, res.Succeeded(),
 		deliveries.ResultText(res))

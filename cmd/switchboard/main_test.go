@@ -95,6 +95,7 @@ func checkMetrics(t *testing.T, addr string, logs *syncBuffer) {
 		`switchboard_call_archive_lag_seconds_count`:                                                 1,
 		`switchboard_call_duration_seconds_count`:                                                    1,
 		`switchboard_calls_live`:                                                                     0,
+		`switchboard_webhook_deliveries_pending`:                                                     0,
 	} {
 		v, ok := metricValue(string(b), series)
 		if !ok || v < atLeast {

@@ -584,7 +584,7 @@ func TestCreateCallStrictInput(t *testing.T) {
 	valid := `"agent_id":"` + o.agentID + `","variables":{"customer_name":"Ada"}`
 	body := func(extra string) string { return `{` + valid + `,"to_number":"+14155551234",` + extra + `}` }
 	nested := strings.Repeat(`{"a":`, 9) + "1" + strings.Repeat("}", 9)
-	manyVars := make([]string, 65)
+	manyVars := make([]string, 101)
 	for i := range manyVars {
 		manyVars[i] = fmt.Sprintf(`"v%d":%d`, i, i)
 	}
@@ -621,15 +621,15 @@ func TestCreateCallStrictInput(t *testing.T) {
 			validationItem{loc: []any{"body", "metadata", "a", "a", "a", "a", "a", "a", "a", "a"}, typ: "too_deep"}},
 		{"metadata over 16 KiB", body(`"metadata":{"blob":"` + strings.Repeat("x", 16<<10) + `"}`),
 			validationItem{loc: []any{"body", "metadata"}, typ: "too_long"}},
-		{"more than 64 variables", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"Ada",` +
-			strings.Join(manyVars[:64], ",") + `}}`,
+		{"more than 100 variables", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"Ada",` +
+			strings.Join(manyVars[:100], ",") + `}}`,
 			validationItem{loc: []any{"body", "variables"}, typ: "too_long"}},
 		{"an empty variable name", `{` + valid[:len(valid)-1] + `,"":"x"},"to_number":"+14155551234"}`,
 			validationItem{loc: []any{"body", "variables", ""}, typ: "string_too_short", input: ""}},
 		{"a variable name over 128 characters", `{` + valid[:len(valid)-1] + `,"` + strings.Repeat("n", 129) + `":"x"},"to_number":"+14155551234"}`,
 			validationItem{loc: []any{"body", "variables", strings.Repeat("n", 129)}, typ: "string_too_long"}},
-		{"a variable value over 4096 characters", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"` +
-			strings.Repeat("A", 4097) + `"}}`,
+		{"a variable value over 1 KiB", `{"agent_id":"` + o.agentID + `","to_number":"+14155551234","variables":{"customer_name":"` +
+			strings.Repeat("A", 1025) + `"}}`,
 			validationItem{loc: []any{"body", "variables", "customer_name"}, typ: "string_too_long"}},
 		// A long input is echoed cut to 256 characters and "…".
 		{"a 5000-character to_number", `{` + valid + `,"to_number":"` + long + `"}`,

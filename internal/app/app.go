@@ -212,24 +212,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if opts.History == nil {
 		return nil, errors.New("no history store")
 	}
-	lease := cmp.Or(opts.LeaderElectionLease, DefaultLeaderElectionLease)
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                  NewScheme(),
-		Cache:                   cacheOptions(),
-		Client:                  clientOptions(),
-		Metrics:                 metricsOptions(opts),
-		HealthProbeBindAddress:  opts.ProbeAddr,
-		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "switchboard.dev",
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		LeaseDuration:           &lease,
-		RenewDeadline:           ptr.To(lease * 7 / 10),
-		RetryPeriod:             ptr.To(lease / 5),
-		Logger:                  opts.Log,
-		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
-	})
+	mgr, err := newManager(cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
+		return nil, err
 	}
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
@@ -248,7 +233,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	registerLiveCalls(&controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir})
+	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir})
+	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
 	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
 	if err != nil {
 		return nil, err
@@ -288,14 +274,48 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := mgr.Add(api); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&history.HealthCheck{Store: opts.History, Interval: 10 * time.Second,
-		Log: opts.Log.WithName("history")}); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	if err := addHousekeeping(mgr, opts); err != nil {
 		return nil, err
 	}
 	return mgr, mgr.AddReadyzCheck("api", api.ready)
+}
+
+// newManager builds the manager: caches, clients, metrics, probes and
+// leader election.
+func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	lease := cmp.Or(opts.LeaderElectionLease, DefaultLeaderElectionLease)
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                  NewScheme(),
+		Cache:                   cacheOptions(),
+		Client:                  clientOptions(),
+		Metrics:                 metricsOptions(opts),
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "switchboard.dev",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &lease,
+		RenewDeadline:           ptr.To(lease * 7 / 10),
+		RetryPeriod:             ptr.To(lease / 5),
+		Logger:                  opts.Log,
+		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// addHousekeeping adds what runs beside the reconcilers and the API: the
+// history store's health check, the sweep of old dial records, liveness.
+func addHousekeeping(mgr manager.Manager, opts Options) error {
+	if err := mgr.Add(&history.HealthCheck{Store: opts.History, Interval: 10 * time.Second,
+		Log: opts.Log.WithName("history")}); err != nil {
+		return err
+	}
+	if err := mgr.Add(dialSweeper(opts.History, opts.Log.WithName("dials"))); err != nil {
+		return err
+	}
+	return mgr.AddHealthzCheck("ping", healthz.Ping)
 }
 
 // recordingStore builds the S3 store when configured, else the local-files
@@ -464,6 +484,25 @@ func idempotencyKeys(mgr manager.Manager, opts Options) (*idempotency.Keys, erro
 	err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
 		OnError: func(err error) { log.Error(err, "removing expired idempotency keys") }})
 	return keys, err
+}
+
+// dialSweeper removes, on the leader, the records of dials older than a
+// day: they guard a call only between its dial and its status write.
+func dialSweeper(store history.Dials, log logr.Logger) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		t := time.NewTicker(10 * time.Minute)
+		defer t.Stop()
+		for {
+			if _, err := store.DeleteDialsBefore(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+				log.Error(err, "removing old dial records")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	})
 }
 
 // newDialer routes each call to the simulated carrier or a SIP trunk, as

@@ -23,19 +23,19 @@ func metricsOptions(opts Options) metricsserver.Options {
 }
 
 var (
-	liveCallsMu        sync.Mutex
-	liveCallsCollector prometheus.Collector
+	collectorsMu sync.Mutex
+	collectors   = map[string]prometheus.Collector{}
 )
 
-// registerLiveCalls makes c the collector of the live and queued calls
-// gauges. One process may build several managers one after the other (the
-// tests' restarts); the latest one's cache is the one to read.
-func registerLiveCalls(c prometheus.Collector) {
-	liveCallsMu.Lock()
-	defer liveCallsMu.Unlock()
-	if liveCallsCollector != nil {
-		metrics.Registry.Unregister(liveCallsCollector)
+// registerCollector makes c the collector registered under name. One
+// process may build several managers one after the other (the tests'
+// restarts); the latest one's cache and store are the ones to read.
+func registerCollector(name string, c prometheus.Collector) {
+	collectorsMu.Lock()
+	defer collectorsMu.Unlock()
+	if prev := collectors[name]; prev != nil {
+		metrics.Registry.Unregister(prev)
 	}
 	metrics.Registry.MustRegister(c)
-	liveCallsCollector = c
+	collectors[name] = c
 }

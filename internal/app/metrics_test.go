@@ -35,7 +35,11 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	withOperator(t, func(o *app.Options) { o.MetricsAddr, o.MetricsSecure = addr, true })
 	o := newOrg(t)
-	o.createCall(t, "+14155550180", nil)
+	rc := newReceiver(t, nil)
+	applyEndpoint(t, o.ns, rc.url(), nil)
+	id := o.createCall(t, "+14155550180", nil)
+	o.waitAnalyzed(t, id)
+	g.Eventually(func() int { return len(rc.forCall(id)) }, 20*time.Second, 50*time.Millisecond).Should(Equal(3))
 
 	grantMetricsAuth(t)
 	reader := serviceAccountToken(t, o.ns, "prometheus")
@@ -69,7 +73,11 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 			return fmt.Sprint(code)
 		}
 		return body
-	}, 20*time.Second, 200*time.Millisecond).Should(ContainSubstring(`switchboard_calls_created_total{source="api"}`))
+	}, 20*time.Second, 200*time.Millisecond).Should(And(ContainSubstring(`switchboard_calls_created_total{source="api"}`),
+		ContainSubstring(`switchboard_webhook_delivery_attempts_total{result="succeeded"}`),
+		ContainSubstring("switchboard_webhook_delivery_lag_seconds_count"),
+		ContainSubstring("switchboard_webhook_deliveries_pending "),
+		ContainSubstring("switchboard_calls_live ")))
 }
 
 // serviceAccountToken creates a ServiceAccount and a short-lived token for

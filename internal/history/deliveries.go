@@ -17,6 +17,9 @@ import (
 // worker's deliveries are claimed again once the lease lapses: at least
 // once), works on them and saves them with the time they are next due.
 type DeliveryLog interface {
+	// CountDueDeliveries counts the deliveries waiting for an attempt (due
+	// now or later, leased or not): the backlog.
+	CountDueDeliveries(ctx context.Context) (int64, error)
 	// EnqueueDeliveries stores new deliveries, due at once. One whose
 	// (namespace, delivery id) is already stored is left as it is: an emit
 	// redone after a crash creates nothing twice.

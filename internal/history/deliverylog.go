@@ -304,3 +304,15 @@ func deliveryListQuery(namespace string, q DeliveryQuery) (string, []any) {
 	}
 	return p.sql(deliveryColumns, "deliveries", "delivery_id", q.Limit)
 }
+
+// countDue counts through the deliveries_due index (due_at IS NOT NULL).
+const countDue = `SELECT count(*) FROM deliveries WHERE due_at IS NOT NULL`
+
+func (l deliveryLog) CountDueDeliveries(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.db.query(ctx, false, countDue, nil, func(row rowScanner) error { return row.Scan(&n) })
+	if err != nil {
+		return 0, fmt.Errorf("history: counting due deliveries: %w", err)
+	}
+	return n, nil
+}

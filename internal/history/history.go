@@ -46,6 +46,8 @@ type Store interface {
 	DeliveryLog
 	// IdempotencyKeys remembers create-call requests by key.
 	IdempotencyKeys
+	// Dials remembers the first attempt to dial each call.
+	Dials
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -23,6 +23,7 @@ type postgresStore struct {
 	callLog
 	deliveryLog
 	idempotencyLog
+	dialLog
 }
 
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
@@ -32,6 +33,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	}
 	s := &postgresStore{pool: pool}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: postgresIndexes}, idempotencyLog{db: s}
+	s.dialLog = dialLog{db: s}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)

@@ -31,6 +31,7 @@ type sqliteStore struct {
 	callLog
 	deliveryLog
 	idempotencyLog
+	dialLog
 }
 
 // openSQLite opens (creating it, and its folder, if needed) the database at
@@ -39,6 +40,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: sqliteIndexes}, idempotencyLog{db: s}
+	s.dialLog = dialLog{db: s}
 	if path == ":memory:" {
 		// Every connection to :memory: is a database of its own, so one
 		// connection serves reads and writes alike.

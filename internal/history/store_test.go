@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 5
+const migrations = 6
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -82,6 +82,7 @@ func TestStoreContract(t *testing.T) {
 		{"IdempotencyKeyLifecycle", testIdempotencyKeyLifecycle},
 		{"IdempotencyKeyTakeOverAndExpiry", testIdempotencyKeyTakeOverAndExpiry},
 		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
+		{"DialRecordedOnce", testDialRecordedOnce},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -1,0 +1,226 @@
+package app_test
+
+// Two replicas against one apiserver and one PostgreSQL: the leader dies
+// with 200 calls in flight. The other replica serves the REST API
+// throughout, takes the lease over, and every call ends; every event is
+// delivered with the id it was first given; no call is dialed twice.
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/history/pgtest"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+)
+
+const failoverCalls = 200
+
+func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	store, err := history.Open(ctx, pgtest.NewServer(t).DSN())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = store.Close() })
+
+	// The suite's operator makes way for two replicas of one installation.
+	operator.stop()
+	t.Cleanup(func() {
+		restored, err := startOperator(true)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		operator = restored
+	})
+	replica := func(o *app.Options) {
+		o.History = store
+		o.LeaderElection, o.LeaderElectionNamespace = true, devenv.LeaderElectionNamespace
+		o.LeaderElectionLease = 4 * time.Second
+		o.SimTimings = sim.Timings{Ring: 2 * time.Second, Talk: 6 * time.Second, Voicemail: 6 * time.Second}
+		o.MaxConcurrentCalls = 64
+	}
+	leader, err := startOperator(true, replica)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(leader.stop)
+	waitLeaseHeld(t)
+	survivor, err := startOperator(true, replica)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(survivor.stop)
+	operator = survivor // the suite's helpers talk to it
+
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	applyEndpoint(t, o.ns, rc.url(), nil)
+	httpc := &http.Client{Timeout: 10 * time.Second}
+	ids := placeThrough(t, httpc, survivor.baseURL, o, failoverCalls)
+
+	// The leader dies with the calls ringing or connected (each lasts 8 s).
+	unavailable := watchAvailability(httpc, survivor.baseURL, o.key)
+	killedAt := time.Now()
+	leader.stop()
+	late, err := placeCall(httpc, survivor.baseURL, o, "+14155559999")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() switchboardv1.CallPhase {
+		var c switchboardv1.Call
+		_ = k8s.Get(ctx, client.ObjectKey{Namespace: o.ns, Name: callName(late)}, &c)
+		return c.CurrentPhase()
+	}, time.Minute, 50*time.Millisecond).ShouldNot(Equal(switchboardv1.CallQueued))
+	resumed := time.Since(killedAt)
+	ids = append(ids, late)
+
+	// Every call reaches a final state and is analyzed.
+	g.Eventually(func() int { return countFinal(t, survivor.baseURL, o.key, ids) }, 3*time.Minute, time.Second).
+		Should(Equal(len(ids)))
+	failures := unavailable()
+	t.Logf("leader killed with %d calls in flight: REST unavailable for %d of the survivor's requests; "+
+		"reconciling resumed %.1f s after the kill (lease 4 s)", failoverCalls, failures, resumed.Seconds())
+	g.Expect(failures).To(BeZero(), "the survivor's REST API failed during the failover")
+	g.Expect(resumed).To(BeNumerically("<", 15*time.Second))
+
+	// Every event arrives, each under one delivery id however often sent.
+	g.Eventually(func() int { return len(eventIDs(rc, ids)) }, 3*time.Minute, time.Second).Should(Equal(3 * len(ids)))
+	for key, deliveryIDs := range eventIDs(rc, ids) {
+		g.Expect(deliveryIDs).To(HaveLen(1), "%s was delivered under several ids: %v", key, deliveryIDs)
+	}
+	// No call was dialed twice: one Dialing Event each, at most (the dead
+	// leader's last Events may be lost, never doubled).
+	var evs eventsv1.EventList
+	g.Expect(k8s.List(ctx, &evs, client.InNamespace(o.ns))).To(Succeed())
+	dialed := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Reason == "Dialing" {
+			dialed[e.Regarding.Name]++
+		}
+	}
+	for name, n := range dialed {
+		g.Expect(n).To(Equal(1), "%s was dialed %d times", name, n)
+	}
+}
+
+// waitLeaseHeld waits until a replica holds the leader-election lease.
+func waitLeaseHeld(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(func() string {
+		var lease coordinationv1.Lease
+		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: devenv.LeaderElectionNamespace, Name: "switchboard.dev"}, &lease)
+		return ptr.Deref(lease.Spec.HolderIdentity, "")
+	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
+}
+
+// placeThrough places n calls through one replica's REST API, 16 at a time.
+func placeThrough(t *testing.T, httpc *http.Client, baseURL string, o *org, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	var failed atomic.Int32
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			id, err := placeCall(httpc, baseURL, o, benchNumber(i))
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	NewWithT(t).Expect(failed.Load()).To(BeZero())
+	return ids
+}
+
+// watchAvailability polls the replica's REST API every 50 ms until the
+// returned function is called, which says how many requests failed.
+func watchAvailability(httpc *http.Client, baseURL, key string) func() int {
+	var failures atomic.Int32
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", baseURL+"/v1/concurrency", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := httpc.Do(req)
+			if err != nil {
+				failures.Add(1)
+				continue
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				failures.Add(1)
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		<-stopped
+		return int(failures.Load())
+	}
+}
+
+// countFinal counts the calls that are final and, unless failed, analyzed.
+func countFinal(t *testing.T, baseURL, key string, ids []string) int {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	n := 0
+	for call := range listCalls(t, baseURL, key) {
+		id, _ := call["call_id"].(string)
+		status, _ := call["status"].(string)
+		if want[id] && switchboardv1.CallPhase(status).Final() && (status == "failed" || call["analysis"] != nil) {
+			n++
+		}
+	}
+	return n
+}
+
+// eventIDs maps each (call, event) of ids the receiver got to the distinct
+// delivery ids it came under.
+func eventIDs(rc *receiver, ids []string) map[string][]string {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	seen := map[string]map[string]bool{}
+	for _, d := range rc.deliveries() {
+		id, _ := d.call()["call_id"].(string)
+		if !want[id] {
+			continue
+		}
+		key := id + " " + d.event
+		if seen[key] == nil {
+			seen[key] = map[string]bool{}
+		}
+		seen[key][d.id] = true
+	}
+	out := map[string][]string{}
+	for key, set := range seen {
+		for id := range set {
+			out[key] = append(out[key], id)
+		}
+	}
+	return out
+}
