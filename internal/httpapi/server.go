@@ -55,6 +55,9 @@ type Config struct {
 	DefaultRegion string
 	// Webhooks is what the webhook-endpoint API needs.
 	Webhooks WebhookConfig
+	// Dashboard, if set, is served under /dashboard (its own sessions; no
+	// API key).
+	Dashboard http.Handler
 	Now      func() time.Time
 	Log      logr.Logger
 }
@@ -85,6 +88,9 @@ func NewRouter(cfg Config) http.Handler {
 		r.Handle("/recordings/*", cfg.RecordingFiles)
 	}
 	r.Get("/v1/openapi.json", serveOpenAPI) // outside the keyed group below: no API key
+	if cfg.Dashboard != nil {
+		r.Mount("/dashboard", cfg.Dashboard)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(authenticate(cfg.Keys, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {
