@@ -234,7 +234,7 @@ func timeline(c *switchboardv1.Call) []step {
 	steps := []step{{Name: "Created", At: &created}}
 	add := func(name string, t *time.Time) { steps = append(steps, step{Name: name, At: t}) }
 	add("Dialed", microTime(c.Status.StartedAt))
-	add("Answered", microTime(c.Status.AnsweredAt))
+	add("Answered", answeredAt(c))
 	add("Ended", microTime(c.Status.EndedAt))
 	var analyzed *time.Time
 	if a := c.Status.Analysis; a != nil && a.AnalyzedAt != nil {
@@ -242,6 +242,21 @@ func timeline(c *switchboardv1.Call) []step {
 	}
 	add("Analyzed", analyzed)
 	return steps
+}
+
+// answeredAt is when the call was answered: recorded for SIP calls, and
+// otherwise the end less the talk time (the duration runs from the answer).
+func answeredAt(c *switchboardv1.Call) *time.Time {
+	if t := microTime(c.Status.AnsweredAt); t != nil {
+		return t
+	}
+	answered := c.Status.Disposition == switchboardv1.DispositionAnswered ||
+		c.Status.Disposition == switchboardv1.DispositionAnsweringMachine
+	if !answered || c.Status.EndedAt == nil || c.Status.DurationMS == nil {
+		return nil
+	}
+	t := c.Status.EndedAt.Add(-time.Duration(*c.Status.DurationMS) * time.Millisecond)
+	return &t
 }
 
 func pretty(raw json.RawMessage) string {

@@ -26,15 +26,18 @@ var dispositionWords = map[string]string{
 }
 
 var reasonWords = map[string]string{
-	"user_hangup":       "the callee hung up",
-	"agent_hangup":      "the agent ended the call",
-	"api_hangup":        "stopped from the API or the dashboard",
-	"canceled":          "stopped before it was dialed",
-	"max_duration":      "it reached the agent's maximum duration",
-	"dial_no_answer":    "nobody answered",
-	"dial_busy":         "the line was busy",
-	"dial_failed":       "the carrier could not connect it",
-	"voicemail_reached": "a voicemail answered",
+	"agent_hangup":        "the agent ended the call",
+	"user_hangup":         "the callee hung up",
+	"api_hangup":          "stopped from the API or the dashboard",
+	"canceled":            "stopped before it was dialed",
+	"max_duration":        "it reached the agent's maximum duration",
+	"no_answer":           "nobody answered",
+	"dial_busy":           "the line was busy",
+	"dial_rejected":       "the callee rejected the call",
+	"dial_failed":         "the number could not be reached",
+	"invalid_destination": "the number does not exist",
+	"carrier_error":       "the carrier failed",
+	"voicemail":           "a voicemail answered",
 }
 
 func dispositionInWords(code string) string {
