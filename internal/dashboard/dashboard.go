@@ -90,7 +90,7 @@ func New(cfg Config) (http.Handler, error) {
 
 func (d *dashboard) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(securityHeaders)
+	r.Use(securityHeaders, limitBody)
 	static, _ := fs.Sub(staticFiles, "static")
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	r.Get("/sign-in", d.signInPage)
@@ -134,6 +134,14 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody bounds what a form may send, as the REST API bounds bodies.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -190,7 +198,8 @@ func (d *dashboard) unavailable(w http.ResponseWriter, r *http.Request, err erro
 	d.problem(w, r, http.StatusServiceUnavailable, what+"; reload the page to try again.")
 }
 
-// seeOther redirects a form post to the page that shows its result.
+// seeOther redirects a form post to the page that shows its result: a
+// path under Prefix (retryDelivery checks the one a form sends).
 func seeOther(w http.ResponseWriter, r *http.Request, path string) {
-	http.Redirect(w, r, path, http.StatusSeeOther)
+	http.Redirect(w, r, path, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
 }

@@ -22,13 +22,13 @@ type endpointRow struct {
 	ID, URL, Description string
 	Events               []string
 	// Health is active, degraded or disabled; Why says why when not active.
-	Health, Why                string
-	LastDeliveryAt             *time.Time
-	LastDeliveryResult         string
-	Disabled                   bool
-	ManagedSecret, AllKinds    bool
-	SubscribedTo               map[string]bool
-	CreatedAt                  time.Time
+	Health, Why             string
+	LastDeliveryAt          *time.Time
+	LastDeliveryResult      string
+	Disabled                bool
+	ManagedSecret, AllKinds bool
+	SubscribedTo            map[string]bool
+	CreatedAt               time.Time
 }
 
 func endpointRowOf(ep *switchboardv1.WebhookEndpoint) endpointRow {
@@ -396,7 +396,7 @@ func deliveryRows(ds []switchboardv1.WebhookDelivery) []deliveryRow {
 		}
 		for _, a := range dl.Status.Attempts {
 			row.Attempts = append(row.Attempts, attemptRow{At: a.AttemptedAt.Time, StatusCode: a.StatusCode,
-				Error: a.Error, Trigger: string(a.Trigger), Response: a.Response, DurationMS: a.DurationMS})
+				Error: a.Error, Trigger: a.Trigger, Response: a.Response, DurationMS: a.DurationMS})
 		}
 		rows = append(rows, row)
 	}

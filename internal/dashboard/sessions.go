@@ -154,12 +154,13 @@ func (d *dashboard) toSignIn(w http.ResponseWriter, r *http.Request, why string)
 }
 
 func (d *dashboard) cookie(name, value string, maxAge time.Duration) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: Prefix, HttpOnly: true, Secure: !d.cfg.InsecureCookies,
+	// Secure is off only in development (--dev), over plain http on loopback.
+	return &http.Cookie{Name: name, Value: value, Path: Prefix, HttpOnly: true, Secure: !d.cfg.InsecureCookies, //nolint:gosec // see above
 		SameSite: http.SameSiteStrictMode, MaxAge: int(maxAge.Seconds())}
 }
 
 func (d *dashboard) clearCookie(w http.ResponseWriter, name string) {
-	c := d.cookie(name, "", 0)
+	c := d.cookie(name, "", 0) //nolint:gosec // the same attributes, expired
 	c.MaxAge = -1
 	http.SetCookie(w, c)
 }

@@ -44,10 +44,10 @@ import (
 )
 
 var (
-	k8s      client.Client
-	baseURL  string
-	store    history.Store
-	restCfg  *rest.Config
+	k8s     client.Client
+	baseURL string
+	store   history.Store
+	restCfg *rest.Config
 	// browserCtx is the headless Chromium; each test opens its tab.
 	browserCtx context.Context
 )
@@ -133,7 +133,12 @@ func startOperator(dir string, reconcilers bool) (func(), error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	stop := func() { cancel(); <-done }
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
+		}
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(baseURL + "/dashboard/sign-in"); err == nil { //nolint:noctx // polling
@@ -245,7 +250,7 @@ type org struct {
 	ns, key, keySecret, agentID string
 }
 
-func newOrg(t *testing.T) *org {
+func newOrg(t testing.TB) *org {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "org-"}}
@@ -270,7 +275,7 @@ func newOrg(t *testing.T) *org {
 }
 
 // api calls the REST API with the organization's key.
-func (o *org) api(t *testing.T, method, path string, body any) (int, map[string]any) {
+func (o *org) api(t testing.TB, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var r io.Reader
 	if body != nil {
@@ -290,7 +295,7 @@ func (o *org) api(t *testing.T, method, path string, body any) (int, map[string]
 	return resp.StatusCode, out
 }
 
-func (o *org) placeCall(t *testing.T, number string) string {
+func (o *org) placeCall(t testing.TB, number string) string {
 	t.Helper()
 	status, body := o.api(t, "POST", "/v1/calls", map[string]any{"agent_id": o.agentID, "to_number": number,
 		"variables": map[string]any{"customer_name": "Ada"}})
@@ -312,7 +317,7 @@ var csrfInput = regexp.MustCompile(`name="csrf_token" value="([0-9a-f]+)"`)
 
 // signInClient signs in with key as a browser would (the sign-in form's
 // token, then the key), without following redirects.
-func signInClient(t *testing.T, key string) *browserlessClient {
+func signInClient(t testing.TB, key string) *browserlessClient {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &browserlessClient{http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -337,7 +342,7 @@ func signInClient(t *testing.T, key string) *browserlessClient {
 	return c
 }
 
-func (c *browserlessClient) get(t *testing.T, path string) (*http.Response, string) {
+func (c *browserlessClient) get(t testing.TB, path string) (*http.Response, string) {
 	t.Helper()
 	resp, err := c.http.Get(baseURL + path) //nolint:noctx // test
 	if err != nil {
@@ -348,7 +353,7 @@ func (c *browserlessClient) get(t *testing.T, path string) (*http.Response, stri
 	return resp, string(body)
 }
 
-func (c *browserlessClient) post(t *testing.T, path string, form url.Values) *http.Response {
+func (c *browserlessClient) post(t testing.TB, path string, form url.Values) *http.Response {
 	t.Helper()
 	resp, err := c.http.PostForm(baseURL+path, form) //nolint:noctx // test
 	if err != nil {
@@ -359,7 +364,7 @@ func (c *browserlessClient) post(t *testing.T, path string, form url.Values) *ht
 	return resp
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -370,7 +375,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -58,8 +58,8 @@ type Config struct {
 	// Dashboard, if set, is served under /dashboard (its own sessions; no
 	// API key).
 	Dashboard http.Handler
-	Now      func() time.Time
-	Log      logr.Logger
+	Now       func() time.Time
+	Log       logr.Logger
 }
 
 // WebhookConfig configures the webhook-endpoint API.
