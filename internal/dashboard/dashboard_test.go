@@ -148,6 +148,33 @@ func TestEndpointTestEventAndRotation(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/endpoints"),
 		chromedp.WaitVisible(chromedp.CSS("table.endpoints")), screenshot("endpoints"))
+
+	// A call's failed delivery is retried from the call's page.
+	answer.Store(http.StatusInternalServerError)
+	callID := o.placeCall(t, "+14155550001")
+	var failed map[string]any
+	eventually(t, "a delivery of the call fails", func() bool {
+		_, list := o.api(t, "GET", "/v1/webhook-endpoints", nil)
+		epID := list["data"].([]any)[0].(map[string]any)["id"].(string)
+		_, page := o.api(t, "GET", "/v1/webhook-endpoints/"+epID+"/deliveries?status=failed&event=call.ended", nil)
+		if data := page["data"].([]any); len(data) > 0 {
+			failed = data[0].(map[string]any)
+		}
+		return failed != nil
+	})
+	row := `tr[data-delivery-id="` + failed["id"].(string) + `"]`
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/calls/"+callID),
+		chromedp.WaitVisible(chromedp.CSS(row+" button")),
+		chromedp.Click(chromedp.CSS(row+" button")),
+		chromedp.WaitVisible(chromedp.CSS("#call-status")))
+	if path := get(t, ctx, chromedp.Evaluate[string](`window.location.pathname`)); path != "/dashboard/calls/"+callID {
+		t.Fatalf("after the retry the page is %s, want the call's", path)
+	}
+	eventually(t, "the manual attempt is made", func() bool {
+		_, d := o.api(t, "GET", "/v1/webhook-endpoints/"+failed["endpoint_id"].(string)+"/deliveries/"+failed["id"].(string), nil)
+		attempts := d["attempts"].([]any)
+		return attempts[len(attempts)-1].(map[string]any)["trigger"] == "manual"
+	})
 }
 
 // A form posted without the session's CSRF token is refused; with it, it
