@@ -204,7 +204,7 @@ func (d *dashboard) renderCall(w http.ResponseWriter, r *http.Request, call *swi
 	}
 	data := callData{View: view, Call: call, Timeline: timeline(call), Variables: pretty(view.Variables),
 		Metadata: pretty(view.Metadata), Live: !settled(call, d.cfg.Now()), Stoppable: !call.CurrentPhase().Final(),
-		Deliveries: deliveryRows(ds), Self: r.URL.Path}
+		Deliveries: deliveryRows(ds), Self: Prefix + "/calls/" + view.CallID}
 	if f := call.Status.Failure; f != nil {
 		data.Failure = f.Message
 	}
