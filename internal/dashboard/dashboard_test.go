@@ -14,6 +14,9 @@ import (
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/quota"
 )
 
 // A support person signs in, places a call from the form, and watches it
@@ -103,6 +106,50 @@ func TestPlaceACallShowsTheAPIsMessages(t *testing.T) {
 	if status != http.StatusUnprocessableEntity || !contains(html.UnescapeString(page), msg) {
 		t.Fatalf("the page does not say what the API says (%q): %s", msg, page)
 	}
+}
+
+// Calls placed from the dashboard meet the organization's limits, the
+// same counters as the API's: after the API used up the burst, the form is
+// refused with the API's message.
+func TestDashboardCallsMeetTheLimits(t *testing.T) {
+	o := newOrg(t)
+	var ns corev1.Namespace
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: o.ns}, &ns))
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Annotations = map[string]string{quota.CreateRateAnnotation: "0.01", quota.CreateBurstAnnotation: "1"}
+	must(t, k8s.Patch(context.Background(), &ns, patch))
+	eventually(t, "the limit applies", func() bool {
+		_, usage := o.api(t, "GET", "/v1/concurrency", nil)
+		return usage["create_rate_limit"] != nil
+	})
+	o.placeCall(t, "+14155550002")
+	c := signInClient(t, o.key)
+	resp, err := c.http.PostForm(baseURL+"/dashboard/calls", url.Values{"csrf_token": {c.csrf}, "agent_id": {o.agentID},
+		"to_number": {"+14155550002"}, "var.customer_name": {"Ada"}})
+	must(t, err)
+	page := html.UnescapeString(readAll(t, resp))
+	status, body := o.api(t, "POST", "/v1/calls", map[string]any{"agent_id": o.agentID, "to_number": "+14155550002",
+		"variables": map[string]any{"customer_name": "Ada"}})
+	msg := body["detail"].(map[string]any)["error"].(string)
+	if resp.StatusCode != http.StatusUnprocessableEntity || status != http.StatusTooManyRequests || !contains(page, msg) {
+		t.Fatalf("the form over the limit: %d (the API: %d %q): %s", resp.StatusCode, status, msg, page)
+	}
+}
+
+// The stop button of a live call ends it, as POST /v1/calls/{id}/stop does.
+func TestStopALiveCall(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	id := o.placeCall(t, "+14155551234")
+	resp, err := c.http.PostForm(baseURL+"/dashboard/calls/"+id+"/stop", url.Values{"csrf_token": {c.csrf}})
+	must(t, err)
+	if page := readAll(t, resp); resp.StatusCode != http.StatusOK || !contains(page, "The call is stopping") {
+		t.Fatalf("stop = %d: %s", resp.StatusCode, page)
+	}
+	eventually(t, "the call ends, stopped", func() bool {
+		_, call := o.api(t, "GET", "/v1/calls/"+id, nil)
+		return call["disconnection_reason"] == "api_hangup" || call["disconnection_reason"] == "canceled"
+	})
 }
 
 // An endpoint is created from the dashboard (its secret shown once), sent
