@@ -136,6 +136,12 @@ HISTORY_BENCH_CALLS ?= 1000000
 bench-history: ## Benchmark list and get latency over a million stored calls, on SQLite and PostgreSQL.
 	SWITCHBOARD_HISTORY_BENCH_CALLS=$(HISTORY_BENCH_CALLS) go test ./internal/history/ -run '^$$' -bench 'Store' -benchtime 2000x -count 1 -timeout 60m
 
+DASHBOARD_BENCH_CALLS ?= 1000000
+
+.PHONY: bench-dashboard
+bench-dashboard: ## Benchmark the dashboard's calls page and call page over a million stored calls (envtest, SQLite).
+	SWITCHBOARD_DASHBOARD_BENCH_CALLS=$(DASHBOARD_BENCH_CALLS) go test ./internal/dashboard/ -run '^$$' -bench 'Pages' -benchtime 500x -count 1 -timeout 60m
+
 ##@ Build
 
 .PHONY: build

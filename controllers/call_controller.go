@@ -272,12 +272,13 @@ func (r *CallReconciler) endpoints(ctx context.Context, ns string) ([]switchboar
 	return quota.WithinEndpointLimit(endpoints.Items, limits.WebhookEndpoints), nil
 }
 
-// admit holds a Call the REST API did not admit (one applied with kubectl)
+// admit holds a Call Switchboard did not admit (one applied with kubectl;
+// the REST API and the dashboard admit theirs as they place them)
 // to the limits the API holds its calls to, the first time it is seen:
 // size, create rate and active calls. One over a limit fails at once and
 // is never dialed; refused says so.
 func (r *CallReconciler) admit(ctx context.Context, c *switchboardv1.Call) (refused bool, err error) {
-	if c.Spec.Source == switchboardv1.SourceAPI ||
+	if c.Spec.Source == switchboardv1.SourceAPI || c.Spec.Source == switchboardv1.SourceDashboard ||
 		apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition) != nil {
 		return false, nil
 	}

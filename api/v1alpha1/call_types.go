@@ -37,7 +37,7 @@ const (
 )
 
 // CallSource says where a call came from.
-// +kubebuilder:validation:Enum=api;kubectl
+// +kubebuilder:validation:Enum=api;kubectl;dashboard
 type CallSource string
 
 const (
@@ -45,6 +45,8 @@ const (
 	SourceAPI CallSource = "api"
 	// SourceKubectl: created as a resource by a platform team.
 	SourceKubectl CallSource = "kubectl"
+	// SourceDashboard: placed from the dashboard's form.
+	SourceDashboard CallSource = "dashboard"
 )
 
 // Annotations the REST API puts on the record of a call it refused (a

@@ -192,7 +192,8 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		Quota:        f.quota,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
-		DefaultRegion: f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
+		DashboardInsecureCookies: f.dev,
+		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS, LeaderElectionLease: f.leaderLease,
 		MetricsAddr: f.metricsAddr, MetricsSecure: metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
@@ -325,7 +326,8 @@ func (f *flags) banner() {
 		"  export KUBECONFIG=%[1]s/kubeconfig\n"+
 		"  curl -s http://%[2]s/v1/calls -H \"Authorization: Bearer $(cat %[1]s/api-key)\" \\\n"+
 		"    -d '{\"agent_id\":\"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f\",\"to_number\":\"+14155551234\",\"variables\":{\"customer_name\":\"Ada\"}}'\n"+
-		"  kubectl get calls -n demo\n", f.devDir, f.apiAddr)
+		"  kubectl get calls -n demo\n"+
+		"Dashboard: http://%[2]s/dashboard/ (sign in with the key in %[1]s/api-key)\n", f.devDir, f.apiAddr)
 	if f.metricsAddr != "0" {
 		fmt.Fprintf(os.Stderr, "  curl -s http://%s/metrics | grep ^switchboard_\n", f.metricsAddr)
 	}

@@ -81,7 +81,14 @@ func (ix *Index) Delete(namespace, name string) {
 // ErrMissingKey, ErrInvalidKey, or ErrExpiredKey, possibly wrapped with the
 // reason, e.g. an expires-at annotation that does not parse.
 func (ix *Index) Authenticate(key string, now time.Time) (Principal, error) {
-	d := Digest([]byte(key))
+	return ix.AuthenticateDigest(Digest([]byte(key)), now)
+}
+
+// AuthenticateDigest is Authenticate for the key whose digest is d: the
+// dashboard keeps the digest of the key a session was opened with, never
+// the key, and checks it again on every request, so that a revoked or
+// expired key ends its sessions.
+func (ix *Index) AuthenticateDigest(d [32]byte, now time.Time) (Principal, error) {
 	if d == emptyDigest {
 		return Principal{}, ErrMissingKey
 	}

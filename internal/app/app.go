@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
@@ -93,6 +94,10 @@ type Options struct {
 	// Quota are the limits of an organization whose namespace does not
 	// change them (zero values: unlimited).
 	Quota quota.Limits
+	// DashboardInsecureCookies sends the dashboard's session cookie without
+	// the Secure attribute, so that it works over plain http: development
+	// (--dev) only.
+	DashboardInsecureCookies bool
 
 	// OnServing, if set, is called once the REST API accepts requests.
 	OnServing func()
@@ -260,7 +265,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	router := httpapi.NewRouter(httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
+	apiCfg := httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
 		Quota:       admission,
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
@@ -268,7 +273,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap,
 			InFlight: opts.Webhooks.inFlight(), Lease: opts.Webhooks.lease()},
-		Log: opts.Log.WithName("api")})
+		Log: opts.Log.WithName("api")}
+	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
+		return nil, err
+	}
+	router := httpapi.NewRouter(apiCfg)
 	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
 		log: opts.Log.WithName("api"), onServing: opts.OnServing}
 	if err := mgr.Add(api); err != nil {
@@ -521,4 +530,16 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	}
 	dialer.SIP = sipCalls.dialer
 	return dialer, sipCalls, nil
+}
+
+// newDashboard builds the dashboard over the REST API's dependencies, so
+// that both run the same operations on the same state (the quota's
+// counters, the key index).
+func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
+	return dashboard.New(dashboard.Config{Keys: api.Keys, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
+		Placer: &calls.Placer{Directory: api.Directory, Book: api.Calls, Client: api.Client, Numbers: api.Numbers,
+			Dialer: api.Dialer, Quota: api.Quota},
+		Endpoints:  api.EndpointService(),
+		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
+		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 }

@@ -7,21 +7,16 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
-	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/quota"
-	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 // callCreatedResponse is the 201 body (spec 2.2).
@@ -100,69 +95,76 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 // placeRequest is place after decoding, which the SDK's create-phone-call
 // (compat.go) shares. A placed call's reply carries the Call.
 func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
-	ticket, err := a.cfg.Quota.Admit(ctx, ns)
+	placement := *req
+	placement.Source = switchboardv1.SourceAPI
+	placed, err := a.placer().Place(ctx, ns, placement, callID)
 	if err != nil {
-		return a.overQuota(err)
+		return a.placementFailed(err)
 	}
-	res := a.admitted(ctx, ns, req, callID)
-	if res.status == http.StatusCreated {
-		ticket.Placed(res.call.Name)
-	} else {
-		ticket.Release()
-	}
-	return res
-}
-
-// admitted is placeRequest once the organization's limits let the call in.
-func (a *api) admitted(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
-	agent, err := a.cfg.Directory.Agent(ctx, ns, req.AgentID)
-	if err != nil {
-		return a.agentLookupFailed(req.AgentID, err)
-	}
-	call := newCall(ns, callID, req)
-	if rej := callpolicy.Check(agent, policyRequest(ns, req), a.cfg.Numbers); rej != nil {
-		return a.refuse(ctx, call, rej)
-	}
-	if err := a.cfg.Dialer.Admit(ctx, dialRequest(call, agent, req.Variables)); err != nil {
-		return a.dispatchFailed(ctx, call, err)
-	}
-	if err := a.create(ctx, call); err != nil {
-		a.cfg.Log.Error(err, "creating call", "namespace", ns)
-		return unavailableReply("The call could not be queued; it is safe to retry.")
-	}
+	call := placed.Call
 	return reply{status: http.StatusCreated, placed: true, call: call, body: callCreatedResponse{
 		CallID: callid.Of(call), Status: string(switchboardv1.CallQueued), AgentID: call.Spec.AgentID,
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
-		FromNumber: ptr(agent.Spec.FromNumber),
+		FromNumber: ptr(placed.FromNumber),
 	}}
 }
 
-// create creates the Call. A Call of that name that exists already was
-// created by an earlier request with the same Idempotency-Key, which
-// stopped before it could answer: it is that request's call, read back.
-func (a *api) create(ctx context.Context, call *switchboardv1.Call) error {
-	err := a.cfg.Client.Create(ctx, call)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	existing, err := a.cfg.Calls.Get(ctx, call.Namespace, callid.Of(call))
-	if err != nil {
-		return err
-	}
-	*call = *existing
-	return nil
+// placer places calls from the API, with source "api".
+func (a *api) placer() *calls.Placer {
+	return &calls.Placer{Directory: a.cfg.Directory, Book: a.cfg.Calls, Client: a.cfg.Client, Numbers: a.cfg.Numbers,
+		Dialer: a.cfg.Dialer, Quota: a.cfg.Quota}
 }
 
-// overQuota is 429 for a limit (with Retry-After, whole seconds rounded
-// up), 503 when the limits could not be read.
-func (a *api) overQuota(err error) reply {
-	var exceeded *quota.Exceeded
-	if !errors.As(err, &exceeded) {
-		a.cfg.Log.Error(err, "checking limits")
-		return unavailableReply("The organization's limits could not be checked; it is safe to retry.")
+// placementFailed is the reply for a call that was not placed: 429 for a
+// limit (with Retry-After, whole seconds rounded up), 404 for an unknown
+// agent, 400/422 for the call policy, 502 for the carrier, 503 otherwise.
+// Refusals that recorded a failed call name it and count as placed.
+func (a *api) placementFailed(err error) reply {
+	var (
+		exceeded    *quota.Exceeded
+		unknown     *calls.AgentUnknown
+		refused     *calls.Refused
+		dispatch    *calls.DispatchFailed
+		unavailable *calls.Unavailable
+	)
+	switch {
+	case errors.As(err, &exceeded):
+		res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
+		res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
+		return res
+	case errors.As(err, &unknown):
+		return errorReply(http.StatusNotFound, ErrorDetail{Error: unknown.Message, ErrorCode: callpolicy.CodeAgentNotFound})
+	case errors.As(err, &refused):
+		return refusedReply(refused)
+	case errors.As(err, &dispatch):
+		res := errorReply(http.StatusBadGateway, ErrorDetail{Error: dispatch.Message, ErrorCode: dispatch.Code,
+			CallID: ptr(dispatch.CallID)})
+		res.placed = true
+		return res
+	case errors.As(err, &unavailable):
+		a.cfg.Log.Error(unavailable.Err, "placing call")
+		return unavailableReply(unavailable.Message)
 	}
-	res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
-	res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
+	a.cfg.Log.Error(err, "placing call")
+	return unavailableReply("The call could not be queued; it is safe to retry.")
+}
+
+func refusedReply(refused *calls.Refused) reply {
+	rej := refused.Rejection
+	d := ErrorDetail{Error: rej.Message, ErrorCode: rej.Code, MissingVariables: rej.MissingVariables}
+	if rej.ExpectedFromNumber != "" {
+		d.ExpectedFromNumber = ptr(rej.ExpectedFromNumber)
+	}
+	status := http.StatusUnprocessableEntity
+	if rej.Code == callpolicy.CodeAgentNotOutbound || rej.Code == callpolicy.CodeAgentInactive {
+		status = http.StatusBadRequest
+	}
+	if refused.CallID == "" {
+		return errorReply(status, d)
+	}
+	d.CallID = ptr(refused.CallID)
+	res := errorReply(status, d)
+	res.placed = true
 	return res
 }
 
@@ -195,69 +197,6 @@ func (a *api) getConcurrency(w http.ResponseWriter, r *http.Request) {
 		out.EndpointLimit = ptr(u.Limits.WebhookEndpoints)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (a *api) agentLookupFailed(agentID string, err error) reply {
-	msg := "No agent " + agentID + " in this organization."
-	switch {
-	case errors.Is(err, directory.ErrAmbiguous):
-		msg = "Several agents in this organization resolve to " + agentID + "; give each a distinct spec.id."
-	case !errors.Is(err, directory.ErrNotFound):
-		a.cfg.Log.Error(err, "looking up agent")
-		return unavailableReply("The agent could not be looked up; it is safe to retry.")
-	}
-	return errorReply(http.StatusNotFound, ErrorDetail{Error: msg, ErrorCode: callpolicy.CodeAgentNotFound})
-}
-
-func (a *api) refuse(ctx context.Context, call *switchboardv1.Call, rej *callpolicy.Rejection) reply {
-	d := ErrorDetail{Error: rej.Message, ErrorCode: rej.Code, MissingVariables: rej.MissingVariables}
-	if rej.ExpectedFromNumber != "" {
-		d.ExpectedFromNumber = ptr(rej.ExpectedFromNumber)
-	}
-	status := http.StatusUnprocessableEntity
-	if rej.Code == callpolicy.CodeAgentNotOutbound || rej.Code == callpolicy.CodeAgentInactive {
-		status = http.StatusBadRequest
-	}
-	if !rej.RecordsFailedCall() {
-		return errorReply(status, d)
-	}
-	if failed := a.recordFailedCall(ctx, call, rej.Code, rej.Message); failed != nil {
-		return *failed
-	}
-	d.CallID = ptr(callid.Of(call))
-	res := errorReply(status, d)
-	res.placed = true
-	return res
-}
-
-func (a *api) dispatchFailed(ctx context.Context, call *switchboardv1.Call, err error) reply {
-	code, msg := telephony.CodeDispatchError, "The carrier could not accept the call; it is safe to retry."
-	if de, ok := telephony.AsDispatchError(err); ok {
-		code, msg = de.Code, "The carrier could not accept the call ("+de.Reason+"); it is safe to retry."
-	}
-	if failed := a.recordFailedCall(ctx, call, code, msg); failed != nil {
-		return *failed
-	}
-	res := errorReply(http.StatusBadGateway, ErrorDetail{Error: msg, ErrorCode: code, CallID: ptr(callid.Of(call))})
-	res.placed = true
-	return res
-}
-
-// recordFailedCall creates the record of a call that never went out, failed
-// from the start: one write, so no reader ever sees it queued. It returns
-// the reply to send instead when it could not.
-func (a *api) recordFailedCall(ctx context.Context, call *switchboardv1.Call, code, msg string) *reply {
-	if call.Annotations == nil {
-		call.Annotations = map[string]string{}
-	}
-	call.Annotations[switchboardv1.RefusalCodeAnnotation] = code
-	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
-	if err := a.create(ctx, call); err != nil {
-		a.cfg.Log.Error(err, "recording failed call", "namespace", call.Namespace, "code", code)
-		failed := unavailableReply("The call could not be recorded; it is safe to retry.")
-		return &failed
-	}
-	return nil
 }
 
 func (a *api) getCall(w http.ResponseWriter, r *http.Request) {
@@ -360,28 +299,4 @@ func (a *api) stop(w http.ResponseWriter, r *http.Request) (*switchboardv1.Call,
 		return call, true
 	}
 	return nil, false
-}
-
-func newCall(ns, id string, req *createCallRequest) *switchboardv1.Call {
-	call := &switchboardv1.Call{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id),
-			Annotations: map[string]string{switchboardv1.AcceptedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}},
-		Spec: switchboardv1.CallSpec{
-			AgentID:    req.AgentID,
-			ToNumber:   req.ToNumber,
-			FromNumber: req.FromNumber,
-			Source:     switchboardv1.SourceAPI,
-		},
-	}
-	call.SetVariables(req.RawVars)
-	call.SetMetadata(req.Metadata)
-	return call
-}
-
-func policyRequest(ns string, req *createCallRequest) callpolicy.Request {
-	return callpolicy.Request{Namespace: ns, ToNumber: req.ToNumber, FromNumber: req.FromNumber, Variables: req.Variables}
-}
-
-func dialRequest(call *switchboardv1.Call, agent *switchboardv1.Agent, vars map[string]any) telephony.Request {
-	return telephony.BuildRequest(call, agent.Spec.FromNumber, vars, agent)
 }

@@ -2,18 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
@@ -32,7 +30,8 @@ var (
 		string(switchboardv1.DispositionNoAnswer), string(switchboardv1.DispositionBusy), string(switchboardv1.DispositionRejected),
 		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
 		string(switchboardv1.DispositionCarrierFailure)}
-	callSources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceKubectl)}
+	callSources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceKubectl),
+		string(switchboardv1.SourceDashboard)}
 )
 
 // listCalls implements GET /v1/calls: the organization's calls newest
@@ -152,23 +151,16 @@ const callCursorPattern = `^[A-Za-z0-9_-]{1,200}$`
 
 var callCursorChars = regexp.MustCompile(callCursorPattern)
 
-func encodeCallCursor(k history.Key) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(k.CreatedAt.UnixNano(), 10) + "." + k.CallID))
-}
+func encodeCallCursor(k history.Key) string { return calls.EncodeCursor(k) }
 
-func decodeCallCursor(s string) *history.Key {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil
-	}
-	nanos, id, ok := strings.Cut(string(raw), ".")
-	n, err := strconv.ParseInt(nanos, 10, 64)
-	if !ok || err != nil || !callid.Valid(id) {
-		return nil
-	}
-	return &history.Key{CreatedAt: time.Unix(0, n).UTC(), CallID: id}
-}
+func decodeCallCursor(s string) *history.Key { return calls.DecodeCursor(s) }
 
 func validCallCursor(s string) bool {
 	return callCursorChars.MatchString(s) && decodeCallCursor(s) != nil
+}
+
+// DecodeCallQuery reads the filters, limit and cursor of a list of calls
+// as GET /v1/calls does, for the dashboard's calls page.
+func DecodeCallQuery(v url.Values, region string) (history.CallQuery, []ValidationItem) {
+	return decodeCallQuery(v, region)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nyaruka/phonenumbers"
 
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 )
 
 // Limits of a create-call request (README, "Limits"). Variables and
@@ -52,14 +53,7 @@ var (
 )
 
 // createCallRequest is a decoded, validated POST /v1/calls body.
-type createCallRequest struct {
-	AgentID    string          // canonical lowercase UUID
-	ToNumber   string          // E.164
-	FromNumber string          // E.164 or empty
-	Variables  map[string]any  // never nil
-	RawVars    json.RawMessage // as sent, compacted; nil when absent
-	Metadata   json.RawMessage // as sent, compacted; nil when absent
-}
+type createCallRequest = calls.Request
 
 // decoder collects every validation problem, as the 422 array reports all.
 type decoder struct {
@@ -479,4 +473,10 @@ func (w *jsonWalker) valueFrom(offset int64) any {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// DecodeCallRequest validates a create-call body as POST /v1/calls does,
+// for the dashboard's form: the same checks, the same messages.
+func DecodeCallRequest(body []byte, region string) (*calls.Request, []ValidationItem) {
+	return decodeCreateCall(body, region)
 }

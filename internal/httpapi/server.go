@@ -55,8 +55,11 @@ type Config struct {
 	DefaultRegion string
 	// Webhooks is what the webhook-endpoint API needs.
 	Webhooks WebhookConfig
-	Now      func() time.Time
-	Log      logr.Logger
+	// Dashboard, if set, is served under /dashboard (its own sessions; no
+	// API key).
+	Dashboard http.Handler
+	Now       func() time.Time
+	Log       logr.Logger
 }
 
 // WebhookConfig configures the webhook-endpoint API.
@@ -90,6 +93,9 @@ func NewRouter(cfg Config) http.Handler {
 		r.Handle("/recordings/*", cfg.RecordingFiles)
 	}
 	r.Get("/v1/openapi.json", serveOpenAPI) // outside the keyed group below: no API key
+	if cfg.Dashboard != nil {
+		r.Mount("/dashboard", cfg.Dashboard)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(authenticate(cfg.Keys, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {

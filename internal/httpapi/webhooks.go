@@ -55,11 +55,7 @@ package httpapi
 //   404; 409 secret_missing; 422 validation array (loc ["body","event"],
 //       enum); 422 {"detail": {"error", "error_code": "url_not_allowed"}}
 //       when the endpoint's URL is refused (nothing is sent or recorded);
-//       429 {"detail": {"error", "error_code":
-//       "delivery_concurrency_limit_reached"}} with Retry-After when the
-//       endpoint or its organization has as many attempts in flight as it
-//       may (test sends and scheduled deliveries alike; nothing is sent or
-//       recorded); 503
+//       503
 // GET /v1/webhook-endpoints/{id}/deliveries?status=&event=&limit=&cursor=
 //   200 {"data": [delivery...], "has_more", "next_cursor"} newest first
 //   404; 422 validation array: ["query","status"] and ["query","event"]
@@ -71,29 +67,23 @@ package httpapi
 //   202 delivery with retry_requested_at set: one more attempt is made
 //       now, on top of the retry schedule
 //   404; 409 {"detail": {"error", "error_code": "test_not_retried"}}; 503
+// (POST .../test answers 429 delivery_concurrency_limit_reached with
+// Retry-After when the endpoint or its organization has as many attempts
+// in flight as it may; nothing is sent or recorded.)
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
+	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
-	"github.com/switchboard-dev/switchboard/internal/directory"
-	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -106,13 +96,13 @@ import (
 // Error codes of the webhook-endpoint API.
 const (
 	CodeURLNotAllowed = "url_not_allowed"
-	CodeSecretMissing = "secret_missing"
+	CodeSecretMissing = endpoints.CodeSecretMissing
 	// CodeSecretManaged refuses to rotate a Secret declared in the cluster.
-	CodeSecretManaged  = "secret_managed_in_cluster"
-	CodeTestNotRetried = "test_not_retried"
+	CodeSecretManaged  = endpoints.CodeSecretManaged
+	CodeTestNotRetried = endpoints.CodeTestNotRetried
 	// CodeDeliveryConcurrencyLimit: a test send over the bound on webhook
 	// attempts in flight of its endpoint or organization (429).
-	CodeDeliveryConcurrencyLimit = "delivery_concurrency_limit_reached"
+	CodeDeliveryConcurrencyLimit = endpoints.CodeDeliveryConcurrencyLimit
 )
 
 const (
@@ -121,11 +111,9 @@ const (
 )
 
 // EndpointIDPattern is what an endpoint id looks like.
-const EndpointIDPattern = `^we_[0-9a-f]{32}$`
+const EndpointIDPattern = endpoints.IDPattern
 
-var endpointIDPattern = regexp.MustCompile(EndpointIDPattern)
-
-func validEndpointID(id string) bool { return endpointIDPattern.MatchString(id) }
+func validEndpointID(id string) bool { return endpoints.ValidID(id) }
 
 // codeDetail is the `detail` object of the webhook-endpoint API's errors.
 type codeDetail struct {
@@ -157,24 +145,27 @@ func (a *api) webhookRoutes(r chi.Router) {
 	})
 }
 
+// endpoints is the endpoint operations, over the API's configuration.
+func (a *api) endpoints() *endpoints.Service { return a.cfg.EndpointService() }
+
+// EndpointService is the webhook-endpoint operations over this
+// configuration: the REST API's and the dashboard's alike.
+func (cfg Config) EndpointService() *endpoints.Service {
+	return &endpoints.Service{Directory: cfg.Directory, Client: cfg.Client, Live: cfg.Live, Quota: cfg.Quota,
+		DeliveryLog: cfg.Deliveries, Wake: cfg.WakeDeliveries, Sender: cfg.Webhooks.Sender,
+		Policy: cfg.Webhooks.Policy, RotationOverlap: cfg.Webhooks.RotationOverlap,
+		InFlight: cfg.Webhooks.InFlight, Lease: cfg.Webhooks.Lease, Now: cfg.Now, Log: cfg.Log}
+}
+
 type endpointKey struct{}
 
 // endpointCtx resolves {endpointID} in the caller's organization and puts
 // the endpoint in the request context, or answers 404/503 itself.
 func (a *api) endpointCtx(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := chi.URLParam(r, "endpointID")
-		if !validEndpointID(id) {
-			writeDetail(w, http.StatusNotFound, endpointNotFound)
-			return
-		}
-		ep, err := a.cfg.Directory.Endpoint(r.Context(), organization(r.Context()), id)
-		switch {
-		case errors.Is(err, directory.ErrNotFound) || (err == nil && ep.DeletionTimestamp != nil):
-			writeDetail(w, http.StatusNotFound, endpointNotFound)
-			return
-		case err != nil:
-			a.unavailable(w, err, "looking up webhook endpoint", "The webhook endpoint could not be read")
+		ep, err := a.endpoints().Find(r.Context(), organization(r.Context()), chi.URLParam(r, "endpointID"))
+		if err != nil {
+			a.endpointFailed(w, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, ep)))
@@ -185,22 +176,40 @@ func endpointFrom(ctx context.Context) *switchboardv1.WebhookEndpoint {
 	return ctx.Value(endpointKey{}).(*switchboardv1.WebhookEndpoint)
 }
 
-// liveEndpoint re-reads the request's endpoint from the API server, for
-// actions that must not use a cached copy a moment old: a test event right
-// after a PATCH of the URL goes to the new URL. It answers 404/503 itself.
-func (a *api) liveEndpoint(w http.ResponseWriter, r *http.Request) (*switchboardv1.WebhookEndpoint, bool) {
-	cached := endpointFrom(r.Context())
-	ep := &switchboardv1.WebhookEndpoint{}
-	err := a.cfg.Live.Get(r.Context(), client.ObjectKeyFromObject(cached), ep)
+// endpointFailed answers an endpoint operation's error: 404, 409 or 422
+// for a refusal, 422 for a URL the policy refuses, 503 otherwise.
+func (a *api) endpointFailed(w http.ResponseWriter, err error) {
+	var (
+		refused     *endpoints.Refused
+		urlRefused  *webhook.URLError
+		unavailable *endpoints.Unavailable
+	)
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && (ep.UID != cached.UID || ep.DeletionTimestamp != nil)):
+	case errors.Is(err, endpoints.ErrNotFound):
 		writeDetail(w, http.StatusNotFound, endpointNotFound)
-		return nil, false
-	case err != nil:
-		a.unavailable(w, err, "reading webhook endpoint", "The webhook endpoint could not be read")
-		return nil, false
+	case errors.Is(err, endpoints.ErrDeliveryNotFound):
+		writeDetail(w, http.StatusNotFound, deliveryNotFound)
+	case errors.As(err, &refused):
+		status := http.StatusConflict
+		switch {
+		case refused.Code == quota.CodeEndpointLimit:
+			status = http.StatusUnprocessableEntity
+		case refused.RetryAfter > 0:
+			status = http.StatusTooManyRequests
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(refused.RetryAfter.Seconds()))))
+		}
+		writeCodeDetail(w, status, refused.Code, refused.Message)
+	case errors.As(err, &urlRefused):
+		writeCodeDetail(w, http.StatusUnprocessableEntity, CodeURLNotAllowed, urlRefused.Reason)
+	case errors.As(err, &unavailable) && apierrors.IsInvalid(unavailable.Err):
+		writeValidation(w, invalidItems(unavailable.Err))
+	case errors.As(err, &unavailable):
+		a.cfg.Log.Error(unavailable.Err, unavailable.What)
+		writeDetail(w, http.StatusServiceUnavailable, unavailable.What+"; it is safe to retry.")
+	default:
+		a.cfg.Log.Error(err, "webhook endpoint")
+		writeDetail(w, http.StatusServiceUnavailable, "The webhook endpoint could not be read; it is safe to retry.")
 	}
-	return ep, true
 }
 
 // unavailable answers 503 for a failed read or write of the cluster.
@@ -209,13 +218,9 @@ func (a *api) unavailable(w http.ResponseWriter, err error, logMsg, what string)
 	writeDetail(w, http.StatusServiceUnavailable, what+"; it is safe to retry.")
 }
 
-// writeFailed answers a refused write: 422 when the API server found the
-// endpoint invalid (its CRD rules), 503 otherwise.
-func (a *api) writeFailed(w http.ResponseWriter, err error, logMsg, what string) {
-	if !apierrors.IsInvalid(err) {
-		a.unavailable(w, err, logMsg, what)
-		return
-	}
+// invalidItems is the validation array of an endpoint the API server found
+// invalid (its CRD rules).
+func invalidItems(err error) []ValidationItem {
 	var items []ValidationItem
 	if st := apierrors.APIStatus(nil); errors.As(err, &st) && st.Status().Details != nil {
 		for _, c := range st.Status().Details.Causes {
@@ -226,12 +231,24 @@ func (a *api) writeFailed(w http.ResponseWriter, err error, logMsg, what string)
 	if len(items) == 0 {
 		items = []ValidationItem{{Type: "value_error", Loc: []any{"body"}, Msg: "Value error, " + err.Error()}}
 	}
-	writeValidation(w, items)
+	return items
 }
 
-// readEndpointBody reads and decodes a create or update body and checks
-// its URL against the policy, answering 413 or 422 itself.
-func (a *api) readEndpointBody(w http.ResponseWriter, r *http.Request, create bool) (*endpointRequest, bool) {
+// savedEndpoint answers a create or update: a URL the policy refuses is a
+// validation item on body.url, as the body's other problems are.
+func (a *api) savedEndpointFailed(w http.ResponseWriter, req *endpointRequest, err error) {
+	var refused *webhook.URLError
+	if errors.As(err, &refused) {
+		writeValidation(w, []ValidationItem{{Type: CodeURLNotAllowed, Loc: []any{"body", "url"},
+			Msg: refused.Reason, Input: req.URL}})
+		return
+	}
+	a.endpointFailed(w, err)
+}
+
+// readEndpointBody reads and decodes a create or update body, answering
+// 413 or 422 itself.
+func readEndpointBody(w http.ResponseWriter, r *http.Request, create bool) (*endpointRequest, bool) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return nil, false
@@ -241,90 +258,21 @@ func (a *api) readEndpointBody(w http.ResponseWriter, r *http.Request, create bo
 		writeValidation(w, invalid)
 		return nil, false
 	}
-	if !req.URLSet {
-		return req, true
-	}
-	err := a.cfg.Webhooks.Policy.Check(r.Context(), req.URL)
-	var refused *webhook.URLError
-	switch {
-	case errors.As(err, &refused):
-		writeValidation(w, []ValidationItem{{Type: CodeURLNotAllowed, Loc: []any{"body", "url"},
-			Msg: refused.Reason, Input: req.URL}})
-		return nil, false
-	case err != nil:
-		a.unavailable(w, err, "checking webhook URL", "The URL could not be checked")
-		return nil, false
-	}
 	return req, true
 }
 
 func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	req, ok := a.readEndpointBody(w, r, true)
+	req, ok := readEndpointBody(w, r, true)
 	if !ok {
 		return
 	}
-	ep := &switchboardv1.WebhookEndpoint{
-		ObjectMeta: metav1.ObjectMeta{Namespace: organization(ctx), GenerateName: "endpoint-"},
-	}
-	req.apply(&ep.Spec)
-	ticket, err := a.cfg.Quota.AdmitEndpoint(ctx, ep.Namespace)
-	var exceeded *quota.Exceeded
-	switch {
-	case errors.As(err, &exceeded):
-		writeCodeDetail(w, http.StatusUnprocessableEntity, exceeded.Code, exceeded.Message)
-		return
-	case err != nil:
-		a.unavailable(w, err, "checking the endpoint limit", "The organization's limits could not be checked")
-		return
-	}
-	if err := a.cfg.Client.Create(ctx, ep); err != nil {
-		ticket.Release()
-		a.writeFailed(w, err, "creating webhook endpoint", "The webhook endpoint could not be created")
-		return
-	}
-	ticket.Placed(ep.Name)
-	a.cfg.Directory.EndpointCreated(ep)
-	secret, err := a.generateSecret(ctx, ep)
+	ep, secret, err := a.endpoints().Create(r.Context(), organization(r.Context()), req)
 	if err != nil {
-		// Without its secret the caller could not verify deliveries: undo,
-		// so that a retry does not leave a second endpoint behind.
-		if delErr := a.cfg.Client.Delete(context.WithoutCancel(ctx), ep); delErr != nil && !apierrors.IsNotFound(delErr) {
-			a.cfg.Log.Error(delErr, "removing webhook endpoint without a secret", "namespace", ep.Namespace, "name", ep.Name)
-		}
-		a.unavailable(w, err, "creating webhook signing secret", "The webhook endpoint could not be created")
+		a.savedEndpointFailed(w, req, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/webhook-endpoints/"+ep.ResolvedID())
 	writeJSON(w, http.StatusCreated, createdEndpoint{endpointView: renderEndpoint(ep), Secret: secret})
-}
-
-// generateSecret creates ep's signing Secret, owned by ep so that it goes
-// with it, and returns the secret. The endpoint reconciler generates the
-// same Secret when it finds none; if it came first, its secret is the one.
-func (a *api) generateSecret(ctx context.Context, ep *switchboardv1.WebhookEndpoint) (string, error) {
-	s, value, err := deliveries.NewSecret(ep)
-	if err != nil {
-		return "", err
-	}
-	s.OwnerReferences = []metav1.OwnerReference{ownerRef(ep)}
-	err = a.cfg.Client.Create(ctx, s)
-	if !apierrors.IsAlreadyExists(err) {
-		return value, err
-	}
-	var existing corev1.Secret
-	if err := a.cfg.Live.Get(ctx, client.ObjectKeyFromObject(s), &existing); err != nil {
-		return "", err
-	}
-	if !metav1.IsControlledBy(&existing, ep) {
-		return "", errors.New("Secret " + s.Name + " exists and does not belong to the endpoint")
-	}
-	return string(existing.Data[switchboardv1.WebhookSecretKey]), nil
-}
-
-func ownerRef(ep *switchboardv1.WebhookEndpoint) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: switchboardv1.GroupVersion.String(), Kind: "WebhookEndpoint",
-		Name: ep.Name, UID: ep.UID, Controller: ptr(true)}
 }
 
 func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
@@ -333,18 +281,11 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	var list switchboardv1.WebhookEndpointList
-	if err := a.cfg.Client.List(r.Context(), &list, client.InNamespace(organization(r.Context()))); err != nil {
-		a.unavailable(w, err, "listing webhook endpoints", "The webhook endpoints could not be listed")
+	items, err := a.endpoints().List(r.Context(), organization(r.Context()))
+	if err != nil {
+		a.endpointFailed(w, err)
 		return
 	}
-	items := list.Items[:0]
-	for _, ep := range list.Items {
-		if ep.DeletionTimestamp == nil {
-			items = append(items, ep)
-		}
-	}
-	sortEndpoints(items)
 	if page.Cursor != "" {
 		i := indexOf(items, func(ep *switchboardv1.WebhookEndpoint) bool { return ep.ResolvedID() == page.Cursor })
 		if i < 0 {
@@ -368,112 +309,39 @@ func (a *api) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, renderEndpoint(endpointFrom(r.Context())))
 }
 
-// errEndpointGone: the endpoint was deleted (or replaced) meanwhile.
-var errEndpointGone = errors.New("webhook endpoint gone")
-
 func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
-	ctx, ep := r.Context(), endpointFrom(r.Context())
-	req, ok := a.readEndpointBody(w, r, false)
+	req, ok := readEndpointBody(w, r, false)
 	if !ok {
 		return
 	}
-	var updated *switchboardv1.WebhookEndpoint
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		updated = &switchboardv1.WebhookEndpoint{}
-		if err := a.cfg.Live.Get(ctx, client.ObjectKeyFromObject(ep), updated); err != nil {
-			return err
-		}
-		if updated.UID != ep.UID || updated.DeletionTimestamp != nil {
-			return errEndpointGone
-		}
-		req.apply(&updated.Spec)
-		if req.DisabledSet && !req.Disabled {
-			delete(updated.Annotations, switchboardv1.WebhookDisabledReasonAnnotation)
-		}
-		return a.cfg.Client.Update(ctx, updated)
-	})
-	switch {
-	case apierrors.IsNotFound(err) || errors.Is(err, errEndpointGone):
-		writeDetail(w, http.StatusNotFound, endpointNotFound)
-	case err != nil:
-		a.writeFailed(w, err, "updating webhook endpoint", "The webhook endpoint could not be updated")
-	default:
-		writeJSON(w, http.StatusOK, renderEndpoint(updated))
+	updated, err := a.endpoints().Update(r.Context(), endpointFrom(r.Context()), req)
+	if err != nil {
+		a.savedEndpointFailed(w, req, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, renderEndpoint(updated))
 }
 
 func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	ep := endpointFrom(r.Context())
-	// The UID precondition spares an endpoint re-created under the same
-	// name (an applied manifest): that one has another id.
-	err := a.cfg.Client.Delete(r.Context(), ep, client.Preconditions{UID: &ep.UID})
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		writeDetail(w, http.StatusNotFound, endpointNotFound)
-	case err != nil:
-		a.unavailable(w, err, "deleting webhook endpoint", "The webhook endpoint could not be deleted")
-	default:
-		w.WriteHeader(http.StatusNoContent)
+	if err := a.endpoints().Delete(r.Context(), endpointFrom(r.Context())); err != nil {
+		a.endpointFailed(w, err)
+		return
 	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
-	ep, ok := a.liveEndpoint(w, r)
-	if !ok {
+	rotated, err := a.endpoints().Rotate(r.Context(), endpointFrom(r.Context()))
+	if err != nil {
+		a.endpointFailed(w, err)
 		return
 	}
-	if ep.Spec.SecretRef != nil {
-		// The platform team declared this Secret in the cluster (and may
-		// manage it with GitOps or an external secret store): an API key
-		// must not rewrite it.
-		writeCodeDetail(w, http.StatusConflict, CodeSecretManaged, "The endpoint's signing Secret "+ep.Spec.SecretRef.Name+
-			" is declared in the cluster (spec.secretRef); rotate it there, with kubectl or the tool that manages it.")
-		return
-	}
-	ctx, now := r.Context(), a.cfg.Now()
-	overlap := cmp.Or(a.cfg.Webhooks.RotationOverlap, deliveries.DefaultRotationOverlap)
-	var (
-		secret *corev1.Secret
-		fresh  string
-	)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		secret = &corev1.Secret{}
-		key := client.ObjectKey{Namespace: ep.Namespace, Name: ep.SigningSecretName()}
-		if err := a.cfg.Live.Get(ctx, key, secret); err != nil {
-			return err
-		}
-		var err error
-		if fresh, err = deliveries.Rotate(secret, now, overlap); err != nil {
-			return err
-		}
-		return a.cfg.Client.Update(ctx, secret)
-	})
-	switch {
-	case apierrors.IsNotFound(err):
-		writeCodeDetail(w, http.StatusConflict, CodeSecretMissing, secretMissing(ep))
-		return
-	case err != nil:
-		a.unavailable(w, err, "rotating webhook signing secret", "The signing secret could not be rotated")
-		return
-	}
-	writeJSON(w, http.StatusOK, rotatedEndpoint{endpointView: renderEndpoint(ep), Secret: fresh,
-		PreviousSecretExpiresAt: previousExpiry(deliveries.PreviousExpiresAt(secret))})
+	writeJSON(w, http.StatusOK, rotatedEndpoint{endpointView: renderEndpoint(rotated.Endpoint), Secret: rotated.Secret,
+		PreviousSecretExpiresAt: previousExpiry(rotated.PreviousExpiresAt, rotated.HasPrevious)})
 }
 
-// secretMissing says why an endpoint has no signing Secret.
-func secretMissing(ep *switchboardv1.WebhookEndpoint) string {
-	if ep.Spec.SecretRef != nil {
-		return "The Secret " + ep.Spec.SecretRef.Name + " named in the endpoint's spec.secretRef does not exist; " +
-			"create it with the key \"" + switchboardv1.WebhookSecretKey + "\"."
-	}
-	return "The endpoint's signing Secret " + ep.SigningSecretName() +
-		" does not exist yet; Switchboard generates it within moments, so try again shortly."
-}
-
-// testEndpoint sends one sample event of the requested kind, signed with
-// the endpoint's real secrets, and records it in the delivery log as a
-// test delivery (spec 4.4). It waits for the receiver: at most the
-// sender's timeout (10 seconds).
+// testEndpoint sends one sample event of the requested kind (spec 4.4) and
+// answers the receiver's response.
 func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
@@ -484,142 +352,31 @@ func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	ep, ok := a.liveEndpoint(w, r)
-	if !ok {
-		return
-	}
-	ctx, now := r.Context(), a.cfg.Now()
-	err := a.cfg.Webhooks.Policy.Check(ctx, ep.Spec.URL)
-	var refused *webhook.URLError
-	switch {
-	case errors.As(err, &refused):
-		writeCodeDetail(w, http.StatusUnprocessableEntity, CodeURLNotAllowed, refused.Reason)
-		return
-	case err != nil:
-		a.unavailable(w, err, "checking webhook URL", "The URL could not be checked")
-		return
-	}
-	secrets, ok := a.signingSecrets(w, ctx, ep, now)
-	if !ok {
-		return
-	}
-	payload, err := deliveries.SampleBody(kind, now)
+	tested, err := a.endpoints().Test(r.Context(), endpointFrom(r.Context()), kind)
 	if err != nil {
-		a.unavailable(w, err, "building test event", "The test event could not be built")
+		a.endpointFailed(w, err)
 		return
 	}
-	d := deliveries.ForTest(ep)
-	if !a.reserveTestSend(w, ctx, d, now) {
-		return
-	}
-	res := a.cfg.Webhooks.Sender.Send(ctx, webhook.Message{URL: ep.Spec.URL, DeliveryID: d.Spec.DeliveryID,
-		Event: kind, Timestamp: now, Body: payload, Secrets: secrets})
-	// The event has been sent: the caller gets its result even if the
-	// record of it cannot be written, or the caller has gone.
-	a.recordTest(context.WithoutCancel(ctx), d, res, now)
-	writeJSON(w, http.StatusOK, renderTestResult(d.Spec.DeliveryID, res))
-}
-
-// testSendRetryAfter is the Retry-After of a test send refused for
-// attempts in flight: a slot frees when one of them ends, within the
-// receiver's timeout.
-const testSendRetryAfter = "5"
-
-// reserveTestSend takes a slot for test delivery d under the bounds on
-// attempts in flight per organization and endpoint, which test sends share
-// with the delivery worker, so that sending tests is no way around them;
-// or answers 429/503 itself.
-func (a *api) reserveTestSend(w http.ResponseWriter, ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time) bool {
-	d.CreationTimestamp = metav1.NewTime(now)
-	reserved, err := a.cfg.Deliveries.ReserveDelivery(ctx, d, now, a.cfg.Webhooks.Lease, a.cfg.Webhooks.InFlight)
-	switch {
-	case err != nil:
-		a.unavailable(w, err, "reserving a test send", "The test event could not be queued")
-		return false
-	case !reserved:
-		w.Header().Set("Retry-After", testSendRetryAfter)
-		writeCodeDetail(w, http.StatusTooManyRequests, CodeDeliveryConcurrencyLimit, fmt.Sprintf(
-			"This endpoint or its organization has as many webhook attempts in flight as it may "+
-				"(%s); retry after Retry-After seconds.", inFlightBounds(a.cfg.Webhooks.InFlight)))
-		return false
-	}
-	return true
-}
-
-// inFlightBounds says the bounds in words.
-func inFlightBounds(b history.InFlightLimits) string {
-	bound := func(n int, of string) string {
-		if n <= 0 {
-			return "no bound per " + of
-		}
-		return strconv.Itoa(n) + " per " + of
-	}
-	return bound(b.PerEndpoint, "endpoint") + ", " + bound(b.PerOrganization, "organization")
-}
-
-// signingSecrets reads the secrets that sign ep's deliveries now, or
-// answers 409/503 itself.
-func (a *api) signingSecrets(w http.ResponseWriter, ctx context.Context, ep *switchboardv1.WebhookEndpoint,
-	now time.Time) ([]string, bool) {
-	var s corev1.Secret
-	err := a.cfg.Live.Get(ctx, client.ObjectKey{Namespace: ep.Namespace, Name: ep.SigningSecretName()}, &s)
-	switch {
-	case apierrors.IsNotFound(err):
-		writeCodeDetail(w, http.StatusConflict, CodeSecretMissing, secretMissing(ep))
-		return nil, false
-	case err != nil:
-		a.unavailable(w, err, "reading webhook signing secret", "The signing secret could not be read")
-		return nil, false
-	}
-	secrets, err := deliveries.SigningSecrets(&s, now)
-	if err != nil {
-		writeCodeDetail(w, http.StatusConflict, CodeSecretMissing, "The endpoint has no usable signing secret: "+err.Error()+".")
-		return nil, false
-	}
-	return secrets, true
-}
-
-// recordTest writes a sent test event to the delivery log.
-func (a *api) recordTest(ctx context.Context, d *switchboardv1.WebhookDelivery, res webhook.Result, sentAt time.Time) {
-	d.CreationTimestamp = metav1.NewTime(sentAt)
-	deliveries.Record(&d.Status, res, sentAt, switchboardv1.TriggerTest, nil)
-	if err := a.cfg.Deliveries.SaveDelivery(ctx, d, time.Time{}); err != nil {
-		a.cfg.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
-		return
-	}
-	if a.cfg.WakeDeliveries != nil {
-		a.cfg.WakeDeliveries() // the test send's slot is free for a delivery waiting on it
-	}
+	writeJSON(w, http.StatusOK, renderTestResult(tested.DeliveryID, tested.Result))
 }
 
 func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	ctx, ep := r.Context(), endpointFrom(r.Context())
+	ep := endpointFrom(r.Context())
 	q, invalid := decodeDeliveryQuery(r.URL.Query())
 	if invalid != nil {
 		writeValidation(w, invalid)
 		return
 	}
-	query := history.DeliveryQuery{Endpoint: ep.Name, EndpointID: ep.ResolvedID(), Event: q.Event, Phase: q.Status,
-		Limit: q.Limit + 1}
-	if q.Cursor != "" {
-		c, err := a.findDelivery(ctx, ep, q.Cursor)
-		switch {
-		case errors.Is(err, history.ErrNotFound):
-			writeValidation(w, []ValidationItem{unknownCursor(q.Cursor)})
-			return
-		case err != nil:
-			a.unavailable(w, err, "reading webhook delivery", "The deliveries could not be listed")
-			return
-		}
-		after := history.DeliveryKeyOf(c)
-		query.After = &after
-	}
-	items, err := a.cfg.Deliveries.ListDeliveries(ctx, ep.Namespace, query)
-	if err != nil {
-		a.unavailable(w, err, "listing webhook deliveries", "The deliveries could not be listed")
+	items, hasMore, err := a.endpoints().Deliveries(r.Context(), ep,
+		endpoints.DeliveryFilter{Event: q.Event, Status: q.Status, Cursor: q.Cursor, Limit: q.Limit})
+	switch {
+	case errors.Is(err, endpoints.ErrUnknownCursor):
+		writeValidation(w, []ValidationItem{unknownCursor(q.Cursor)})
+		return
+	case err != nil:
+		a.endpointFailed(w, err)
 		return
 	}
-	items, hasMore := firstPage(items, q.Limit)
 	out := deliveryPage{Data: make([]deliveryView, len(items)), HasMore: hasMore}
 	for i := range items {
 		out.Data[i] = renderDelivery(&items[i], ep.ResolvedID())
@@ -630,69 +387,26 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// ofEndpoint reports whether d is a delivery to ep, and not to an earlier
-// endpoint of the same name.
-func ofEndpoint(d *switchboardv1.WebhookDelivery, ep *switchboardv1.WebhookEndpoint) bool {
-	return d.Spec.EndpointRef.Name == ep.Name && (d.Spec.EndpointID == "" || d.Spec.EndpointID == ep.ResolvedID())
-}
-
-// findDelivery returns ep's delivery whose id is id from the delivery log,
-// or history.ErrNotFound.
-func (a *api) findDelivery(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*switchboardv1.WebhookDelivery, error) {
-	if !deliveries.ValidID(id) {
-		return nil, history.ErrNotFound
-	}
-	d, err := a.cfg.Deliveries.GetDelivery(ctx, ep.Namespace, id)
-	if err == nil && !ofEndpoint(d, ep) {
-		return nil, history.ErrNotFound
-	}
-	return d, err
-}
-
-// deliveryFrom resolves {deliveryID}, or answers 404/503 itself.
-func (a *api) deliveryFrom(w http.ResponseWriter, r *http.Request) (*switchboardv1.WebhookDelivery, bool) {
-	d, err := a.findDelivery(r.Context(), endpointFrom(r.Context()), chi.URLParam(r, "deliveryID"))
-	switch {
-	case errors.Is(err, history.ErrNotFound):
-		writeDetail(w, http.StatusNotFound, deliveryNotFound)
-		return nil, false
-	case err != nil:
-		a.unavailable(w, err, "reading webhook delivery", "The delivery could not be read")
-		return nil, false
-	}
-	return d, true
-}
-
 func (a *api) getDelivery(w http.ResponseWriter, r *http.Request) {
-	if d, ok := a.deliveryFrom(w, r); ok {
-		writeJSON(w, http.StatusOK, renderDelivery(d, endpointFrom(r.Context()).ResolvedID()))
+	ep := endpointFrom(r.Context())
+	d, err := a.endpoints().Delivery(r.Context(), ep, chi.URLParam(r, "deliveryID"))
+	if err != nil {
+		a.endpointFailed(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, renderDelivery(d, ep.ResolvedID()))
 }
 
 // retryDelivery asks the delivery worker for one more attempt now; it
 // does not use up the retry schedule.
 func (a *api) retryDelivery(w http.ResponseWriter, r *http.Request) {
-	d, ok := a.deliveryFrom(w, r)
-	if !ok {
+	ep := endpointFrom(r.Context())
+	d, err := a.endpoints().Retry(r.Context(), ep, chi.URLParam(r, "deliveryID"))
+	if err != nil {
+		a.endpointFailed(w, err)
 		return
 	}
-	if d.Spec.Event == webhook.EventTest {
-		writeCodeDetail(w, http.StatusConflict, CodeTestNotRetried,
-			"Test deliveries are sent once and not retried; send a new test event.")
-		return
-	}
-	d, err := a.cfg.Deliveries.RequestDeliveryRetry(r.Context(), d.Namespace, d.Spec.DeliveryID, a.cfg.Now())
-	switch {
-	case errors.Is(err, history.ErrNotFound):
-		writeDetail(w, http.StatusNotFound, deliveryNotFound)
-	case err != nil:
-		a.unavailable(w, err, "requesting delivery retry", "The retry could not be requested")
-	default:
-		if a.cfg.WakeDeliveries != nil {
-			a.cfg.WakeDeliveries()
-		}
-		writeJSON(w, http.StatusAccepted, renderDelivery(d, endpointFrom(r.Context()).ResolvedID()))
-	}
+	writeJSON(w, http.StatusAccepted, renderDelivery(d, ep.ResolvedID()))
 }
 
 // firstPage cuts items to limit and reports whether more follow.

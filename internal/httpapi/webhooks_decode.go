@@ -11,6 +11,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -29,35 +30,8 @@ const (
 	maxCallPageSize     = 1000
 )
 
-// endpointRequest is a decoded endpoint body. On a create every field is
-// set (absent ones to their defaults); on a PATCH the Set flags say which
-// fields the request changes.
-type endpointRequest struct {
-	URL            string
-	URLSet         bool
-	Events         []switchboardv1.WebhookEventType // nil: all kinds
-	EventsSet      bool
-	Description    string
-	DescriptionSet bool
-	Disabled       bool
-	DisabledSet    bool
-}
-
-// apply writes the request's fields into spec.
-func (req *endpointRequest) apply(spec *switchboardv1.WebhookEndpointSpec) {
-	if req.URLSet {
-		spec.URL = req.URL
-	}
-	if req.EventsSet {
-		spec.Events = req.Events
-	}
-	if req.DescriptionSet {
-		spec.Description = req.Description
-	}
-	if req.DisabledSet {
-		spec.Disabled = req.Disabled
-	}
-}
+// endpointRequest is a decoded create or update body.
+type endpointRequest = endpoints.Change
 
 // decodeEndpoint validates a POST (create) or PATCH (!create) body. On a
 // create, url is required; on a PATCH, null resets events (to all kinds)

@@ -138,7 +138,7 @@ func TestDecodeEndpointPatch(t *testing.T) {
 				return
 			}
 			spec := *base.DeepCopy()
-			req.apply(&spec)
+			req.Apply(&spec)
 			if !reflect.DeepEqual(spec, tt.spec) {
 				t.Fatalf("spec = %+v, want %+v", spec, tt.spec)
 			}

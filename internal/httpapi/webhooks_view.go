@@ -10,6 +10,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -100,12 +101,7 @@ func endpointStatus(ep *switchboardv1.WebhookEndpoint) string {
 
 // sortEndpoints orders endpoints oldest first; the id breaks ties, as
 // creation times have second precision.
-func sortEndpoints(eps []switchboardv1.WebhookEndpoint) {
-	slices.SortFunc(eps, func(a, b switchboardv1.WebhookEndpoint) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
-			strings.Compare(a.ResolvedID(), b.ResolvedID()))
-	})
-}
+func sortEndpoints(eps []switchboardv1.WebhookEndpoint) { endpoints.SortOldestFirst(eps) }
 
 // testResult is the response of POST .../test (spec 4.4).
 type testResult struct {

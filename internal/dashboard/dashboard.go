@@ -1,0 +1,205 @@
+// Package dashboard is the web console of an organization, served under
+// /dashboard on the REST API's port: server-rendered pages (html/template)
+// that read without JavaScript, enhanced by a vendored htmx for live
+// updates. A support or operations person signs in with the
+// organization's API key and sees its calls, webhook endpoints and
+// deliveries, and what the platform team declared (agents, SIP trunks,
+// number lists).
+//
+// Its pages decode a request, call one operation shared with the REST API
+// (calls.Book, calls.Placer, calls.Stopper, endpoints.Service) and
+// render: a call placed here is checked exactly as POST /v1/calls checks
+// one, with source "dashboard".
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/endpoints"
+	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/recording"
+)
+
+// Prefix is where the dashboard is served.
+const Prefix = "/dashboard"
+
+// DefaultSessionTTL is how long a sign-in lasts.
+const DefaultSessionTTL = 12 * time.Hour
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Config is what the dashboard needs; the operations are the REST API's.
+type Config struct {
+	Keys      *apikeys.Index
+	Calls     *calls.Book
+	Placer    *calls.Placer
+	Stopper   *calls.Stopper
+	Endpoints *endpoints.Service
+	Quota     *quota.Admission
+	// Recordings signs a fresh recording link each time a call is shown.
+	Recordings recording.Store
+	// Cache reads agents, SIP trunks and number lists.
+	Cache client.Reader
+	// DefaultRegion reads numbers typed without "+".
+	DefaultRegion string
+	// InsecureCookies drops the Secure attribute of the session cookie:
+	// development over plain http only (--dev).
+	InsecureCookies bool
+	// SessionTTL is how long a sign-in lasts (default 12 h).
+	SessionTTL time.Duration
+	Now        func() time.Time
+	Log        logr.Logger
+}
+
+type dashboard struct {
+	cfg      Config
+	sessions *sessions
+	pages    map[string]*template.Template
+}
+
+// New returns the dashboard's handler, to be mounted at Prefix.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	d := &dashboard{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.Now), pages: pages}
+	return d.routes(), nil
+}
+
+func (d *dashboard) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(securityHeaders, limitBody)
+	static, _ := fs.Sub(staticFiles, "static")
+	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
+	r.Get("/sign-in", d.signInPage)
+	r.Post("/sign-in", d.signIn)
+	r.Group(func(r chi.Router) {
+		r.Use(d.requireSession)
+		r.Post("/sign-out", d.signOut)
+		r.Get("/", d.overview)
+		r.Get("/calls", d.listCalls)
+		r.Get("/calls/new", d.newCallForm)
+		r.Post("/calls", d.placeCall)
+		r.Get("/calls/{callID}", d.showCall)
+		r.Post("/calls/{callID}/stop", d.stopCall)
+		r.Get("/endpoints", d.listEndpoints)
+		r.Get("/endpoints/new", d.newEndpointForm)
+		r.Post("/endpoints", d.createEndpoint)
+		r.Route("/endpoints/{endpointID}", func(r chi.Router) {
+			r.Use(d.endpointCtx)
+			r.Get("/", d.showEndpoint)
+			r.Post("/", d.updateEndpoint)
+			r.Post("/enabled", d.setEndpointEnabled)
+			r.Post("/delete", d.deleteEndpoint)
+			r.Post("/rotate-secret", d.rotateSecret)
+			r.Post("/test", d.testEndpoint)
+			r.Post("/deliveries/{deliveryID}/retry", d.retryDelivery)
+		})
+		r.Get("/agents", d.listAgents)
+		r.Get("/sip-trunks", d.listTrunks)
+		r.Get("/number-lists", d.listNumberLists)
+	})
+	return r
+}
+
+// securityHeaders keeps the pages out of frames and scripts to our own.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; media-src 'self' https: blob:; img-src 'self' data:; "+
+			"style-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody bounds what a form may send, as the REST API bounds bodies.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page is what every page's template receives.
+type page struct {
+	Title   string
+	Nav     string // the menu entry to highlight
+	Session *session
+	// Flash is a one-line notice above the content.
+	Flash string
+	Error string
+	Data  any
+}
+
+// render writes the named page with status.
+func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t, ok := d.pages[name]
+	if !ok {
+		d.cfg.Log.Error(nil, "no dashboard page", "page", name)
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	if p.Session == nil {
+		p.Session = sessionFrom(r.Context())
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		d.cfg.Log.Error(err, "rendering dashboard page", "page", name)
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// problem renders a page that only says what went wrong.
+func (d *dashboard) problem(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d.render(w, r, status, "problem.html", page{Title: http.StatusText(status), Error: msg})
+}
+
+// unavailable is the 503 page of an operation that failed for want of the
+// cluster or the history store.
+func (d *dashboard) unavailable(w http.ResponseWriter, r *http.Request, err error, what string) {
+	d.cfg.Log.Error(err, what)
+	d.problem(w, r, http.StatusServiceUnavailable, what+"; reload the page to try again.")
+}
+
+// seeOther redirects a form post to the page that shows its result: a
+// path under Prefix (retryDelivery checks the one a form sends).
+func seeOther(w http.ResponseWriter, r *http.Request, path string) {
+	http.Redirect(w, r, path, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
+}

@@ -1,0 +1,363 @@
+package dashboard_test
+
+import (
+	"context"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/quota"
+)
+
+// A support person signs in, places a call from the form, and watches it
+// go through to analyzed on its page without reloading; the recording
+// player's source is the audio; the calls list shows the call, placed
+// from the dashboard, and a call placed meanwhile through the API appears
+// in it by itself.
+func TestPlaceACallAndWatchIt(t *testing.T) {
+	o := newOrg(t)
+	ctx := newTab(t)
+	do(t, ctx, signIn(o.key),
+		chromedp.Navigate(baseURL+"/dashboard/calls/new"),
+		chromedp.WaitVisible(chromedp.CSS("#to_number")),
+		chromedp.SendKeys(chromedp.CSS("#to_number"), "+14155551234"),
+		chromedp.SendKeys(chromedp.CSS("#var-customer_name"), "Ada"),
+		chromedp.SetValue(chromedp.CSS("#metadata"), `{"ticket": "T-17"}`),
+		screenshot("place-a-call"),
+		chromedp.Submit(chromedp.CSS("#to_number")),
+		chromedp.WaitVisible(chromedp.CSS("#call-status")),
+	)
+	path := get(t, ctx, chromedp.Evaluate[string](`window.location.pathname`))
+	// A marker that a reload would wipe out.
+	get(t, ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+	callID := strings.TrimPrefix(path, "/dashboard/calls/")
+	if !strings.HasPrefix(callID, "call_") {
+		t.Fatalf("after placing, the page is %s, want the call's", path)
+	}
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`li.done[data-step="Analyzed"]`)))
+	analyzedAt := text(t, ctx, `li[data-step="Analyzed"] time`)
+	status, summary := text(t, ctx, "#call-status"), text(t, ctx, "#analysis-summary")
+	notReloaded := get(t, ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
+	do(t, ctx, screenshot("call"))
+	if !notReloaded || status != "ended" || !strings.Contains(analyzedAt, "UTC") || summary == "" {
+		t.Fatalf("reached analyzed without reload %v, status %q, analyzed at %q, summary %q", notReloaded, status, analyzedAt, summary)
+	}
+	src := get(t, ctx, chromedp.AttributeValue(chromedp.CSS("#recording"), "src"))
+	resp, err := http.Get(src.Value) //nolint:noctx // test
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("the player's source %s answers %d %s, want 200 audio/wav", src.Value, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if _, call := o.api(t, "GET", "/v1/calls/"+callID, nil); call["source"] != "dashboard" ||
+		call["metadata"].(map[string]any)["ticket"] != "T-17" {
+		t.Fatalf("the API reads the call as %v, want source dashboard and the metadata", call)
+	}
+
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/calls"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-call-id="`+callID+`"]`)))
+	get(t, ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+	other := o.placeCall(t, "+14155550001")
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`tr[data-call-id="`+other+`"]`)), screenshot("calls"))
+	if !get(t, ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)) {
+		t.Fatal("the new call appeared by reloading the page")
+	}
+
+	// The overview counts both: one answered, one busy.
+	eventually(t, "the busy call ends", func() bool {
+		_, call := o.api(t, "GET", "/v1/calls/"+other, nil)
+		return call["disposition"] != nil
+	})
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/"), chromedp.WaitVisible(chromedp.CSS("svg.chart rect.answered")),
+		screenshot("overview"))
+	if calls, rate := text(t, ctx, "#fig-calls"), text(t, ctx, "#fig-answer-rate"); calls != "2" || rate != "50%" {
+		t.Fatalf("the overview shows %s calls answered at %s, want 2 at 50%%", calls, rate)
+	}
+}
+
+// The form says why the API would refuse a call, beside the field.
+func TestPlaceACallShowsTheAPIsMessages(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	resp, err := c.http.PostForm(baseURL+"/dashboard/calls", url.Values{"csrf_token": {c.csrf}, "agent_id": {o.agentID},
+		"to_number": {"12"}, "var.customer_name": {"Ada"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readAll(t, resp)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !contains(page, `id="to_number-error"`) {
+		t.Fatalf("a bad number: %d %s", resp.StatusCode, page)
+	}
+	status, body := o.api(t, "POST", "/v1/calls", map[string]any{"agent_id": o.agentID, "to_number": "12",
+		"variables": map[string]any{"customer_name": "Ada"}})
+	msg := body["detail"].([]any)[0].(map[string]any)["msg"].(string)
+	if status != http.StatusUnprocessableEntity || !contains(html.UnescapeString(page), msg) {
+		t.Fatalf("the page does not say what the API says (%q): %s", msg, page)
+	}
+}
+
+// Calls placed from the dashboard meet the organization's limits, the
+// same counters as the API's: after the API used up the burst, the form is
+// refused with the API's message.
+func TestDashboardCallsMeetTheLimits(t *testing.T) {
+	o := newOrg(t)
+	var ns corev1.Namespace
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: o.ns}, &ns))
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Annotations = map[string]string{quota.CreateRateAnnotation: "0.01", quota.CreateBurstAnnotation: "1"}
+	must(t, k8s.Patch(context.Background(), &ns, patch))
+	eventually(t, "the limit applies", func() bool {
+		_, usage := o.api(t, "GET", "/v1/concurrency", nil)
+		return usage["create_rate_limit"] != nil
+	})
+	o.placeCall(t, "+14155550002")
+	c := signInClient(t, o.key)
+	resp, err := c.http.PostForm(baseURL+"/dashboard/calls", url.Values{"csrf_token": {c.csrf}, "agent_id": {o.agentID},
+		"to_number": {"+14155550002"}, "var.customer_name": {"Ada"}})
+	must(t, err)
+	page := html.UnescapeString(readAll(t, resp))
+	status, body := o.api(t, "POST", "/v1/calls", map[string]any{"agent_id": o.agentID, "to_number": "+14155550002",
+		"variables": map[string]any{"customer_name": "Ada"}})
+	msg := body["detail"].(map[string]any)["error"].(string)
+	if resp.StatusCode != http.StatusUnprocessableEntity || status != http.StatusTooManyRequests || !contains(page, msg) {
+		t.Fatalf("the form over the limit: %d (the API: %d %q): %s", resp.StatusCode, status, msg, page)
+	}
+}
+
+// The stop button of a live call ends it, as POST /v1/calls/{id}/stop does.
+func TestStopALiveCall(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	id := o.placeCall(t, "+14155551234")
+	resp, err := c.http.PostForm(baseURL+"/dashboard/calls/"+id+"/stop", url.Values{"csrf_token": {c.csrf}})
+	must(t, err)
+	if page := readAll(t, resp); resp.StatusCode != http.StatusOK || !contains(page, "The call is stopping") {
+		t.Fatalf("stop = %d: %s", resp.StatusCode, page)
+	}
+	eventually(t, "the call ends, stopped", func() bool {
+		_, call := o.api(t, "GET", "/v1/calls/"+id, nil)
+		return call["disconnection_reason"] == "api_hangup" || call["disconnection_reason"] == "canceled"
+	})
+}
+
+// An endpoint is created from the dashboard (its secret shown once), sent
+// a test event whose result is explained, and its secret rotated.
+func TestEndpointTestEventAndRotation(t *testing.T) {
+	o := newOrg(t)
+	var answer atomic.Int32
+	answer.Store(http.StatusUnauthorized)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(answer.Load()))
+	}))
+	t.Cleanup(receiver.Close)
+	ctx := newTab(t)
+	do(t, ctx, signIn(o.key),
+		chromedp.Navigate(baseURL+"/dashboard/endpoints/new"),
+		chromedp.WaitVisible(chromedp.CSS("#url")),
+		chromedp.SendKeys(chromedp.CSS("#url"), receiver.URL+"/hooks"),
+		chromedp.SendKeys(chromedp.CSS("#description"), "CRM"),
+		chromedp.Submit(chromedp.CSS("#url")),
+		chromedp.WaitVisible(chromedp.CSS("#secret")),
+		screenshot("endpoint-secret"))
+	secret := text(t, ctx, "#secret")
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the secret shown is %q", secret)
+	}
+	do(t, ctx, chromedp.Click(chromedp.Search(`//a[text()="Go to the endpoint"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#test-event")),
+		chromedp.Click(chromedp.Search(`//button[text()="Send a test event"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#test-meaning")))
+	if meaning := text(t, ctx, "#test-meaning"); !strings.Contains(meaning, "refused") || !strings.Contains(meaning, "signature") {
+		t.Fatalf("a 401 reads %q", meaning)
+	}
+	answer.Store(http.StatusNoContent)
+	do(t, ctx, chromedp.Click(chromedp.Search(`//button[text()="Send a test event"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#test-result.succeeded`)), screenshot("endpoint"))
+	if meaning := text(t, ctx, "#test-meaning"); !strings.HasPrefix(meaning, "Delivered") {
+		t.Fatalf("a 204 reads %q", meaning)
+	}
+	do(t, ctx, chromedp.Click(chromedp.Search(`//button[text()="Rotate the secret"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#secret")))
+	if rotated := text(t, ctx, "#secret"); !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
+		t.Fatalf("rotating showed %q (was %q)", rotated, secret)
+	}
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/endpoints"),
+		chromedp.WaitVisible(chromedp.CSS("table.endpoints")), screenshot("endpoints"))
+
+	// A call's failed delivery is retried from the call's page.
+	answer.Store(http.StatusInternalServerError)
+	callID := o.placeCall(t, "+14155550001")
+	var failed map[string]any
+	eventually(t, "a delivery of the call fails", func() bool {
+		_, list := o.api(t, "GET", "/v1/webhook-endpoints", nil)
+		epID := list["data"].([]any)[0].(map[string]any)["id"].(string)
+		_, page := o.api(t, "GET", "/v1/webhook-endpoints/"+epID+"/deliveries?status=failed&event=call.ended", nil)
+		if data := page["data"].([]any); len(data) > 0 {
+			failed = data[0].(map[string]any)
+		}
+		return failed != nil
+	})
+	row := `tr[data-delivery-id="` + failed["id"].(string) + `"]`
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/calls/"+callID),
+		chromedp.WaitVisible(chromedp.CSS(row+" button")),
+		chromedp.Click(chromedp.CSS(row+" button")),
+		chromedp.WaitVisible(chromedp.CSS("#call-status")))
+	if path := get(t, ctx, chromedp.Evaluate[string](`window.location.pathname`)); path != "/dashboard/calls/"+callID {
+		t.Fatalf("after the retry the page is %s, want the call's", path)
+	}
+	eventually(t, "the manual attempt is made", func() bool {
+		_, d := o.api(t, "GET", "/v1/webhook-endpoints/"+failed["endpoint_id"].(string)+"/deliveries/"+failed["id"].(string), nil)
+		attempts := d["attempts"].([]any)
+		return attempts[len(attempts)-1].(map[string]any)["trigger"] == "manual"
+	})
+}
+
+// A form posted without the session's CSRF token is refused; with it, it
+// goes through.
+func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	form := url.Values{"url": {"http://127.0.0.1:9/hooks"}}
+	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("without the token: %d, want 403", resp.StatusCode)
+	}
+	form.Set("csrf_token", "0"+c.csrf[1:])
+	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("with a wrong token: %d, want 403", resp.StatusCode)
+	}
+	form.Set("csrf_token", c.csrf)
+	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("with the token: %d, want 201", resp.StatusCode)
+	}
+}
+
+// Another organization's call and endpoint are 404, as on the API.
+func TestAnotherOrganizationsCallIs404(t *testing.T) {
+	mine, theirs := newOrg(t), newOrg(t)
+	theirCall := theirs.placeCall(t, "+14155550002")
+	status, ep := theirs.api(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": "http://127.0.0.1:9/hooks"})
+	if status != http.StatusCreated {
+		t.Fatalf("creating their endpoint: %d %v", status, ep)
+	}
+	c := signInClient(t, mine.key)
+	for _, path := range []string{"/dashboard/calls/" + theirCall, "/dashboard/endpoints/" + ep["id"].(string)} {
+		if resp, _ := c.get(t, path); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
+		}
+	}
+	if resp := c.post(t, "/dashboard/calls/"+theirCall+"/stop", url.Values{"csrf_token": {c.csrf}}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("stopping their call = %d, want 404", resp.StatusCode)
+	}
+	theirs2 := signInClient(t, theirs.key)
+	if resp, _ := theirs2.get(t, "/dashboard/calls/"+theirCall); resp.StatusCode != http.StatusOK {
+		t.Errorf("their own call = %d, want 200", resp.StatusCode)
+	}
+}
+
+// Signing out ends the session: the cookie it had no longer opens a page.
+func TestSignOutEndsTheSession(t *testing.T) {
+	o := newOrg(t)
+	ctx := newTab(t)
+	do(t, ctx, signIn(o.key),
+		chromedp.Click(chromedp.Search(`//button[text()="Sign out"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#api_key")),
+		screenshot("sign-in"),
+		chromedp.Navigate(baseURL+"/dashboard/calls"),
+		chromedp.WaitVisible(chromedp.CSS("#api_key")))
+	if path := get(t, ctx, chromedp.Evaluate[string](`window.location.pathname`)); path != "/dashboard/sign-in" {
+		t.Fatalf("after signing out, /dashboard/calls shows %s", path)
+	}
+	// The session is gone on the server, not only from the browser.
+	c := signInClient(t, o.key)
+	session := sessionCookie(t, c)
+	c.post(t, "/dashboard/sign-out", url.Values{"csrf_token": {c.csrf}})
+	replay := &http.Client{CheckRedirect: c.http.CheckRedirect}
+	req, _ := http.NewRequest(http.MethodGet, baseURL+"/dashboard/calls", nil) //nolint:noctx // test
+	req.AddCookie(session)
+	resp, err := replay.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/dashboard/sign-in") {
+		t.Fatalf("the signed-out cookie: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// Deleting the API key a session was opened with ends the session at its
+// next request.
+func TestRevokedKeyEndsItsSessions(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	if resp, _ := c.get(t, "/dashboard/calls"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed in: %d", resp.StatusCode)
+	}
+	must(t, k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: o.keySecret}}))
+	eventually(t, "the session ends", func() bool {
+		resp, _ := c.get(t, "/dashboard/calls")
+		return resp.StatusCode == http.StatusSeeOther && resp.Header.Get("Location") == "/dashboard/sign-in?ended=revoked"
+	})
+}
+
+// The session cookie is HttpOnly and SameSite=Strict, and expires.
+func TestSessionCookie(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/dashboard", "Max-Age=43200"} {
+		if !strings.Contains(c.setCookie, want) {
+			t.Errorf("Set-Cookie %q lacks %s", c.setCookie, want)
+		}
+	}
+}
+
+// What the platform team declared reads, with where it changes.
+func TestReadOnlyPages(t *testing.T) {
+	o := newOrg(t)
+	ctx := newTab(t)
+	do(t, ctx, signIn(o.key))
+	for _, p := range []string{"agents", "sip-trunks", "number-lists"} {
+		do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/"+p), chromedp.WaitVisible(chromedp.CSS("main")))
+		main := text(t, ctx, "main")
+		if !strings.Contains(main, "kubectl apply") {
+			t.Errorf("%s does not say where it changes: %s", p, main)
+		}
+		if p == "agents" {
+			if !strings.Contains(main, "reminder") || !strings.Contains(main, "requires customer_name") {
+				t.Errorf("agents page: %s", main)
+			}
+			do(t, ctx, screenshot("agents"))
+		}
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return string(b)
+}
+
+func sessionCookie(t *testing.T, c *browserlessClient) *http.Cookie {
+	t.Helper()
+	u, _ := url.Parse(baseURL + "/dashboard/")
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == "switchboard_session" {
+			return ck
+		}
+	}
+	t.Fatal("no session cookie")
+	return nil
+}

@@ -1,0 +1,204 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
+)
+
+// overviewCallCap bounds the calls the overview reads: beyond it the
+// figures are those of the newest overviewCallCap calls of the day.
+const overviewCallCap = 20000
+
+// Bar groups of the chart, in stacking order, with their legend.
+var chartGroups = []struct{ Class, Label string }{
+	{"answered", "Answered"},
+	{"machine", "Answering machine"},
+	{"unanswered", "No answer, busy, rejected"},
+	{"failed", "Failed"},
+	{"open", "Queued or in progress"},
+}
+
+func chartGroup(c *switchboardv1.Call) int {
+	switch c.Status.Disposition {
+	case switchboardv1.DispositionAnswered:
+		return 0
+	case switchboardv1.DispositionAnsweringMachine:
+		return 1
+	case switchboardv1.DispositionNoAnswer, switchboardv1.DispositionBusy, switchboardv1.DispositionRejected:
+		return 2
+	}
+	if c.CurrentPhase().Final() {
+		return 3
+	}
+	return 4
+}
+
+type overviewData struct {
+	Calls, Answered, Finished int
+	AnswerRate                string
+	AverageDuration           string
+	Live, Queued              int
+	DeliveryRate              string
+	Deliveries                int
+	Chart                     chart
+	Capped                    bool
+}
+
+// chart is a server-rendered SVG bar chart: the template only draws it.
+type chart struct {
+	Width, Height int
+	Bars          []bar
+	Labels        []axisLabel
+	Max           int
+	Legend        []struct{ Class, Label string }
+}
+
+type bar struct {
+	X, Y, W, H float64
+	Class      string
+	Title      string
+}
+
+type axisLabel struct {
+	X    float64
+	Text string
+}
+
+func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, ns := r.Context(), organization(r.Context())
+	now := d.cfg.Now().UTC()
+	since := now.Add(-24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
+	cs, capped, err := d.recentCalls(ctx, ns, since.Add(-time.Nanosecond))
+	if err != nil {
+		d.unavailable(w, r, err, "The calls could not be listed")
+		return
+	}
+	data := summarize(cs, since)
+	data.Capped = capped
+	if u, err := d.cfg.Quota.Usage(ctx, ns); err == nil {
+		data.Live, data.Queued = u.Live, u.Queued
+	}
+	data.Deliveries, data.DeliveryRate = d.deliveryRate(ctx, ns, now.Add(-24*time.Hour))
+	d.render(w, r, http.StatusOK, "overview.html", page{Title: "Overview", Nav: "overview", Data: data})
+}
+
+// recentCalls reads the calls created after since, through the list
+// operation of GET /v1/calls, page by page.
+func (d *dashboard) recentCalls(ctx context.Context, ns string, since time.Time) ([]switchboardv1.Call, bool, error) {
+	var out []switchboardv1.Call
+	q := history.CallQuery{CreatedAfter: since, Limit: 1000}
+	for {
+		page, err := d.cfg.Calls.List(ctx, ns, q)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, page.Calls...)
+		if !page.More {
+			return out, false, nil
+		}
+		if len(out) >= overviewCallCap {
+			return out, true, nil
+		}
+		after := history.KeyOf(&page.Calls[len(page.Calls)-1])
+		q.After = &after
+	}
+}
+
+func summarize(cs []switchboardv1.Call, since time.Time) overviewData {
+	var counts [24][5]int
+	var data overviewData
+	var talked time.Duration
+	for i := range cs {
+		c := &cs[i]
+		hour := int(history.KeyOf(c).CreatedAt.Sub(since) / time.Hour)
+		if hour < 0 || hour > 23 {
+			continue
+		}
+		counts[hour][chartGroup(c)]++
+		data.Calls++
+		if c.Status.Disposition != "" {
+			data.Finished++
+		}
+		if c.Status.Disposition == switchboardv1.DispositionAnswered {
+			data.Answered++
+			if c.Status.DurationMS != nil {
+				talked += time.Duration(*c.Status.DurationMS) * time.Millisecond
+			}
+		}
+	}
+	data.AnswerRate, data.AverageDuration = "—", "—"
+	if data.Finished > 0 {
+		data.AnswerRate = fmt.Sprintf("%.0f%%", 100*float64(data.Answered)/float64(data.Finished))
+	}
+	if data.Answered > 0 {
+		data.AverageDuration = (talked / time.Duration(data.Answered)).Round(time.Second).String()
+	}
+	data.Chart = drawChart(counts, since)
+	return data
+}
+
+func drawChart(counts [24][5]int, since time.Time) chart {
+	const width, height, left, bottom, top = 760, 220, 30, 20, 10
+	c := chart{Width: width, Height: height, Legend: chartGroups, Max: 1}
+	for _, hour := range counts {
+		total := 0
+		for _, n := range hour {
+			total += n
+		}
+		c.Max = max(c.Max, total)
+	}
+	slot := float64(width-left) / 24
+	scale := float64(height-bottom-top) / float64(c.Max)
+	for h, hour := range counts {
+		x := float64(left) + float64(h)*slot + 2
+		y := float64(height - bottom)
+		for g, n := range hour {
+			if n == 0 {
+				continue
+			}
+			hgt := float64(n) * scale
+			y -= hgt
+			at := since.Add(time.Duration(h) * time.Hour)
+			c.Bars = append(c.Bars, bar{X: x, Y: y, W: slot - 4, H: hgt, Class: chartGroups[g].Class,
+				Title: fmt.Sprintf("%s–%s UTC: %d %s", at.Format("15:04"), at.Add(time.Hour).Format("15:04"), n,
+					chartGroups[g].Label)})
+		}
+		if h%3 == 0 {
+			c.Labels = append(c.Labels, axisLabel{X: x, Text: since.Add(time.Duration(h) * time.Hour).Format("15h")})
+		}
+	}
+	return c
+}
+
+// deliveryRate is the share of the last day's finished deliveries that
+// succeeded (the newest 1000).
+func (d *dashboard) deliveryRate(ctx context.Context, ns string, since time.Time) (int, string) {
+	ds, err := d.cfg.Endpoints.DeliveryLog.ListDeliveries(ctx, ns, history.DeliveryQuery{Limit: 1000})
+	if err != nil {
+		d.cfg.Log.Error(err, "listing deliveries for the overview")
+		return 0, "—"
+	}
+	var done, ok int
+	for i := range ds {
+		dl := &ds[i]
+		if dl.CreationTimestamp.Time.Before(since) || dl.Spec.Event == "test" {
+			continue
+		}
+		switch dl.CurrentPhase() {
+		case switchboardv1.DeliverySucceeded:
+			done++
+			ok++
+		case switchboardv1.DeliveryFailed:
+			done++
+		}
+	}
+	if done == 0 {
+		return 0, "—"
+	}
+	return done, fmt.Sprintf("%.0f%%", 100*float64(ok)/float64(done))
+}

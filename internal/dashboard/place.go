@@ -1,0 +1,189 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
+	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/quota"
+)
+
+// agentChoice is an agent in the form's select.
+type agentChoice struct {
+	ID, Name, FromNumber string
+	RequiredVariables    []string
+}
+
+type placeData struct {
+	Agents []agentChoice
+	Agent  *agentChoice // the chosen one
+	Form   url.Values
+	// Problems are keyed by field; "form" is about the whole request.
+	Problems map[string]string
+	// FailedCallID is the record of a call that was refused or not
+	// dispatched, when one was kept.
+	FailedCallID string
+}
+
+// newCallForm shows the form; choosing an agent (a GET with agent_id)
+// shows that agent's required variables.
+func (d *dashboard) newCallForm(w http.ResponseWriter, r *http.Request) {
+	data, err := d.placeForm(r, r.URL.Query())
+	if err != nil {
+		d.unavailable(w, r, err, "The agents could not be listed")
+		return
+	}
+	d.render(w, r, http.StatusOK, "place.html", page{Title: "Place a call", Nav: "place", Data: data})
+}
+
+func (d *dashboard) placeForm(r *http.Request, form url.Values) (*placeData, error) {
+	var list switchboardv1.AgentList
+	if err := d.cfg.Cache.List(r.Context(), &list, client.InNamespace(organization(r.Context()))); err != nil {
+		return nil, err
+	}
+	data := &placeData{Form: form, Problems: map[string]string{}}
+	for i := range list.Items {
+		a := &list.Items[i]
+		data.Agents = append(data.Agents, agentChoice{ID: a.ResolvedID(), Name: a.Name, FromNumber: a.Spec.FromNumber,
+			RequiredVariables: a.Spec.RequiredVariables})
+	}
+	slices.SortFunc(data.Agents, func(a, b agentChoice) int { return strings.Compare(a.Name, b.Name) })
+	chosen := strings.ToLower(form.Get("agent_id"))
+	for i := range data.Agents {
+		if data.Agents[i].ID == chosen || (chosen == "" && len(data.Agents) == 1) {
+			data.Agent = &data.Agents[i]
+		}
+	}
+	return data, nil
+}
+
+// placeCall places a call from the form with the operation POST /v1/calls
+// uses, and source "dashboard"; a refusal is shown beside its field.
+func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
+	data, err := d.placeForm(r, r.PostForm)
+	if err != nil {
+		d.unavailable(w, r, err, "The agents could not be listed")
+		return
+	}
+	body, problems := callBody(r.PostForm)
+	if len(problems) == 0 {
+		req, invalid := httpapi.DecodeCallRequest(body, d.cfg.DefaultRegion)
+		problems = formProblems(invalid)
+		if len(problems) == 0 {
+			req.Source = switchboardv1.SourceDashboard
+			placed, err := d.cfg.Placer.Place(r.Context(), organization(r.Context()), *req, callid.New())
+			if err == nil {
+				seeOther(w, r, Prefix+"/calls/"+callid.Of(placed.Call))
+				return
+			}
+			problems, data.FailedCallID = d.placementProblems(err)
+		}
+	}
+	data.Problems = problems
+	d.render(w, r, http.StatusUnprocessableEntity, "place.html", page{Title: "Place a call", Nav: "place", Data: data,
+		Error: "The call was not placed: see the messages beside the fields."})
+}
+
+// callBody builds POST /v1/calls's body from the form: the agent's
+// variables come one field each (var.NAME), more as JSON.
+func callBody(form url.Values) ([]byte, map[string]string) {
+	problems := map[string]string{}
+	body := map[string]any{"agent_id": form.Get("agent_id"), "to_number": strings.TrimSpace(form.Get("to_number"))}
+	if from := strings.TrimSpace(form.Get("from_number")); from != "" {
+		body["from_number"] = from
+	}
+	vars := map[string]any{}
+	if extra := strings.TrimSpace(form.Get("variables_json")); extra != "" {
+		if err := json.Unmarshal([]byte(extra), &vars); err != nil {
+			problems["variables_json"] = "Input should be a valid JSON object, like {\"name\": \"value\"}"
+		}
+	}
+	for field, values := range form {
+		if name, ok := strings.CutPrefix(field, "var."); ok && strings.TrimSpace(values[0]) != "" {
+			vars[name] = strings.TrimSpace(values[0])
+		}
+	}
+	if len(vars) > 0 {
+		body["variables"] = vars
+	}
+	if meta := strings.TrimSpace(form.Get("metadata")); meta != "" {
+		if !json.Valid([]byte(meta)) {
+			problems["metadata"] = "Input should be a valid JSON object, like {\"order\": \"A-17\"}"
+		} else {
+			body["metadata"] = json.RawMessage(meta)
+		}
+	}
+	raw, _ := json.Marshal(body) // maps of strings and valid JSON: cannot fail
+	return raw, problems
+}
+
+// formProblems places the API's validation messages beside the form's
+// fields: a variable's beside its own field.
+func formProblems(items []httpapi.ValidationItem) map[string]string {
+	out := problemsByField(items)
+	for _, item := range items {
+		if len(item.Loc) > 2 && item.Loc[1] == "variables" {
+			if name, ok := item.Loc[2].(string); ok {
+				out["var."+name] = item.Msg
+			}
+		}
+	}
+	return out
+}
+
+// placementProblems says why a call was not placed, beside the field it is
+// about, and names the failed call that was recorded, if any.
+func (d *dashboard) placementProblems(err error) (map[string]string, string) {
+	var (
+		exceeded    *quota.Exceeded
+		unknown     *calls.AgentUnknown
+		refused     *calls.Refused
+		dispatch    *calls.DispatchFailed
+		unavailable *calls.Unavailable
+	)
+	switch {
+	case errors.As(err, &exceeded):
+		return map[string]string{"form": exceeded.Message}, ""
+	case errors.As(err, &unknown):
+		return map[string]string{"agent_id": unknown.Message}, ""
+	case errors.As(err, &refused):
+		return refusalProblems(refused.Rejection), refused.CallID
+	case errors.As(err, &dispatch):
+		return map[string]string{"form": dispatch.Message}, dispatch.CallID
+	case errors.As(err, &unavailable):
+		d.cfg.Log.Error(unavailable.Err, "placing call from the dashboard")
+		return map[string]string{"form": unavailable.Message}, ""
+	}
+	d.cfg.Log.Error(err, "placing call from the dashboard")
+	return map[string]string{"form": "The call could not be queued; it is safe to retry."}, ""
+}
+
+func refusalProblems(rej *callpolicy.Rejection) map[string]string {
+	out := map[string]string{}
+	switch rej.Code {
+	case callpolicy.CodeMissingVariables:
+		out["variables_json"] = rej.Message
+		for _, name := range rej.MissingVariables {
+			out["var."+name] = "Required by this agent."
+		}
+	case callpolicy.CodeDNCBlocked, callpolicy.CodeNumberBlocked:
+		out["to_number"] = rej.Message
+	case callpolicy.CodeFromNumberMismatch:
+		out["from_number"] = rej.Message
+	case callpolicy.CodeAgentInactive, callpolicy.CodeAgentNotOutbound:
+		out["agent_id"] = rej.Message
+	default:
+		out["form"] = rej.Message
+	}
+	return out
+}

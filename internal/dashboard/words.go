@@ -1,0 +1,139 @@
+package dashboard
+
+import (
+	"html/template"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchboard-dev/switchboard/internal/webhook"
+)
+
+// Words for the codes a call carries, for people who do not read the API
+// reference.
+var dispositionWords = map[string]string{
+	"answered":          "Answered by a person",
+	"answering_machine": "Answered by a machine (voicemail)",
+	"no_answer":         "Nobody answered",
+	"busy":              "The line was busy",
+	"rejected":          "The callee rejected the call",
+	"unreachable":       "The number could not be reached",
+	"invalid_number":    "The number does not exist",
+	"carrier_failure":   "The carrier failed to connect the call",
+}
+
+var reasonWords = map[string]string{
+	"agent_hangup":        "the agent ended the call",
+	"user_hangup":         "the callee hung up",
+	"api_hangup":          "stopped from the API or the dashboard",
+	"canceled":            "stopped before it was dialed",
+	"max_duration":        "it reached the agent's maximum duration",
+	"no_answer":           "nobody answered",
+	"dial_busy":           "the line was busy",
+	"dial_rejected":       "the callee rejected the call",
+	"dial_failed":         "the number could not be reached",
+	"invalid_destination": "the number does not exist",
+	"carrier_error":       "the carrier failed",
+	"voicemail":           "a voicemail answered",
+}
+
+func dispositionInWords(code string) string {
+	if w, ok := dispositionWords[code]; ok {
+		return w
+	}
+	return code
+}
+
+func reasonInWords(code string) string {
+	if code == "" {
+		return ""
+	}
+	if w, ok := reasonWords[code]; ok {
+		return w
+	}
+	return strings.ReplaceAll(code, "_", " ")
+}
+
+// testInterpretation says what a test event's result means for whoever
+// runs the receiver.
+func testInterpretation(res webhook.Result) string {
+	code := res.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		return "Delivered: the receiver answered " + strconv.Itoa(code) + " and accepted the event."
+	case code == 401 || code == 403:
+		return "The receiver refused the event (" + strconv.Itoa(code) + "): it did not accept the signature or " +
+			"its own authentication. Check that it verifies with this endpoint's current secret."
+	case code == 404:
+		return "The receiver answered 404: the URL's path is wrong, or nothing listens there."
+	case code >= 500:
+		return "The receiver failed (" + strconv.Itoa(code) + "): an error on its side; look at its logs."
+	case code != 0:
+		return "The receiver answered " + strconv.Itoa(code) + ", which is not a success (2xx)."
+	case strings.Contains(strings.ToLower(res.Err), "timed out") || strings.Contains(strings.ToLower(res.Err), "timeout"):
+		return "The receiver did not answer in time (" + res.Err + "): it is too slow or unreachable."
+	case res.Err != "":
+		return "The receiver could not be reached: " + res.Err + "."
+	}
+	return "The receiver could not be reached."
+}
+
+func microTime(t *metav1.MicroTime) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return &t.Time
+}
+
+func sortExtracted(xs []extracted) {
+	slices.SortFunc(xs, func(a, b extracted) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"disposition": dispositionInWords,
+	"reason":      reasonInWords,
+	"when": func(t any) string {
+		switch t := t.(type) {
+		case time.Time:
+			return formatTime(t)
+		case *time.Time:
+			if t != nil {
+				return formatTime(*t)
+			}
+		case *metav1.Time:
+			if t != nil {
+				return formatTime(t.Time)
+			}
+		case metav1.Time:
+			return formatTime(t.Time)
+		}
+		return "—"
+	},
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"selected": func(a, b string) bool { return a == b },
+	"csrf":     func() string { return csrfField },
+	"prefix":   func() string { return Prefix },
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
