@@ -38,6 +38,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -76,11 +77,23 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = -1, 0
-	restCfg = cfg
 	if k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The operator runs as its service account with the RBAC of
+	// config/rbac, as `make run` and a cluster run it.
+	if err := devenv.InstallRBAC(context.Background(), k8s, rbacDir); err != nil {
+		fmt.Fprintln(os.Stderr, "installing RBAC:", err)
+		return 1
+	}
+	manager, err := env.AddUser(devenv.ManagerUser, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	restCfg = manager.Config()
+	restCfg.QPS, restCfg.Burst = -1, 0
 	dir, err := os.MkdirTemp("", "switchboard-dashboard-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -108,6 +121,9 @@ func runSuite(m *testing.M) int {
 	}
 	return m.Run()
 }
+
+// rbacDir is config/rbac: the manager's roles and the organization template.
+var rbacDir = filepath.Join("..", "..", "config", "rbac")
 
 func benchmarking() bool { return flag.Lookup("test.bench").Value.String() != "" }
 
@@ -255,6 +271,7 @@ func newOrg(t testing.TB) *org {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "org-"}}
 	must(t, k8s.Create(ctx, ns))
+	must(t, devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name))
 	o := &org{ns: ns.Name, key: "sk_test_" + randHex(16)}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "api-key-"},
 		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(o.key)}}

@@ -394,6 +394,7 @@ func testRecordingStoredAtBackfilled(t *testing.T, b backend) {
 	save(t, s, newCall("org-a", "call_none", withRecording.QueueOrder(), nil))
 	closeNow(t, s)
 	// Back to the schema before migration 3 (and those after it).
+	execRaw(t, dsn, "DROP TABLE dial_attempts; DELETE FROM schema_migrations WHERE version = 6")
 	execRaw(t, dsn, "DROP INDEX deliveries_leased; DELETE FROM schema_migrations WHERE version = 5")
 	execRaw(t, dsn, "DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4")
 	execRaw(t, dsn, "DROP INDEX calls_by_recording_stored; ALTER TABLE calls DROP COLUMN recording_stored_at; DELETE FROM schema_migrations WHERE version = 3")
