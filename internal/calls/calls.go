@@ -18,6 +18,18 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
+// The values a list of calls is filtered by, in the order forms show them.
+var (
+	Statuses = []string{string(switchboardv1.CallQueued), string(switchboardv1.CallInProgress),
+		string(switchboardv1.CallEnded), string(switchboardv1.CallFailed)}
+	Dispositions = []string{string(switchboardv1.DispositionAnswered), string(switchboardv1.DispositionAnsweringMachine),
+		string(switchboardv1.DispositionNoAnswer), string(switchboardv1.DispositionBusy), string(switchboardv1.DispositionRejected),
+		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
+		string(switchboardv1.DispositionCarrierFailure)}
+	Sources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceDashboard),
+		string(switchboardv1.SourceKubectl)}
+)
+
 // ErrNotFound: no call by that id in the organization, live or archived.
 var ErrNotFound = errors.New("call not found")
 

@@ -45,24 +45,13 @@ type callsData struct {
 	Sources      []string
 }
 
-var (
-	callStatuses = []string{string(switchboardv1.CallQueued), string(switchboardv1.CallInProgress),
-		string(switchboardv1.CallEnded), string(switchboardv1.CallFailed)}
-	callDispositions = []string{string(switchboardv1.DispositionAnswered), string(switchboardv1.DispositionAnsweringMachine),
-		string(switchboardv1.DispositionNoAnswer), string(switchboardv1.DispositionBusy), string(switchboardv1.DispositionRejected),
-		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
-		string(switchboardv1.DispositionCarrierFailure)}
-	callSources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceDashboard),
-		string(switchboardv1.SourceKubectl)}
-)
-
 // listCalls is the calls page: GET /v1/calls's query and list, newest
 // first, live and archived calls together.
 func (d *dashboard) listCalls(w http.ResponseWriter, r *http.Request) {
 	filter := r.URL.Query()
 	q, problems := d.callQuery(filter)
 	data := callsData{Filter: filter, Problems: problems, Live: filter.Get("cursor") == "", Self: r.URL.RequestURI(),
-		Statuses: callStatuses, Dispositions: callDispositions, Sources: callSources}
+		Statuses: calls.Statuses, Dispositions: calls.Dispositions, Sources: calls.Sources}
 	if len(problems) == 0 {
 		page, err := d.cfg.Calls.List(r.Context(), organization(r.Context()), q)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
@@ -22,17 +21,6 @@ type callList struct {
 	HasMore    bool            `json:"has_more"`
 	NextCursor *string         `json:"next_cursor"`
 }
-
-var (
-	callStatuses = []string{string(switchboardv1.CallQueued), string(switchboardv1.CallInProgress),
-		string(switchboardv1.CallEnded), string(switchboardv1.CallFailed)}
-	callDispositions = []string{string(switchboardv1.DispositionAnswered), string(switchboardv1.DispositionAnsweringMachine),
-		string(switchboardv1.DispositionNoAnswer), string(switchboardv1.DispositionBusy), string(switchboardv1.DispositionRejected),
-		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
-		string(switchboardv1.DispositionCarrierFailure)}
-	callSources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceKubectl),
-		string(switchboardv1.SourceDashboard)}
-)
 
 // listCalls implements GET /v1/calls: the organization's calls newest
 // first, live and archived together.
@@ -81,9 +69,9 @@ func decodeCallQuery(v url.Values, region string) (history.CallQuery, []Validati
 	if page.Cursor != "" {
 		q.After = decodeCallCursor(page.Cursor)
 	}
-	q.Status = d.queryEnum(v, "status", callStatuses)
-	q.Disposition = d.queryEnum(v, "disposition", callDispositions)
-	q.Source = d.queryEnum(v, "source", callSources)
+	q.Status = d.queryEnum(v, "status", calls.Statuses)
+	q.Disposition = d.queryEnum(v, "disposition", calls.Dispositions)
+	q.Source = d.queryEnum(v, "source", calls.Sources)
 	q.AgentID = d.queryAgentID(v)
 	q.ToNumber = d.queryPhone(v, "to_number", region)
 	q.CreatedAfter = d.queryTime(v, "created_after")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
@@ -85,7 +86,7 @@ func TestSDKCallOf(t *testing.T) {
 
 // Every status a call can have has an SDK call_status.
 func TestSDKStatuses(t *testing.T) {
-	for _, s := range callStatuses {
+	for _, s := range calls.Statuses {
 		if sdkStatuses[s] == "" {
 			t.Errorf("status %s has no call_status", s)
 		}
