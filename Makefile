@@ -72,7 +72,7 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 
 .PHONY: test
 test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 # The Node example receiver's dependencies, which its test runs against.
 hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
