@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
@@ -62,6 +63,7 @@ type flags struct {
 	sip            app.SIPOptions
 	historyDSN     string
 	callRetention  time.Duration
+	apiTimeout     time.Duration
 	recRetention   time.Duration
 	normalEvents   string // "auto": on with --dev
 	quota          quota.Limits
@@ -119,6 +121,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.webhooks.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", 16,
 		"Webhook attempts in flight to one endpoint, its test sends included (negative: no bound).")
 	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
+	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
 	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
 	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
@@ -188,7 +191,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer func() { _ = store.Close() }()
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		History: store, CallRetention: f.callRetention, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
+		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
 		Quota:        f.quota,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,

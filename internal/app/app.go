@@ -69,6 +69,9 @@ type Options struct {
 	SIP SIPOptions
 	// DefaultRegion reads numbers sent without "+".
 	DefaultRegion string
+	// APIRequestTimeout bounds a REST request's wait on the apiserver and
+	// the history store (httpapi.DefaultRequestTimeout when zero).
+	APIRequestTimeout time.Duration
 	// Reconcilers false runs only the REST API (a benchmark, say).
 	Reconcilers bool
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
@@ -270,7 +273,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
 		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
-		RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
+		RecordingFiles: files, DefaultRegion: opts.DefaultRegion, RequestTimeout: opts.APIRequestTimeout,
 		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap,
 			InFlight: opts.Webhooks.inFlight(), Lease: opts.Webhooks.lease()},
 		Log: opts.Log.WithName("api")}

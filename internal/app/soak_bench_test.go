@@ -87,7 +87,9 @@ type soak struct {
 func (s *soak) run(duration time.Duration, rate int, sample time.Duration) {
 	s.b.Logf("%8s %8s %9s %15s %9s %13s %9s %12s %10s %10s", "elapsed", "placed", "in-cluster",
 		"apiserver-RSS", "etcd-RSS", "operator-RSS", "Go-heap", "receiver-RSS", "store", "events")
-	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	// A timeout: a request the API does not answer is a failure, not a
+	// goroutine and a connection held for the rest of the run.
+	httpc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	sampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {

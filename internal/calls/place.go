@@ -69,6 +69,9 @@ type (
 	Unavailable struct {
 		Message string
 		Err     error
+		// Uncertain: the Call's create was sent and may have been applied
+		// though its answer never came (a deadline, a lost connection).
+		Uncertain bool
 	}
 )
 
@@ -115,7 +118,7 @@ func (p *Placer) admitted(ctx context.Context, ns string, req Request, callID st
 		return nil, p.dispatchFailed(ctx, call, err)
 	}
 	if err := p.create(ctx, call); err != nil {
-		return nil, &Unavailable{Message: "The call could not be queued; it is safe to retry.", Err: err}
+		return nil, createFailed("The call could not be queued; it is safe to retry.", err)
 	}
 	return &Placed{Call: call, FromNumber: agent.Spec.FromNumber}, nil
 }
@@ -176,9 +179,26 @@ func (p *Placer) recordFailedCall(ctx context.Context, call *switchboardv1.Call,
 	call.Annotations[switchboardv1.RefusalCodeAnnotation] = code
 	call.Annotations[switchboardv1.RefusalMessageAnnotation] = msg
 	if err := p.create(ctx, call); err != nil {
-		return &Unavailable{Message: "The call could not be recorded; it is safe to retry.", Err: err}
+		return createFailed("The call could not be recorded; it is safe to retry.", err)
 	}
 	return nil
+}
+
+// createFailed is the error of a create that did not succeed. Unless the
+// apiserver refused it outright (a 4xx other than a timeout), the Call may
+// exist: a retry without the request's Idempotency-Key could then place it
+// twice, so the message says to send one.
+func createFailed(msg string, err error) *Unavailable {
+	code := int32(0)
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code = status.Status().Code
+	}
+	if code >= 400 && code < 500 && code != 408 {
+		return &Unavailable{Message: msg, Err: err}
+	}
+	return &Unavailable{Err: err, Uncertain: true, Message: "The call could not be confirmed in time and may have been " +
+		"queued; retry with the same Idempotency-Key to get its outcome without placing it twice."}
 }
 
 func newCall(ns, id string, req Request) *switchboardv1.Call {

@@ -26,6 +26,11 @@ type IdempotencyKeys interface {
 	// was refused before any call was created), so that the key can be
 	// used again at once.
 	ReleaseIdempotencyKey(ctx context.Context, namespace, key, callID string) error
+	// LapseIdempotencyKey ends the lease of a claim whose request does not
+	// know whether it placed its call (the create was sent and its answer
+	// lost), keeping the call id and request hash: the next request with
+	// the key takes it over at once and places, or finds, that same call.
+	LapseIdempotencyKey(ctx context.Context, namespace, key, callID string) error
 	// DeleteIdempotencyKeysExpiredBefore removes the keys expired before t.
 	DeleteIdempotencyKeysExpiredBefore(ctx context.Context, t time.Time) (int64, error)
 }
@@ -80,6 +85,8 @@ UPDATE idempotency_keys SET status = $4, body = $5, lease_until = 0
 WHERE namespace = $1 AND key = $2 AND call_id = $3`
 
 const releaseKey = `DELETE FROM idempotency_keys WHERE namespace = $1 AND key = $2 AND call_id = $3 AND status = 0`
+
+const lapseKey = `UPDATE idempotency_keys SET lease_until = 0 WHERE namespace = $1 AND key = $2 AND call_id = $3 AND status = 0`
 
 const deleteExpiredKeys = `DELETE FROM idempotency_keys WHERE expires_at <= $1`
 
@@ -146,6 +153,13 @@ func (l idempotencyLog) CompleteIdempotencyKey(ctx context.Context, namespace, k
 func (l idempotencyLog) ReleaseIdempotencyKey(ctx context.Context, namespace, key, callID string) error {
 	if _, err := l.db.exec(ctx, releaseKey, namespace, key, callID); err != nil {
 		return fmt.Errorf("history: releasing an idempotency key: %w", err)
+	}
+	return nil
+}
+
+func (l idempotencyLog) LapseIdempotencyKey(ctx context.Context, namespace, key, callID string) error {
+	if _, err := l.db.exec(ctx, lapseKey, namespace, key, callID); err != nil {
+		return fmt.Errorf("history: ending the lease of an idempotency key: %w", err)
 	}
 	return nil
 }

@@ -59,6 +59,15 @@ func testIdempotencyKeyLifecycle(t *testing.T, b backend) {
 	if rec, claimed := claim(t, s, claimAt("org-a", "k2", "hash-2", "call_6", keyBase), keyBase); !claimed || rec.CallID != "call_6" {
 		t.Fatalf("a released key: claimed %v, %+v", claimed, rec)
 	}
+	// A lapsed claim is taken over at once, for the same call and body.
+	claim(t, s, claimAt("org-a", "k3", "hash-1", "call_7", keyBase), keyBase)
+	if err := s.LapseIdempotencyKey(ctx, "org-a", "k3", "call_7"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, claimed := claim(t, s, claimAt("org-a", "k3", "hash-1", "call_8", keyBase), keyBase); !claimed ||
+		rec.CallID != "call_7" || rec.RequestHash != "hash-1" {
+		t.Fatalf("a lapsed key: claimed %v, %+v", claimed, rec)
+	}
 }
 
 func testIdempotencyKeyTakeOverAndExpiry(t *testing.T, b backend) {

@@ -143,7 +143,9 @@ func (a *api) placementFailed(err error) reply {
 		return res
 	case errors.As(err, &unavailable):
 		a.cfg.Log.Error(unavailable.Err, "placing call")
-		return unavailableReply(unavailable.Message)
+		res := unavailableReply(unavailable.Message)
+		res.uncertain = unavailable.Uncertain
+		return res
 	}
 	a.cfg.Log.Error(err, "placing call")
 	return unavailableReply("The call could not be queued; it is safe to retry.")

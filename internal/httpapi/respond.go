@@ -51,6 +51,9 @@ type reply struct {
 	call *switchboardv1.Call
 	// retryAfter, when set, is sent as Retry-After (seconds).
 	retryAfter string
+	// uncertain: the call may have been created though this reply says it
+	// was not (idempotency.Response.Uncertain).
+	uncertain bool
 }
 
 func writeReply(w http.ResponseWriter, r reply) {
@@ -66,13 +69,14 @@ func (r reply) response() idempotency.Response {
 	if err != nil {
 		return idempotency.Response{Status: http.StatusInternalServerError, Body: []byte(`{"detail":"Internal Server Error"}` + "\n")}
 	}
-	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, RetryAfter: r.retryAfter}
+	return idempotency.Response{Status: r.status, Body: body, Placed: r.placed, Uncertain: r.uncertain,
+		RetryAfter: r.retryAfter}
 }
 
 // unavailableReply is 503: something Switchboard depends on did not
 // answer; msg says it is safe to retry.
 func unavailableReply(msg string) reply {
-	return reply{status: http.StatusServiceUnavailable, body: stringDetail{Detail: msg}}
+	return reply{status: http.StatusServiceUnavailable, body: stringDetail{Detail: msg}, retryAfter: "1"}
 }
 
 func errorReply(status int, d ErrorDetail) reply {

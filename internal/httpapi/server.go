@@ -58,8 +58,11 @@ type Config struct {
 	// Dashboard, if set, is served under /dashboard (its own sessions; no
 	// API key).
 	Dashboard http.Handler
-	Now       func() time.Time
-	Log       logr.Logger
+	// RequestTimeout bounds each request's wait on the apiserver and the
+	// history store (DefaultRequestTimeout when zero).
+	RequestTimeout time.Duration
+	Now            func() time.Time
+	Log            logr.Logger
 }
 
 // WebhookConfig configures the webhook-endpoint API.
@@ -97,7 +100,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Mount("/dashboard", cfg.Dashboard)
 	}
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(authenticate(cfg.Keys, cfg.Now))
+		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {
 			r.Post("/", a.createCall)
 			r.Get("/", a.listCalls)
@@ -110,7 +113,7 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	// The hosted service's SDK paths, under the same keys (compat.go).
 	r.Group(func(r chi.Router) {
-		r.Use(authenticate(cfg.Keys, cfg.Now))
+		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.Now))
 		a.sdkRoutes(r)
 	})
 	return r

@@ -62,6 +62,11 @@ type Response struct {
 	// created nothing (refused by validation, a limit, an unavailable
 	// store) releases the key, so that a retry runs afresh.
 	Placed bool
+	// Uncertain says that the request may have created its Call though it
+	// could not confirm it (the create was sent and its answer did not
+	// come in time). The key keeps its call id, and the next request with
+	// it takes over at once: it finds that call, or places it.
+	Uncertain bool
 	// RetryAfter is the Retry-After header of a response that is not kept
 	// (a limit's 429).
 	RetryAfter string
@@ -124,9 +129,12 @@ func (k *Keys) run(ctx context.Context, rec history.IdempotencyRecord, place fun
 	res := place(rec.CallID)
 	store := context.WithoutCancel(ctx)
 	var err error
-	if res.Placed {
+	switch {
+	case res.Placed:
 		err = k.Store.CompleteIdempotencyKey(store, rec.Namespace, rec.Key, rec.CallID, res.Status, res.Body)
-	} else {
+	case res.Uncertain:
+		err = k.Store.LapseIdempotencyKey(store, rec.Namespace, rec.Key, rec.CallID)
+	default:
 		err = k.Store.ReleaseIdempotencyKey(store, rec.Namespace, rec.Key, rec.CallID)
 	}
 	if err != nil && k.OnError != nil {

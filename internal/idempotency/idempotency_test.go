@@ -82,6 +82,33 @@ func TestNothingPlacedReleasesTheKey(t *testing.T) {
 	}
 }
 
+func TestUncertainOutcomeKeepsTheCallForTheRetry(t *testing.T) {
+	k, _ := keys(t)
+	ctx := context.Background()
+	var first string
+	unconfirmed := func(id string) idempotency.Response {
+		first = id
+		return idempotency.Response{Status: http.StatusServiceUnavailable, Body: []byte(`{}`), Uncertain: true}
+	}
+	if res, _, err := k.Do(ctx, "org", "k", []byte(`a`), unconfirmed); err != nil || res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	var retried string
+	res, replayed, err := k.Do(ctx, "org", "k", []byte(`a`), func(id string) idempotency.Response {
+		retried = id
+		return idempotency.Response{Status: http.StatusCreated, Placed: true}
+	})
+	if err != nil || replayed || res.Status != http.StatusCreated || retried != first {
+		t.Fatalf("the retry placed %q (first %q): %+v replayed=%v err=%v", retried, first, res, replayed, err)
+	}
+	if _, _, err := k.Do(ctx, "org", "k2", []byte(`a`), unconfirmed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := k.Do(ctx, "org", "k2", []byte(`b`), unconfirmed); !errors.Is(err, idempotency.ErrKeyReused) {
+		t.Fatalf("another body after an unconfirmed create: %v, want ErrKeyReused", err)
+	}
+}
+
 func TestValidKey(t *testing.T) {
 	for key, want := range map[string]bool{"a": true, "order-7/retry 2": true, "": false, "\t": false, "é": false,
 		string(make([]byte, 256)): false} {
