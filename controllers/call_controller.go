@@ -28,13 +28,13 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/analysis"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // CallReconciler moves Calls through their lifecycle on a carrier:

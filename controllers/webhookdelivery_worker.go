@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 const (

@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 const (

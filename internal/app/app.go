@@ -33,7 +33,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
@@ -45,6 +44,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // Options configure one Switchboard process.

@@ -16,9 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // contract sends requests to the running operator and checks each

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // slowAnswer is how long the noisy organization's receiver takes: just

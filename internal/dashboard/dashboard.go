@@ -26,9 +26,9 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
-	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // Prefix is where the dashboard is served.

@@ -13,8 +13,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // endpointRow is an endpoint with its health in words.

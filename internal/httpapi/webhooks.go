@@ -83,9 +83,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // The API writes endpoints, their generated Secrets and test deliveries,

@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
-	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // Bounds of an endpoint's fields; the WebhookEndpoint CRD enforces the same.

@@ -10,8 +10,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callview"
-	"github.com/switchboard-dev/switchboard/internal/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // Endpoint statuses.

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // Tested is the result of a test event: its delivery id and what the

@@ -3,7 +3,7 @@
 // has reached, the delivery of each (call, event, endpoint) with its stable
 // id, the body as of sending, the signing secrets of an endpoint, and what
 // an attempt's result does to a delivery. The HTTP side (signing, sending,
-// the address guard) is internal/webhook.
+// the address guard) is the parent package, webhook.
 package deliveries
 
 import (
