@@ -45,6 +45,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // Options configure one Switchboard process.
@@ -268,15 +269,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := httpapi.Config{Keys: keys, Directory: dir, Calls: book, Client: mgr.GetClient(),
-		Quota:       admission,
+	apiCfg := httpapi.Config{Keys: keys, Calls: book, Quota: admission,
+		Placer: &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
+			Dialer: dialer, Quota: admission},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
-		Deliveries: opts.History, WakeDeliveries: wakeDeliveries,
-		Live: mgr.GetAPIReader(), Numbers: numbers, Dialer: dialer, Recordings: store,
-		RecordingFiles: files, DefaultRegion: opts.DefaultRegion, RequestTimeout: opts.APIRequestTimeout,
-		Webhooks: httpapi.WebhookConfig{Sender: sender, Policy: policy, RotationOverlap: opts.Webhooks.RotationOverlap,
-			InFlight: opts.Webhooks.inFlight(), Lease: opts.Webhooks.lease()},
-		Log: opts.Log.WithName("api")}
+		Endpoints: &endpoints.Service{Directory: dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Quota: admission, DeliveryLog: opts.History, Wake: wakeDeliveries, Sender: sender, Policy: policy,
+			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
+			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
+		Recordings: store, RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
+		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")}
 	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
 		return nil, err
 	}
@@ -540,9 +542,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	return dashboard.New(dashboard.Config{Keys: api.Keys, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
-		Placer: &calls.Placer{Directory: api.Directory, Book: api.Calls, Client: api.Client, Numbers: api.Numbers,
-			Dialer: api.Dialer, Quota: api.Quota},
-		Endpoints:  api.EndpointService(),
+		Placer: api.Placer, Endpoints: api.Endpoints,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 }

@@ -97,7 +97,7 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
 	placement := *req
 	placement.Source = switchboardv1.SourceAPI
-	placed, err := a.placer().Place(ctx, ns, placement, callID)
+	placed, err := a.cfg.Placer.Place(ctx, ns, placement, callID)
 	if err != nil {
 		return a.placementFailed(err)
 	}
@@ -107,12 +107,6 @@ func (a *api) placeRequest(ctx context.Context, ns string, req *createCallReques
 		ToNumber: call.Spec.ToNumber, CreatedAt: callview.Timestamp(call.CreationTimestamp.Time),
 		FromNumber: ptr(placed.FromNumber),
 	}}
-}
-
-// placer places calls from the API, with source "api".
-func (a *api) placer() *calls.Placer {
-	return &calls.Placer{Directory: a.cfg.Directory, Book: a.cfg.Calls, Client: a.cfg.Client, Numbers: a.cfg.Numbers,
-		Dialer: a.cfg.Dialer, Quota: a.cfg.Quota}
 }
 
 // placementFailed is the reply for a call that was not placed: 429 for a

@@ -10,51 +10,38 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
-	"github.com/switchboard-dev/switchboard/internal/directory"
-	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
-	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
-// Config is what the API needs.
+// Config is what the API needs: the domain operations its handlers call
+// (built by the application's wiring, which hands the same ones to the
+// dashboard) and what it renders with.
 type Config struct {
-	Keys      *apikeys.Index
-	Directory *directory.Directory
+	Keys *apikeys.Index
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
-	// Quota admits each new call against its organization's limits.
+	// Placer places calls (POST /v1/calls and the SDK's create-phone-call).
+	Placer *calls.Placer
+	// Quota reports an organization's usage (GET /v1/concurrency).
 	Quota *quota.Admission
 	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
 	Stopper *calls.Stopper
 	// Idempotency runs a create-call request once per Idempotency-Key.
 	Idempotency *idempotency.Keys
-	// Deliveries is the webhook delivery log (the history store).
-	Deliveries history.DeliveryLog
-	// WakeDeliveries, if set, tells this process's delivery worker that a
-	// retry was asked for, or that a test send freed its slot.
-	WakeDeliveries func()
-	Client         client.Client // writes Calls, WebhookEndpoints, Secrets
-	// Live reads straight from the API server: signing Secrets, which the
-	// cache does not hold.
-	Live       client.Reader
-	Numbers    *numberlists.Index
-	Dialer     telephony.Dialer
+	// Endpoints is the webhook-endpoint and delivery-log operations.
+	Endpoints  *endpoints.Service
 	Recordings recording.Store
 	// RecordingFiles serves signed recording links under /recordings/; nil
 	// when the store serves its own links (S3).
 	RecordingFiles http.Handler
 	// DefaultRegion reads numbers sent without "+" (ISO 3166 code, e.g. US).
 	DefaultRegion string
-	// Webhooks is what the webhook-endpoint API needs.
-	Webhooks WebhookConfig
 	// Dashboard, if set, is served under /dashboard (its own sessions; no
 	// API key).
 	Dashboard http.Handler
@@ -63,21 +50,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	Now            func() time.Time
 	Log            logr.Logger
-}
-
-// WebhookConfig configures the webhook-endpoint API.
-type WebhookConfig struct {
-	// Sender sends test events (one attempt, no retries).
-	Sender *webhook.Sender
-	// Policy checks receiver URLs when endpoints are saved or tested.
-	Policy webhook.URLPolicy
-	// RotationOverlap is how long a rotated-out secret keeps signing.
-	RotationOverlap time.Duration
-	// InFlight bounds the attempts in flight per organization and
-	// endpoint, which test sends share with the delivery worker; Lease is
-	// how long a test send holds its slot at most (longer than it can take).
-	InFlight history.InFlightLimits
-	Lease    time.Duration
 }
 
 // NewRouter builds the API's handler.

@@ -145,25 +145,13 @@ func (a *api) webhookRoutes(r chi.Router) {
 	})
 }
 
-// endpoints is the endpoint operations, over the API's configuration.
-func (a *api) endpoints() *endpoints.Service { return a.cfg.EndpointService() }
-
-// EndpointService is the webhook-endpoint operations over this
-// configuration: the REST API's and the dashboard's alike.
-func (cfg Config) EndpointService() *endpoints.Service {
-	return &endpoints.Service{Directory: cfg.Directory, Client: cfg.Client, Live: cfg.Live, Quota: cfg.Quota,
-		DeliveryLog: cfg.Deliveries, Wake: cfg.WakeDeliveries, Sender: cfg.Webhooks.Sender,
-		Policy: cfg.Webhooks.Policy, RotationOverlap: cfg.Webhooks.RotationOverlap,
-		InFlight: cfg.Webhooks.InFlight, Lease: cfg.Webhooks.Lease, Now: cfg.Now, Log: cfg.Log}
-}
-
 type endpointKey struct{}
 
 // endpointCtx resolves {endpointID} in the caller's organization and puts
 // the endpoint in the request context, or answers 404/503 itself.
 func (a *api) endpointCtx(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ep, err := a.endpoints().Find(r.Context(), organization(r.Context()), chi.URLParam(r, "endpointID"))
+		ep, err := a.cfg.Endpoints.Find(r.Context(), organization(r.Context()), chi.URLParam(r, "endpointID"))
 		if err != nil {
 			a.endpointFailed(w, err)
 			return
@@ -266,7 +254,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ep, secret, err := a.endpoints().Create(r.Context(), organization(r.Context()), req)
+	ep, secret, err := a.cfg.Endpoints.Create(r.Context(), organization(r.Context()), req)
 	if err != nil {
 		a.savedEndpointFailed(w, req, err)
 		return
@@ -281,7 +269,7 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	items, err := a.endpoints().List(r.Context(), organization(r.Context()))
+	items, err := a.cfg.Endpoints.List(r.Context(), organization(r.Context()))
 	if err != nil {
 		a.endpointFailed(w, err)
 		return
@@ -314,7 +302,7 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	updated, err := a.endpoints().Update(r.Context(), endpointFrom(r.Context()), req)
+	updated, err := a.cfg.Endpoints.Update(r.Context(), endpointFrom(r.Context()), req)
 	if err != nil {
 		a.savedEndpointFailed(w, req, err)
 		return
@@ -323,7 +311,7 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := a.endpoints().Delete(r.Context(), endpointFrom(r.Context())); err != nil {
+	if err := a.cfg.Endpoints.Delete(r.Context(), endpointFrom(r.Context())); err != nil {
 		a.endpointFailed(w, err)
 		return
 	}
@@ -331,7 +319,7 @@ func (a *api) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
-	rotated, err := a.endpoints().Rotate(r.Context(), endpointFrom(r.Context()))
+	rotated, err := a.cfg.Endpoints.Rotate(r.Context(), endpointFrom(r.Context()))
 	if err != nil {
 		a.endpointFailed(w, err)
 		return
@@ -352,7 +340,7 @@ func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	tested, err := a.endpoints().Test(r.Context(), endpointFrom(r.Context()), kind)
+	tested, err := a.cfg.Endpoints.Test(r.Context(), endpointFrom(r.Context()), kind)
 	if err != nil {
 		a.endpointFailed(w, err)
 		return
@@ -367,7 +355,7 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	items, hasMore, err := a.endpoints().Deliveries(r.Context(), ep,
+	items, hasMore, err := a.cfg.Endpoints.Deliveries(r.Context(), ep,
 		endpoints.DeliveryFilter{Event: q.Event, Status: q.Status, Cursor: q.Cursor, Limit: q.Limit})
 	switch {
 	case errors.Is(err, endpoints.ErrUnknownCursor):
@@ -389,7 +377,7 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) getDelivery(w http.ResponseWriter, r *http.Request) {
 	ep := endpointFrom(r.Context())
-	d, err := a.endpoints().Delivery(r.Context(), ep, chi.URLParam(r, "deliveryID"))
+	d, err := a.cfg.Endpoints.Delivery(r.Context(), ep, chi.URLParam(r, "deliveryID"))
 	if err != nil {
 		a.endpointFailed(w, err)
 		return
@@ -401,7 +389,7 @@ func (a *api) getDelivery(w http.ResponseWriter, r *http.Request) {
 // does not use up the retry schedule.
 func (a *api) retryDelivery(w http.ResponseWriter, r *http.Request) {
 	ep := endpointFrom(r.Context())
-	d, err := a.endpoints().Retry(r.Context(), ep, chi.URLParam(r, "deliveryID"))
+	d, err := a.cfg.Endpoints.Retry(r.Context(), ep, chi.URLParam(r, "deliveryID"))
 	if err != nil {
 		a.endpointFailed(w, err)
 		return
