@@ -38,7 +38,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.Get(ctx, req.NamespacedName, &agent); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	patch := client.MergeFrom(agent.DeepCopy())
+	status := newStatusPatcher(r.Client, &agent)
 	id := directory.NormalizeAgentID(agent.ResolvedID())
 	agent.Status.AgentID = id
 	cond, err := r.readiness(ctx, &agent, id)
@@ -47,7 +47,8 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	apimeta.SetStatusCondition(&agent.Status.Conditions, cond)
 	agent.Status.ObservedGeneration = agent.Generation
-	return reconcile.Result{}, r.Status().Patch(ctx, &agent, patch)
+	_, err = status.patch(ctx, &agent)
+	return reconcile.Result{}, err
 }
 
 func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Agent, id string) (metav1.Condition, error) {

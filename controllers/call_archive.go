@@ -126,11 +126,11 @@ func (r *CallReconciler) archiveFailed(ctx context.Context, c *switchboardv1.Cal
 	}
 	r.Events.Eventf(c, nil, corev1.EventTypeWarning, "ArchiveFailed", "Archive",
 		"The call could not be written to the history store; it stays in the cluster until it is: %v", cause)
-	patch := client.MergeFrom(c.DeepCopy())
+	status := newStatusPatcher(r.Client, c)
 	apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: switchboardv1.ArchivedCondition,
 		Status: metav1.ConditionFalse, Reason: switchboardv1.ReasonStoreUnavailable, ObservedGeneration: c.Generation,
 		Message: "The history store could not be written; retrying: " + truncate(cause.Error(), 300)})
-	if perr := r.patchStatus(ctx, c, patch); perr != nil {
+	if perr := r.patchStatus(ctx, c, status); perr != nil {
 		return fmt.Errorf("%w (and reporting it: %v)", err, perr)
 	}
 	return err
@@ -143,11 +143,11 @@ func (r *CallReconciler) archiveRecovered(ctx context.Context, c *switchboardv1.
 	if cond == nil || cond.Status == metav1.ConditionTrue {
 		return nil
 	}
-	patch := client.MergeFrom(c.DeepCopy())
+	status := newStatusPatcher(r.Client, c)
 	apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: switchboardv1.ArchivedCondition,
 		Status: metav1.ConditionTrue, Reason: switchboardv1.ReasonArchived, ObservedGeneration: c.Generation,
 		Message: "The call is in the history store."})
-	if err := r.patchStatus(ctx, c, patch); err != nil {
+	if err := r.patchStatus(ctx, c, status); err != nil {
 		return err
 	}
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Archived", "Archive", "The call is in the history store.")

@@ -99,10 +99,8 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if done && len(deliveries.Unemitted(&call)) == 0 {
 		return r.archive(ctx, &call)
 	}
-	// A merge patch without optimistic locking: each step is idempotent, so
-	// redoing one from a stale cache read writes the same values again.
 	before := call.DeepCopy()
-	patch := client.MergeFrom(before)
+	status := newStatusPatcher(r.Client, &call)
 	var result reconcile.Result
 	var err error
 	if !done {
@@ -115,7 +113,7 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	queued, emitErr := r.emitEvents(ctx, &call)
 	err = errors.Join(err, emitErr)
 	call.Status.ObservedGeneration = call.Generation
-	if perr := r.patchStatus(ctx, &call, patch); perr != nil {
+	if perr := r.patchStatus(ctx, &call, status); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
 	}
 	observeTransition(before, &call)
@@ -133,17 +131,14 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return result, err
 }
 
-// patchStatus writes the status unless nothing changed (a ringing call
-// checked again), sparing the apiserver a request per check.
-func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call, patch client.Patch) error {
-	if data, err := patch.Data(c); err == nil && string(data) == "{}" {
-		return nil
+// patchStatus writes the status unless nothing changed, and remembers the
+// version written so that a stale cache read of it is not reconciled.
+func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call, status *statusPatcher) error {
+	wrote, err := status.patch(ctx, c)
+	if wrote {
+		r.writes.record(c)
 	}
-	if err := r.Status().Patch(ctx, c, patch); err != nil {
-		return err
-	}
-	r.writes.record(c)
-	return nil
+	return err
 }
 
 // finished: final and nothing left to do after the end.

@@ -31,7 +31,7 @@ func (r *NumberListReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.Get(ctx, req.NamespacedName, &list); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	patch := client.MergeFrom(list.DeepCopy())
+	status := newStatusPatcher(r.Client, &list)
 	list.Status.Entries = len(list.Spec.Numbers) + len(list.Spec.Prefixes)
 	list.Status.ObservedGeneration = list.Generation
 	apimeta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
@@ -39,7 +39,8 @@ func (r *NumberListReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		Message:            fmt.Sprintf("%d entries apply to every call of namespace %s.", list.Status.Entries, list.Namespace),
 		ObservedGeneration: list.Generation,
 	})
-	return reconcile.Result{}, r.Status().Patch(ctx, &list, patch)
+	_, err := status.patch(ctx, &list)
+	return reconcile.Result{}, err
 }
 
 // SetupWithManager registers the reconciler.

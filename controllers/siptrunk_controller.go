@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +112,9 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if trunk.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
+	// The whole status: a diff would leave out activeCalls and queuedCalls
+	// while they stay 0, and `kubectl get` would show a new trunk's as blanks.
+	status := newWholeStatusPatcher(r.Client, &trunk)
 	before := trunk.Status.DeepCopy()
 	result, err := r.reconcileHealth(ctx, &trunk)
 	if err != nil {
@@ -123,22 +124,8 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	trunk.Status.ObservedGeneration = trunk.Generation
 	r.announce(&trunk, before)
 	reportReady(&trunk)
-	if equality.Semantic.DeepEqual(before, &trunk.Status) {
-		return result, nil
-	}
-	return result, r.patchStatus(ctx, &trunk)
-}
-
-// patchStatus writes the whole status as a merge patch. A diff against
-// the old status would leave out activeCalls and queuedCalls while they
-// stay 0, and `kubectl get` would then show blanks instead of 0 for a new
-// trunk.
-func (r *SIPTrunkReconciler) patchStatus(ctx context.Context, trunk *switchboardv1.SIPTrunk) error {
-	body, err := json.Marshal(map[string]any{"status": trunk.Status})
-	if err != nil {
-		return err
-	}
-	return r.Status().Patch(ctx, trunk, client.RawPatch(types.MergePatchType, body))
+	_, err = status.patch(ctx, &trunk)
+	return result, err
 }
 
 // reconcileHealth resolves the trunk and probes it when due. A

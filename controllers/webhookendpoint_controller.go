@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,8 +85,7 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 	if ep.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	before := ep.Status.DeepCopy()
-	patch := client.MergeFrom(ep.DeepCopy())
+	status := newStatusPatcher(r.Client, &ep)
 	result := reconcile.Result{RequeueAfter: recheckInterval}
 	if r.needsCheck(&ep) {
 		if err := r.checkConfig(ctx, &ep); err != nil {
@@ -108,10 +106,8 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.disableIfFailingTooLong(ctx, &ep); err != nil {
 		return reconcile.Result{}, err
 	}
-	if equality.Semantic.DeepEqual(before, &ep.Status) {
-		return result, nil
-	}
-	return result, r.Status().Patch(ctx, &ep, patch)
+	_, err := status.patch(ctx, &ep)
+	return result, err
 }
 
 func readyReason(ep *switchboardv1.WebhookEndpoint) string {
