@@ -269,20 +269,15 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	items, err := a.cfg.Endpoints.List(r.Context(), organization(r.Context()))
-	if err != nil {
+	items, hasMore, err := a.cfg.Endpoints.Page(r.Context(), organization(r.Context()), page.Cursor, page.Limit)
+	switch {
+	case errors.Is(err, endpoints.ErrUnknownCursor):
+		writeValidation(w, []ValidationItem{unknownCursor(page.Cursor)})
+		return
+	case err != nil:
 		a.endpointFailed(w, err)
 		return
 	}
-	if page.Cursor != "" {
-		i := indexOf(items, func(ep *switchboardv1.WebhookEndpoint) bool { return ep.ResolvedID() == page.Cursor })
-		if i < 0 {
-			writeValidation(w, []ValidationItem{unknownCursor(page.Cursor)})
-			return
-		}
-		items = items[i+1:]
-	}
-	items, hasMore := firstPage(items, page.Limit)
 	out := endpointPage{Data: make([]endpointView, len(items)), HasMore: hasMore}
 	for i := range items {
 		out.Data[i] = renderEndpoint(&items[i])
@@ -395,21 +390,4 @@ func (a *api) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, renderDelivery(d, ep.ResolvedID()))
-}
-
-// firstPage cuts items to limit and reports whether more follow.
-func firstPage[T any](items []T, limit int) ([]T, bool) {
-	if len(items) > limit {
-		return items[:limit], true
-	}
-	return items, false
-}
-
-func indexOf[T any](items []T, match func(*T) bool) int {
-	for i := range items {
-		if match(&items[i]) {
-			return i
-		}
-	}
-	return -1
 }

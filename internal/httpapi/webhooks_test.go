@@ -391,13 +391,6 @@ func TestDeliveryOrder(t *testing.T) {
 			}
 		}
 	}
-	page, more := firstPage(ds, 2)
-	if len(page) != 2 || !more {
-		t.Fatalf("firstPage(3 items, 2) = %d, %v", len(page), more)
-	}
-	if page, more = firstPage(ds, 3); len(page) != 3 || more {
-		t.Fatalf("firstPage(3 items, 3) = %d, %v", len(page), more)
-	}
 }
 
 // Ids that cannot be endpoint ids are 404 before any lookup (the directory

@@ -125,7 +125,8 @@ func (s *Service) recordTest(ctx context.Context, d *switchboardv1.WebhookDelive
 	}
 }
 
-// ErrUnknownCursor: a page's cursor names no delivery of the endpoint.
+// ErrUnknownCursor: a page's cursor names no endpoint of the organization,
+// or no delivery of the endpoint.
 var ErrUnknownCursor = errors.New("unknown cursor")
 
 // DeliveryFilter selects a page of an endpoint's delivery log.

@@ -169,6 +169,29 @@ func (s *Service) List(ctx context.Context, namespace string) ([]switchboardv1.W
 	return items, nil
 }
 
+// Page returns the namespace's endpoints after the one whose id is
+// cursor (from the first when cursor is empty), at most limit of them,
+// oldest first, and whether more follow. A cursor naming no endpoint of
+// the namespace is ErrUnknownCursor.
+func (s *Service) Page(ctx context.Context, namespace, cursor string, limit int) (
+	[]switchboardv1.WebhookEndpoint, bool, error) {
+	items, err := s.List(ctx, namespace)
+	if err != nil {
+		return nil, false, err
+	}
+	if cursor != "" {
+		i := slices.IndexFunc(items, func(ep switchboardv1.WebhookEndpoint) bool { return ep.ResolvedID() == cursor })
+		if i < 0 {
+			return nil, false, ErrUnknownCursor
+		}
+		items = items[i+1:]
+	}
+	if len(items) > limit {
+		return items[:limit], true, nil
+	}
+	return items, false, nil
+}
+
 // SortOldestFirst orders endpoints oldest first; the id breaks ties, as
 // creation times have second precision.
 func SortOldestFirst(eps []switchboardv1.WebhookEndpoint) {
