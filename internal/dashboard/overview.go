@@ -73,7 +73,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
 	now := d.cfg.Now().UTC()
 	since := now.Add(-24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
-	cs, capped, err := d.recentCalls(ctx, ns, since.Add(-time.Nanosecond))
+	cs, capped, err := d.cfg.Calls.Since(ctx, ns, since.Add(-time.Nanosecond), overviewCallCap)
 	if err != nil {
 		d.unavailable(w, r, err, "The calls could not be listed")
 		return
@@ -85,28 +85,6 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	data.Deliveries, data.DeliveryRate = d.deliveryRate(ctx, ns, now.Add(-24*time.Hour))
 	d.render(w, r, http.StatusOK, "overview.html", page{Title: "Overview", Nav: "overview", Data: data})
-}
-
-// recentCalls reads the calls created after since, through the list
-// operation of GET /v1/calls, page by page.
-func (d *dashboard) recentCalls(ctx context.Context, ns string, since time.Time) ([]switchboardv1.Call, bool, error) {
-	var out []switchboardv1.Call
-	q := history.CallQuery{CreatedAfter: since, Limit: 1000}
-	for {
-		page, err := d.cfg.Calls.List(ctx, ns, q)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, page.Calls...)
-		if !page.More {
-			return out, false, nil
-		}
-		if len(out) >= overviewCallCap {
-			return out, true, nil
-		}
-		after := history.KeyOf(&page.Calls[len(page.Calls)-1])
-		q.After = &after
-	}
 }
 
 func summarize(cs []switchboardv1.Call, since time.Time) overviewData {
@@ -178,24 +156,10 @@ func drawChart(counts [24][5]int, since time.Time) chart {
 // deliveryRate is the share of the last day's finished deliveries that
 // succeeded (the newest 1000).
 func (d *dashboard) deliveryRate(ctx context.Context, ns string, since time.Time) (int, string) {
-	ds, err := d.cfg.Endpoints.DeliveryLog.ListDeliveries(ctx, ns, history.DeliveryQuery{Limit: 1000})
+	done, ok, err := d.cfg.Endpoints.Outcomes(ctx, ns, since)
 	if err != nil {
 		d.cfg.Log.Error(err, "listing deliveries for the overview")
 		return 0, "—"
-	}
-	var done, ok int
-	for i := range ds {
-		dl := &ds[i]
-		if dl.CreationTimestamp.Time.Before(since) || dl.Spec.Event == "test" {
-			continue
-		}
-		switch dl.CurrentPhase() {
-		case switchboardv1.DeliverySucceeded:
-			done++
-			ok++
-		case switchboardv1.DeliveryFailed:
-			done++
-		}
 	}
 	if done == 0 {
 		return 0, "—"

@@ -165,6 +165,30 @@ func (s *Service) Deliveries(ctx context.Context, ep *switchboardv1.WebhookEndpo
 	return items, false, nil
 }
 
+// Outcomes counts the finished deliveries of namespace's events created
+// after since, and those of them that succeeded, among its newest 1000
+// deliveries; test sends do not count.
+func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Time) (finished, succeeded int, err error) {
+	ds, err := s.DeliveryLog.ListDeliveries(ctx, namespace, history.DeliveryQuery{Limit: 1000})
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := range ds {
+		d := &ds[i]
+		if d.CreationTimestamp.Time.Before(since) || d.Spec.Event == webhook.EventTest {
+			continue
+		}
+		switch d.CurrentPhase() {
+		case switchboardv1.DeliverySucceeded:
+			finished++
+			succeeded++
+		case switchboardv1.DeliveryFailed:
+			finished++
+		}
+	}
+	return finished, succeeded, nil
+}
+
 // CallDeliveries returns the newest deliveries (at most limit) of the
 // events of the call whose resource name is callName, to any endpoint.
 func (s *Service) CallDeliveries(ctx context.Context, namespace, callName string, limit int) (
