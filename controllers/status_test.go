@@ -14,8 +14,8 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
-// statusClient is a fake client holding obj that keeps the body of every
-// status patch it is sent.
+// statusClient is a fake client holding obj, read back into obj as stored,
+// that keeps the body of every status patch it is sent.
 func statusClient(t *testing.T, obj client.Object) (client.Client, *[]string) {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -33,6 +33,9 @@ func statusClient(t *testing.T, obj client.Object) (client.Client, *[]string) {
 			sent = append(sent, string(data))
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		}}).Build()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
 	return c, &sent
 }
 
@@ -40,9 +43,6 @@ func TestStatusPatcherWritesChangesOnce(t *testing.T) {
 	list := &switchboardv1.NumberList{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "dnc"}}
 	c, sent := statusClient(t, list)
 	ctx := context.Background()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(list), list); err != nil {
-		t.Fatal(err)
-	}
 
 	p := newStatusPatcher(c, list)
 	list.Spec.Numbers = []string{"+15550100"} // not status: not written
@@ -68,9 +68,6 @@ func TestWholeStatusPatcherSendsZeroes(t *testing.T) {
 	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "carrier"}}
 	c, sent := statusClient(t, trunk)
 	ctx := context.Background()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(trunk), trunk); err != nil {
-		t.Fatal(err)
-	}
 	p := newWholeStatusPatcher(c, trunk)
 	trunk.Status.ObservedGeneration = 1
 	if wrote, err := p.patch(ctx, trunk); !wrote || err != nil {
