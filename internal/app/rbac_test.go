@@ -75,7 +75,7 @@ func TestManagerHoldsNoSecretsOutsideOrganizations(t *testing.T) {
 	}
 	expectForbidden(g, manager.List(ctx, &corev1.SecretList{}), "list Secrets across the cluster")
 
-	org := newOrgNamespace(t, "org-")
+	org := controlPlane.NewOrganization(t, "org-")
 	ours := opaqueSecret(org)
 	g.Expect(manager.Create(ctx, ours)).To(Succeed())
 	g.Expect(manager.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
@@ -131,7 +131,7 @@ func TestOrganizationWithoutRoleBinding(t *testing.T) {
 	newOrg(t) // another organization's key is served meanwhile (newOrg waits for it)
 	g.Expect(do(t, "GET", "/v1/calls/call_0", key, nil).status).To(Equal(http.StatusUnauthorized))
 
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
+	g.Expect(devenv.AddOrganization(ctx, k8s, controlPlane.RBACDir, ns.Name)).To(Succeed())
 	g.Eventually(func() int { return do(t, "GET", "/v1/calls/call_0", key, nil).status }, 45*time.Second, 100*time.Millisecond).
 		Should(Equal(http.StatusNotFound), "the key is served once the RoleBinding exists")
 }
@@ -182,7 +182,7 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
 	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
 
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns)).To(Succeed())
+	g.Expect(devenv.AddOrganization(ctx, k8s, controlPlane.RBACDir, ns)).To(Succeed())
 	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 20*time.Second, 50*time.Millisecond).
 		ShouldNot(HaveField("Reason", switchboardv1.ReasonSecretAccessDenied), "the trunk reads its credentials")
 	g.Eventually(readyOf(ep, &ep.Status.Conditions), 45*time.Second, 100*time.Millisecond).

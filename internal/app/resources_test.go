@@ -137,7 +137,7 @@ func (k *kubectlCLI) apply(t *testing.T, ns, manifest string) kubectlResult {
 // resNamespace creates a fresh organization namespace without a key.
 func resNamespace(t *testing.T) string {
 	t.Helper()
-	return newOrgNamespace(t, "res-")
+	return controlPlane.NewOrganization(t, "res-")
 }
 
 // resCallResource creates a Call the way a platform team does: a resource

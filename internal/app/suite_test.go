@@ -31,15 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
-	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -60,12 +58,11 @@ var receiverTLS = func() *tls.Config {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }()
 
-// rbacDir holds the roles the manager runs with (config/rbac).
-var rbacDir = filepath.Join("..", "..", "config", "rbac")
-
 var (
-	restConfig *rest.Config  // the cluster's administrator
-	k8s        client.Client // not cached: what the cluster really holds
+	// controlPlane is the suite's kube-apiserver and etcd.
+	controlPlane *testsupport.ControlPlane
+	restConfig   *rest.Config  // the cluster's administrator
+	k8s          client.Client // not cached: what the cluster really holds
 	// managerConfig is Switchboard's identity: its service account, bound
 	// to the roles of config/rbac and nothing else.
 	managerConfig *rest.Config
@@ -80,36 +77,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(receiverProcessEnv) != "" {
 		os.Exit(serveReceiverProcess())
 	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test`, which builds the envtest binaries (hack/setup-envtest.sh).")
-		os.Exit(1)
-	}
 	os.Exit(runSuite(m))
 }
 
 func runSuite(m *testing.M) int {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	cfg, err := env.Start()
+	cp, err := testsupport.StartControlPlane(filepath.Join("..", ".."), app.NewScheme())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	// No client-side throttling: the benchmark measures the server side.
-	cfg.QPS, cfg.Burst = -1, 0
-	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if managerConfig, err = managerIdentity(env, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "the manager's identity:", err)
-		return 1
-	}
+	defer func() { _ = cp.Stop() }()
+	controlPlane, restConfig, k8s, managerConfig = cp, cp.Admin, cp.Client, cp.Manager
 	dir, err := os.MkdirTemp("", "switchboard-recordings-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -134,19 +112,6 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { operator.stop() }() // the restart test replaces it
 	return m.Run()
-}
-
-// managerIdentity installs the roles of config/rbac as a deployment does and
-// returns the config of the service account they are bound to.
-func managerIdentity(env *envtest.Environment, admin *rest.Config) (*rest.Config, error) {
-	if err := devenv.InstallRBAC(context.Background(), k8s, rbacDir); err != nil {
-		return nil, err
-	}
-	user, err := env.AddUser(devenv.ManagerUser, admin)
-	if err != nil {
-		return nil, err
-	}
-	return user.Config(), nil
 }
 
 // runningOperator is one Switchboard process.
@@ -269,23 +234,11 @@ const agentFrom = "+14155550100"
 // requires customer_name and extracts three fields.
 func newOrg(t testing.TB) *org {
 	t.Helper()
-	ns := newOrgNamespace(t, "org-")
+	ns := controlPlane.NewOrganization(t, "org-")
 	o := &org{ns: ns, key: createKey(t, ns, "")}
 	o.agent = createAgent(t, ns, "reminder", func(s *switchboardv1.AgentSpec) {})
 	o.agentID = o.agent.ResolvedID()
 	return o
-}
-
-// newOrgNamespace creates a namespace and makes it an organization, as a
-// platform team does (config/rbac/organization).
-func newOrgNamespace(t testing.TB, prefix string) string {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
-	return ns.Name
 }
 
 // createKey stores an API key Secret; expiresAt is an RFC 3339 time or "".
