@@ -6,12 +6,9 @@ package app_test
 // reconcilers report on Agents, NumberLists and Calls.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,8 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -38,101 +33,6 @@ const (
 
 // sampleAgentID is the agent id pinned by config/samples.
 const sampleAgentID = "7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f"
-
-// kubectlCLI runs the real kubectl binary of the envtest assets against the
-// test API server, as a cluster admin.
-type kubectlCLI struct {
-	bin        string
-	kubeconfig string
-	cacheDir   string
-}
-
-// newKubectlCLI writes an admin kubeconfig for the test API server built
-// from restConfig, into a temporary folder of t.
-func newKubectlCLI(t *testing.T) *kubectlCLI {
-	t.Helper()
-	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no kubectl in KUBEBUILDER_ASSETS: %v", err)
-	}
-	dir := t.TempDir()
-	server := restConfig.Host
-	if !strings.Contains(server, "://") {
-		server = "https://" + server
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server,
-		CertificateAuthorityData: restConfig.CAData, CertificateAuthority: restConfig.CAFile}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: restConfig.CertData, ClientKeyData: restConfig.KeyData,
-		ClientCertificate: restConfig.CertFile, ClientKey: restConfig.KeyFile, Token: restConfig.BearerToken}
-	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	cfg.CurrentContext = "envtest"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatalf("writing kubeconfig: %v", err)
-	}
-	return &kubectlCLI{bin: bin, kubeconfig: path, cacheDir: filepath.Join(dir, "cache")}
-}
-
-// kubectlResult is one kubectl invocation.
-type kubectlResult struct {
-	args           []string
-	stdout, stderr string
-	exitCode       int
-}
-
-func (r kubectlResult) String() string {
-	return "kubectl " + strings.Join(r.args, " ") + "\n--- stdout:\n" + r.stdout + "--- stderr:\n" + r.stderr
-}
-
-// run executes kubectl with args and returns what it printed and its exit code.
-func (k *kubectlCLI) run(t *testing.T, args ...string) kubectlResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	full := append([]string{"--cache-dir=" + k.cacheDir, "--request-timeout=20s"}, args...)
-	cmd := exec.CommandContext(ctx, k.bin, full...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := kubectlResult{args: args, stdout: stdout.String(), stderr: stderr.String()}
-	if err != nil {
-		exitErr, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("running kubectl %v: %v", args, err)
-		}
-		res.exitCode = exitErr.ExitCode()
-	}
-	return res
-}
-
-// mustRun runs kubectl and fails t unless it exits 0.
-func (k *kubectlCLI) mustRun(t *testing.T, args ...string) kubectlResult {
-	t.Helper()
-	res := k.run(t, args...)
-	if res.exitCode != 0 {
-		t.Fatalf("exit code %d:\n%s", res.exitCode, res)
-	}
-	return res
-}
-
-// apply writes manifest to a file and runs `kubectl apply -n ns -f file`.
-func (k *kubectlCLI) apply(t *testing.T, ns, manifest string) kubectlResult {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "manifest-*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(manifest); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return k.run(t, "apply", "-n", ns, "-f", f.Name())
-}
 
 // resNamespace creates a fresh organization namespace without a key.
 func resNamespace(t *testing.T) string {
@@ -197,7 +97,7 @@ func resExpectAbsent(t *testing.T, obj client.Object, ns, name string) {
 // --- 1. CRD validation at apply time ---------------------------------------
 
 func TestKubectlApplyRejectsInvalidResources(t *testing.T) {
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	ns := resNamespace(t)
 	tests := []struct {
 		name     string
@@ -290,12 +190,12 @@ spec:
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := NewWithT(t)
-			res := kc.apply(t, ns, tt.manifest)
-			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tt.name, res)
-			t.Logf("kubectl apply: exit %d: %s", res.exitCode, strings.TrimSpace(res.stderr))
-			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
+			res := kc.Apply(t, ns, tt.manifest)
+			g.Expect(res.ExitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tt.name, res)
+			t.Logf("kubectl apply: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+			g.Expect(res.Stderr).To(ContainSubstring("is invalid"), res.String())
 			for _, w := range tt.want {
-				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
+				g.Expect(res.Stderr).To(ContainSubstring(w), res.String())
 			}
 			resExpectAbsent(t, tt.obj, ns, tt.name)
 		})
@@ -304,7 +204,7 @@ spec:
 
 func TestKubectlApplyCallSpecIsImmutable(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	o := newOrg(t)
 	manifest := func(to, labels string) string {
 		return `apiVersion: switchboard.dev/v1alpha1
@@ -318,37 +218,37 @@ spec:
     customer_name: Ada
 `
 	}
-	res := kc.apply(t, o.ns, manifest("+14155551234", ""))
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	g.Expect(res.stdout).To(ContainSubstring("call.switchboard.dev/trunk-check created"))
+	res := kc.Apply(t, o.ns, manifest("+14155551234", ""))
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	g.Expect(res.Stdout).To(ContainSubstring("call.switchboard.dev/trunk-check created"))
 
 	// Re-applying the same file, or changing only metadata, is fine:
 	// `self == oldSelf` must hold for the defaulted spec.
-	res = kc.apply(t, o.ns, manifest("+14155551234", ""))
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	g.Expect(res.stdout).To(ContainSubstring("unchanged"))
-	res = kc.apply(t, o.ns, manifest("+14155551234", "\n  labels:\n    team: platform"))
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	g.Expect(res.stdout).To(ContainSubstring("configured"))
+	res = kc.Apply(t, o.ns, manifest("+14155551234", ""))
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	g.Expect(res.Stdout).To(ContainSubstring("unchanged"))
+	res = kc.Apply(t, o.ns, manifest("+14155551234", "\n  labels:\n    team: platform"))
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	g.Expect(res.Stdout).To(ContainSubstring("configured"))
 
 	// Changing the spec is refused with the rule's message.
-	res = kc.apply(t, o.ns, manifest("+14155559876", "\n  labels:\n    team: platform"))
-	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply changed a Call's spec:\n%s", res)
-	g.Expect(res.stderr).To(ContainSubstring(`Call "trunk-check" is invalid`), res.String())
-	g.Expect(res.stderr).To(ContainSubstring("spec"), res.String())
-	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed (only spec.stop can be set); create a new Call instead"), res.String())
+	res = kc.Apply(t, o.ns, manifest("+14155559876", "\n  labels:\n    team: platform"))
+	g.Expect(res.ExitCode).NotTo(BeZero(), "kubectl apply changed a Call's spec:\n%s", res)
+	g.Expect(res.Stderr).To(ContainSubstring(`Call "trunk-check" is invalid`), res.String())
+	g.Expect(res.Stderr).To(ContainSubstring("spec"), res.String())
+	g.Expect(res.Stderr).To(ContainSubstring("a Call's spec cannot be changed (only spec.stop can be set); create a new Call instead"), res.String())
 
 	// So is changing the variables alone (schemaless, compared as a whole).
-	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"variables":{"customer_name":"Bob"}}}`)
-	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl patch changed a Call's variables:\n%s", res)
-	g.Expect(res.stderr).To(ContainSubstring("a Call's spec cannot be changed"), res.String())
+	res = kc.Run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"variables":{"customer_name":"Bob"}}}`)
+	g.Expect(res.ExitCode).NotTo(BeZero(), "kubectl patch changed a Call's variables:\n%s", res)
+	g.Expect(res.Stderr).To(ContainSubstring("a Call's spec cannot be changed"), res.String())
 
 	// spec.stop is the one field that can be set, and it cannot be unset.
-	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":true}}`)
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	res = kc.run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":false}}`)
-	g.Expect(res.exitCode).NotTo(BeZero(), "kubectl patch unset spec.stop:\n%s", res)
-	g.Expect(res.stderr).To(ContainSubstring("spec.stop cannot be unset"), res.String())
+	res = kc.Run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":true}}`)
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	res = kc.Run(t, "-n", o.ns, "patch", "call", "trunk-check", "--type", "merge", "-p", `{"spec":{"stop":false}}`)
+	g.Expect(res.ExitCode).NotTo(BeZero(), "kubectl patch unset spec.stop:\n%s", res)
+	g.Expect(res.Stderr).To(ContainSubstring("spec.stop cannot be unset"), res.String())
 
 	var c switchboardv1.Call
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: o.ns, Name: "trunk-check"}, &c)).To(Succeed())
@@ -359,9 +259,9 @@ spec:
 
 func TestKubectlApplyValidAgentGetsDefaults(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	ns := resNamespace(t)
-	res := kc.apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+	res := kc.Apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
 kind: Agent
 metadata:
   name: minimal
@@ -371,11 +271,11 @@ spec:
   - name: confirmed
     type: boolean
 `)
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	g.Expect(res.stdout).To(ContainSubstring("agent.switchboard.dev/minimal created"))
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	g.Expect(res.Stdout).To(ContainSubstring("agent.switchboard.dev/minimal created"))
 
-	out := kc.mustRun(t, "get", "agent", "minimal", "-n", ns, "-o", "jsonpath={.spec.active} {.spec.outbound}")
-	g.Expect(out.stdout).To(Equal("true true"))
+	out := kc.MustRun(t, "get", "agent", "minimal", "-n", ns, "-o", "jsonpath={.spec.active} {.spec.outbound}")
+	g.Expect(out.Stdout).To(Equal("true true"))
 	var a switchboardv1.Agent
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "minimal"}, &a)).To(Succeed())
 	g.Expect(a.Spec.Active).To(HaveValue(BeTrue()))
@@ -383,7 +283,7 @@ spec:
 
 	// The printed table shows the agent ready, with its resolved id.
 	g.Eventually(func() string {
-		return kc.mustRun(t, "get", "agents", "-n", ns).stdout
+		return kc.MustRun(t, "get", "agents", "-n", ns).Stdout
 	}, resWait, resPoll).Should(MatchRegexp(`(?m)^minimal\s+` + string(a.UID) + `\s+\+14155550100\s+true\s+true\s+True\s+\S+\s*$`))
 }
 
@@ -391,13 +291,13 @@ spec:
 
 func TestKubectlGetCallsShowsColumns(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	o := newOrg(t)
 	id := o.createCall(t, "+14155551234", nil)
 	o.waitAnalyzed(t, id)
 	name := "call-" + strings.TrimPrefix(id, "call_")
 
-	out := kc.mustRun(t, "get", "calls", "-n", o.ns).stdout
+	out := kc.MustRun(t, "get", "calls", "-n", o.ns).Stdout
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	g.Expect(lines).To(HaveLen(2), out)
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s*$`), out)
@@ -407,14 +307,14 @@ func TestKubectlGetCallsShowsColumns(t *testing.T) {
 		testTimings.Talk.Round(time.Second).String()}), out)
 
 	// -o wide adds source, reason and error.
-	wide := kc.mustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").stdout
+	wide := kc.MustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").Stdout
 	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s*$`), wide)
 	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s*$`), wide)
 }
 
 func TestKubectlGetSwitchboardCategory(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	o := newOrg(t)
 	list := &switchboardv1.NumberList{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "do-not-call"},
 		Spec: switchboardv1.NumberListSpec{Type: switchboardv1.DoNotCall, Numbers: []string{"+14155550199"}}}
@@ -422,7 +322,7 @@ func TestKubectlGetSwitchboardCategory(t *testing.T) {
 	id := o.createCall(t, "+14155551234", nil)
 	name := "call-" + strings.TrimPrefix(id, "call_")
 
-	out := kc.mustRun(t, "get", "switchboard", "-n", o.ns).stdout
+	out := kc.MustRun(t, "get", "switchboard", "-n", o.ns).Stdout
 	g.Expect(out).To(ContainSubstring("agent.switchboard.dev/reminder"), out)
 	g.Expect(out).To(ContainSubstring("call.switchboard.dev/"+name), out)
 	g.Expect(out).To(ContainSubstring("numberlist.switchboard.dev/do-not-call"), out)
@@ -436,7 +336,7 @@ func TestKubectlGetSwitchboardCategory(t *testing.T) {
 
 func TestKubectlDescribeCallShowsEvents(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	o := newOrg(t)
 	id := o.createCall(t, "+14155551234", nil)
 	o.waitAnalyzed(t, id)
@@ -444,7 +344,7 @@ func TestKubectlDescribeCallShowsEvents(t *testing.T) {
 
 	var out string
 	g.Eventually(func(g Gomega) {
-		out = kc.mustRun(t, "describe", "call", name, "-n", o.ns).stdout
+		out = kc.MustRun(t, "describe", "call", name, "-n", o.ns).Stdout
 		g.Expect(out).To(MatchRegexp(`(?m)^Events:\s*$`))
 		for _, reason := range []string{"Dialing", "Ended", "RecordingStored", "Analyzed"} {
 			g.Expect(out).To(MatchRegexp(`(?m)^\s+Normal\s+`+reason+`\s+`), "no %s event", reason)
@@ -459,14 +359,14 @@ func TestKubectlDescribeCallShowsEvents(t *testing.T) {
 
 func TestSampleCallAppliedWithKubectl(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	ns := resNamespace(t)
 	key := createKey(t, ns, "")
 	samples := filepath.Join("..", "..", "config", "samples")
-	kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_agent.yaml"))
-	kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_numberlist.yaml"))
-	res := kc.mustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_call.yaml"))
-	g.Expect(res.stdout).To(ContainSubstring("call.switchboard.dev/smoke-test created"))
+	kc.MustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_agent.yaml"))
+	kc.MustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_numberlist.yaml"))
+	res := kc.MustRun(t, "apply", "-n", ns, "-f", filepath.Join(samples, "switchboard_v1alpha1_call.yaml"))
+	g.Expect(res.Stdout).To(ContainSubstring("call.switchboard.dev/smoke-test created"))
 
 	var created switchboardv1.Call
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "smoke-test"}, &created)).To(Succeed())
@@ -593,14 +493,14 @@ func TestCallResourceFailures(t *testing.T) {
 
 	// On call, kubectl shows why each call failed.
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
-	wide := kc.mustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").stdout
+	kc := controlPlane.Kubectl(t)
+	wide := kc.MustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").Stdout
 	for _, tt := range tests {
 		g.Expect(wide).To(MatchRegexp(`(?m)^`+tt.name+`\s+call_[0-9a-f]{32}\s+\S+\s+\`+tt.to+`\s+failed\s+\S+\s+kubectl\s+`+tt.code+`\s*$`), wide)
 	}
 	var out string
 	g.Eventually(func(g Gomega) {
-		out = kc.mustRun(t, "describe", "call", "dispatch-failed", "-n", o.ns).stdout
+		out = kc.MustRun(t, "describe", "call", "dispatch-failed", "-n", o.ns).Stdout
 		g.Expect(out).To(MatchRegexp(`(?m)^\s+Warning\s+Failed\s+.*dispatch_failed: `))
 	}, resWait, 100*time.Millisecond).Should(Succeed(), func() string { return out })
 }

@@ -184,7 +184,7 @@ func testTrunkReachable(t *testing.T) {
 	g.Expect(tr.Status.ObservedGeneration).To(Equal(tr.Generation))
 	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
 
-	out := newKubectlCLI(t).mustRun(t, "get", "siptrunks", "-n", ns).stdout
+	out := controlPlane.Kubectl(t).MustRun(t, "get", "siptrunks", "-n", ns).Stdout
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	g.Expect(lines).To(HaveLen(2), out)
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+ADDRESS\s+TRANSPORT\s+READY\s+REASON\s+ACTIVE\s+QUEUED\s+MAX\s+CPS\s+AGE\s*$`), out)
@@ -199,10 +199,10 @@ func testTrunkUnreachable(t *testing.T) {
 	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
 
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	var out string
 	g.Eventually(func() string {
-		out = kc.mustRun(t, "describe", "siptrunk", "dead", "-n", ns).stdout
+		out = kc.MustRun(t, "describe", "siptrunk", "dead", "-n", ns).Stdout
 		return out
 	}, resWait, 100*time.Millisecond).Should(MatchRegexp(`(?m)^\s+Warning\s+Unreachable\s+`), func() string { return out })
 }
@@ -262,7 +262,7 @@ func testTrunkAddressChanged(t *testing.T) {
 }
 
 func TestKubectlApplyRejectsInvalidTrunksAndScripts(t *testing.T) {
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	ns := resNamespace(t)
 	for _, tc := range []struct {
 		name     string
@@ -320,11 +320,11 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			res := kc.apply(t, ns, tc.manifest)
-			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tc.name, res)
-			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
+			res := kc.Apply(t, ns, tc.manifest)
+			g.Expect(res.ExitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tc.name, res)
+			g.Expect(res.Stderr).To(ContainSubstring("is invalid"), res.String())
 			for _, w := range tc.want {
-				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
+				g.Expect(res.Stderr).To(ContainSubstring(w), res.String())
 			}
 			resExpectAbsent(t, tc.obj, ns, tc.name)
 		})
@@ -333,10 +333,10 @@ spec:
 
 func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {
 	g := NewWithT(t)
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	ns := resNamespace(t)
-	kc.mustRun(t, "create", "configmap", "chime", "-n", ns, "--from-literal=chime.wav=RIFF")
-	res := kc.apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+	kc.MustRun(t, "create", "configmap", "chime", "-n", ns, "--from-literal=chime.wav=RIFF")
+	res := kc.Apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
 kind: Agent
 metadata:
   name: reminder
@@ -361,7 +361,7 @@ spec:
     action: leave_message
     message: "Please call the clinic back, {{customer_name}}."
 `)
-	g.Expect(res.exitCode).To(BeZero(), res.String())
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
 	var a switchboardv1.Agent
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "reminder"}, &a)).To(Succeed())
 	g.Expect(a.Spec.Script).To(HaveLen(4))
