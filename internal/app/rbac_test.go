@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // asManager is a client with the operator's identity.
@@ -168,7 +169,7 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 	readyOf := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
 		return func(g Gomega) metav1.Condition {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-			return resReady(g, *conds)
+			return testsupport.Ready(g, *conds)
 		}
 	}
 	denied := And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", switchboardv1.ReasonSecretAccessDenied),

@@ -15,20 +15,18 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
-// Polling of the resource tests: long enough for a whole answered call
-// (ring + talk + recording + analysis), polled often.
+// Polling of the resource tests.
 const (
-	resWait = 20 * time.Second
-	resPoll = 25 * time.Millisecond
+	resWait = testsupport.ResourceWait
+	resPoll = testsupport.ResourcePoll
 )
 
 // sampleAgentID is the agent id pinned by config/samples.
@@ -38,33 +36,6 @@ const sampleAgentID = "7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f"
 func resNamespace(t *testing.T) string {
 	t.Helper()
 	return controlPlane.NewOrganization(t, "res-")
-}
-
-// resCallResource creates a Call the way a platform team does: a resource
-// with no source and no call id, named by them.
-func resCallResource(t *testing.T, ns, name, agentID, to string) *switchboardv1.Call {
-	t.Helper()
-	c := &switchboardv1.Call{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.CallSpec{AgentID: agentID, ToNumber: to,
-			Variables: &apiextensionsv1.JSON{Raw: []byte(`{"customer_name":"Ada"}`)}},
-	}
-	NewWithT(t).Expect(k8s.Create(context.Background(), c)).To(Succeed())
-	return c
-}
-
-// resWaitCall waits until the Call is final and its Ready condition says it
-// is fully processed (Completed) or failed, and returns it.
-func resWaitCall(t *testing.T, ns, name string) *switchboardv1.Call {
-	t.Helper()
-	var c switchboardv1.Call
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &c)).To(Succeed())
-		ready := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Reason).To(BeElementOf(switchboardv1.ReasonCompleted, switchboardv1.ReasonFailed))
-	}, resWait, resPoll).Should(Succeed(), "Call %s/%s never finished", ns, name)
-	return &c
 }
 
 // resWaitRESTStatus waits until GET /v1/calls/{id} reports status, and
@@ -78,13 +49,6 @@ func resWaitRESTStatus(t *testing.T, key, id, status string) map[string]any {
 		return r.body["status"]
 	}, resWait, resPoll).Should(Equal(status), func() string { return string(r.raw) })
 	return r.body
-}
-
-// resReady returns the Ready condition of conds, failing when absent.
-func resReady(g Gomega, conds []metav1.Condition) metav1.Condition {
-	ready := apimeta.FindStatusCondition(conds, switchboardv1.ReadyCondition)
-	g.Expect(ready).NotTo(BeNil(), "no Ready condition in %v", conds)
-	return *ready
 }
 
 // resExpectAbsent checks that a refused apply left nothing behind.
@@ -372,7 +336,7 @@ func TestSampleCallAppliedWithKubectl(t *testing.T) {
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "smoke-test"}, &created)).To(Succeed())
 	g.Expect(created.Spec.Source).To(Equal(switchboardv1.SourceKubectl), "spec.source default")
 
-	c := resWaitCall(t, ns, "smoke-test")
+	c := testsupport.WaitCallFinished(t, k8s, ns, "smoke-test")
 	g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallEnded))
 	g.Expect(c.Status.Disposition).To(Equal(switchboardv1.DispositionAnswered))
 	g.Expect(c.Status.DisconnectionReason).To(Equal("agent_hangup"))
@@ -381,7 +345,7 @@ func TestSampleCallAppliedWithKubectl(t *testing.T) {
 	g.Expect(c.Status.Analysis).NotTo(BeNil())
 	g.Expect(c.Status.CallID).To(MatchRegexp(`^call_[0-9a-f]{32}$`))
 	g.Expect(c.Status.CallID).To(Equal("call_" + strings.ReplaceAll(string(c.UID), "-", "")))
-	ready := resReady(g, c.Status.Conditions)
+	ready := testsupport.Ready(g, c.Status.Conditions)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonCompleted))
 
@@ -442,15 +406,15 @@ func TestCallResourceRefusedByNumberLists(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
 			g := NewWithT(t)
-			resCallResource(t, o.ns, tt.name, o.agentID, tt.to)
-			c := resWaitCall(t, o.ns, tt.name)
+			testsupport.CreateCall(t, k8s, o.ns, tt.name, o.agentID, tt.to)
+			c := testsupport.WaitCallFinished(t, k8s, o.ns, tt.name)
 			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallFailed))
 			g.Expect(c.Status.Failure).NotTo(BeNil())
 			g.Expect(c.Status.Failure.ErrorCode).To(Equal(tt.code))
 			g.Expect(c.Status.Failure.Message).To(ContainSubstring(tt.to))
 			g.Expect(c.Status.StartedAt).To(BeNil(), "a refused call never went out")
 			g.Expect(c.Status.Disposition).To(BeEmpty())
-			ready := resReady(g, c.Status.Conditions)
+			ready := testsupport.Ready(g, c.Status.Conditions)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
 			g.Expect(ready.Message).To(HavePrefix(tt.code + ": "))
@@ -470,18 +434,18 @@ func TestCallResourceFailures(t *testing.T) {
 		{"dispatch-error", o.agentID, "+14155550008", "dispatch_error"},
 	}
 	for _, tt := range tests {
-		resCallResource(t, o.ns, tt.name, tt.agentID, tt.to)
+		testsupport.CreateCall(t, k8s, o.ns, tt.name, tt.agentID, tt.to)
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
 			g := NewWithT(t)
-			c := resWaitCall(t, o.ns, tt.name)
+			c := testsupport.WaitCallFinished(t, k8s, o.ns, tt.name)
 			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallFailed))
 			g.Expect(c.Status.Failure).NotTo(BeNil())
 			g.Expect(c.Status.Failure.ErrorCode).To(Equal(tt.code))
 			g.Expect(c.Status.Failure.Message).NotTo(BeEmpty())
 			g.Expect(c.Status.CallID).To(MatchRegexp(`^call_[0-9a-f]{32}$`))
-			ready := resReady(g, c.Status.Conditions)
+			ready := testsupport.Ready(g, c.Status.Conditions)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonFailed))
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
@@ -527,7 +491,7 @@ func TestAgentStatusResolvesID(t *testing.T) {
 				g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(tt.agent), &a)).To(Succeed())
 				g.Expect(a.Status.AgentID).To(Equal(tt.want))
 				g.Expect(a.Status.ObservedGeneration).To(Equal(a.Generation))
-				ready := resReady(g, a.Status.Conditions)
+				ready := testsupport.Ready(g, a.Status.Conditions)
 				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 				g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonReconciled))
 			}, resWait, resPoll).Should(Succeed())
@@ -549,7 +513,7 @@ func TestDuplicateAgentIDs(t *testing.T) {
 			var cur switchboardv1.Agent
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), &cur)).To(Succeed())
 			g.Expect(cur.Status.AgentID).To(Equal(id))
-			return resReady(g, cur.Status.Conditions)
+			return testsupport.Ready(g, cur.Status.Conditions)
 		}
 	}
 	duplicate := And(
@@ -596,7 +560,7 @@ func TestDuplicateAgentIDs(t *testing.T) {
 		var cur switchboardv1.Agent
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(third), &cur)).To(Succeed())
 		g.Expect(cur.Status.AgentID).To(Equal(moved))
-		g.Expect(resReady(g, cur.Status.Conditions).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(testsupport.Ready(g, cur.Status.Conditions).Status).To(Equal(metav1.ConditionTrue))
 	}, resWait, resPoll).Should(Succeed())
 }
 
@@ -624,7 +588,7 @@ func TestNumberListStatus(t *testing.T) {
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(l), &cur)).To(Succeed())
 				g.Expect(cur.Status.Entries).To(Equal(want))
 				g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
-				ready := resReady(g, cur.Status.Conditions)
+				ready := testsupport.Ready(g, cur.Status.Conditions)
 				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 				g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonReconciled))
 			}, resWait, resPoll).Should(Succeed())
@@ -662,12 +626,12 @@ func TestCallReadyConditionCompleted(t *testing.T) {
 			g := NewWithT(t)
 			id := ids[tt.name]
 			name := "call-" + strings.TrimPrefix(id, "call_")
-			c := resWaitCall(t, o.ns, name)
+			c := testsupport.WaitCallFinished(t, k8s, o.ns, name)
 			g.Expect(c.Status.Phase).To(Equal(switchboardv1.CallEnded))
 			g.Expect(string(c.Status.Disposition)).To(Equal(tt.disposition))
 			g.Expect(c.Status.Analysis).NotTo(BeNil())
 			g.Expect(c.Status.CallID).To(Equal(id))
-			ready := resReady(g, c.Status.Conditions)
+			ready := testsupport.Ready(g, c.Status.Conditions)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonCompleted))
 			g.Expect(ready.Message).To(Equal(c.Status.Analysis.Summary))
@@ -703,7 +667,7 @@ func TestDuplicateAgentIDStatusSettles(t *testing.T) {
 		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		out := map[string]string{}
 		for _, a := range list.Items {
-			ready := resReady(g, a.Status.Conditions)
+			ready := testsupport.Ready(g, a.Status.Conditions)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(switchboardv1.ReasonDuplicateAgentID))
 			out[a.Name] = "resourceVersion " + a.ResourceVersion + ": " + ready.Message

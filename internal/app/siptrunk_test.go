@@ -19,6 +19,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // Probe intervals of the tests. Most use one far longer than a test, so
@@ -137,7 +138,7 @@ func waitTrunkReady(t *testing.T, ns, name string, status metav1.ConditionStatus
 	var tr switchboardv1.SIPTrunk
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &tr)).To(Succeed())
-		ready := resReady(g, tr.Status.Conditions)
+		ready := testsupport.Ready(g, tr.Status.Conditions)
 		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{string(status), reason}), ready.Message)
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "SIPTrunk %s/%s", ns, name)
 	return &tr
@@ -182,7 +183,7 @@ func testTrunkReachable(t *testing.T) {
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 	g.Expect(tr.Status.LastProbeAt).NotTo(BeNil())
 	g.Expect(tr.Status.ObservedGeneration).To(Equal(tr.Generation))
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
 
 	out := controlPlane.Kubectl(t).MustRun(t, "get", "siptrunks", "-n", ns).Stdout
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -197,7 +198,7 @@ func testTrunkUnreachable(t *testing.T) {
 	ns := resNamespace(t)
 	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
 	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
 
 	kc := controlPlane.Kubectl(t)
 	var out string
@@ -215,7 +216,7 @@ func testTrunkSecretAppears(t *testing.T) {
 	addr := startSippTrunk(t, optionsAuth)
 	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonCredentialsMissing)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
 	g.Expect(tr.Status.LastProbeAt).To(BeNil(), "a trunk without its credentials was probed")
 
 	createCredentials(t, ns, "carrier-credentials", "alice", "right-password")
@@ -231,7 +232,7 @@ func testTrunkWrongPassword(t *testing.T) {
 	createCredentials(t, ns, "carrier-credentials", "alice", "wrong-password")
 	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
 
 	var s corev1.Secret
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier-credentials"}, &s)).To(Succeed())
@@ -250,7 +251,7 @@ func testTrunkAddressChanged(t *testing.T) {
 			Transport: switchboardv1.SIPTransportTCP}}
 	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
-	g.Expect(resReady(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
+	g.Expect(testsupport.Ready(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
 
 	addr := startSippTrunk(t, optionsOK)
 	var tr switchboardv1.SIPTrunk

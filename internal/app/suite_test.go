@@ -228,7 +228,7 @@ type org struct {
 	agent   *switchboardv1.Agent
 }
 
-const agentFrom = "+14155550100"
+const agentFrom = testsupport.AgentFrom
 
 // newOrg creates a namespace with an API key and a ready agent that
 // requires customer_name and extracts three fields.
@@ -272,24 +272,10 @@ func waitKeyUsable(t testing.TB, key, expiresAt string) {
 	}, 10*time.Second, 20*time.Millisecond).Should(Equal(want))
 }
 
+// createAgent creates an outbound agent (testsupport.CreateAgent).
 func createAgent(t testing.TB, ns, name string, mutate func(*switchboardv1.AgentSpec)) *switchboardv1.Agent {
 	t.Helper()
-	a := &switchboardv1.Agent{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.AgentSpec{
-			FromNumber:        agentFrom,
-			Greeting:          "Hello from the test clinic.",
-			RequiredVariables: []string{"customer_name"},
-			ExtractedData: []switchboardv1.ExtractedDataField{
-				{Name: "customer_name", Type: switchboardv1.ExtractedString},
-				{Name: "confirmed", Type: switchboardv1.ExtractedBoolean},
-				{Name: "party_size", Type: switchboardv1.ExtractedNumber},
-			},
-		},
-	}
-	mutate(&a.Spec)
-	NewWithT(t).Expect(k8s.Create(context.Background(), a)).To(Succeed())
-	return a
+	return testsupport.CreateAgent(t, k8s, ns, name, mutate)
 }
 
 func randHex(n int) string {
