@@ -29,7 +29,7 @@ type Kubectl struct {
 func (cp *ControlPlane) Kubectl(t testing.TB) *Kubectl {
 	t.Helper()
 	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
-	if _, err := os.Stat(bin); err != nil {
+	if _, err := os.Stat(bin); err != nil { //nolint:gosec // the kubectl of the envtest assets `make test` installs
 		t.Fatalf("no kubectl in KUBEBUILDER_ASSETS: %v", err)
 	}
 	dir := t.TempDir()
@@ -71,7 +71,7 @@ func (k *Kubectl) Run(t testing.TB, args ...string) KubectlResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	full := append([]string{"--cache-dir=" + k.cacheDir, "--request-timeout=20s"}, args...)
-	cmd := exec.CommandContext(ctx, k.bin, full...)
+	cmd := exec.CommandContext(ctx, k.bin, full...) //nolint:gosec // the envtest assets' kubectl, with the test's arguments
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
