@@ -327,7 +327,7 @@ spec:
 			for _, w := range tc.want {
 				g.Expect(res.Stderr).To(ContainSubstring(w), res.String())
 			}
-			resExpectAbsent(t, tc.obj, ns, tc.name)
+			testsupport.ExpectAbsent(t, k8s, tc.obj, ns, tc.name)
 		})
 	}
 }

@@ -2,33 +2,11 @@ package app_test
 
 import (
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 )
-
-// TestKubectlApplyRejectsInvalidWebhookEndpoints: a platform team learns at
-// apply time what is wrong with an endpoint.
-func TestKubectlApplyRejectsInvalidWebhookEndpoints(t *testing.T) {
-	t.Parallel()
-	kc := controlPlane.Kubectl(t)
-	ns := resNamespace(t)
-	for name, tc := range map[string]struct{ spec, want string }{
-		"not-http":      {`url: ftp://hooks.example.com/x`, "url must be an absolute https URL"},
-		"relative":      {`url: /hooks`, "url must be an absolute https URL"},
-		"unknown-event": {"url: https://hooks.example.com/x\n  events: [call.bogus]", `Unsupported value: "call.bogus"`},
-		"no-url":        {`description: nothing`, "spec.url: Required value"},
-		"empty-secret":  {"url: https://hooks.example.com/x\n  secretRef: {name: \"\"}", "spec.secretRef.name"},
-	} {
-		res := kc.Apply(t, ns, "apiVersion: switchboard.dev/v1alpha1\nkind: WebhookEndpoint\nmetadata:\n  name: "+
-			name+"\nspec:\n  "+tc.spec+"\n")
-		if res.ExitCode == 0 || !strings.Contains(res.Stderr, tc.want) {
-			t.Errorf("%s: want an error containing %q, got %v", name, tc.want, res)
-		}
-	}
-}
 
 // TestKubectlGetWebhooksShowsColumns: `kubectl get webhookendpoints` tells
 // the story without -o yaml. Deliveries are not resources: the cluster does

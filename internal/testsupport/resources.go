@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,4 +80,13 @@ func Ready(g gomega.Gomega, conds []metav1.Condition) metav1.Condition {
 	ready := apimeta.FindStatusCondition(conds, switchboardv1.ReadyCondition)
 	g.Expect(ready).NotTo(gomega.BeNil(), "no Ready condition in %v", conds)
 	return *ready
+}
+
+// ExpectAbsent checks that obj's kind holds nothing named ns/name: what a
+// refused apply must leave behind.
+func ExpectAbsent(t testing.TB, c client.Client, obj client.Object, ns, name string) {
+	t.Helper()
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+	gomega.NewWithT(t).Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(),
+		"%T %s/%s exists after a refused apply (err %v)", obj, ns, name, err)
 }
