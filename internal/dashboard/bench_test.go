@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // benchCallsEnv sets how many calls BenchmarkPages stores; the default
@@ -55,7 +55,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
-			measure(b, func() error {
+			testsupport.Measure(b, func() error {
 				resp, err := c.http.Get(baseURL + p.path()) //nolint:noctx // benchmark
 				if err != nil {
 					return err
@@ -68,24 +68,6 @@ func BenchmarkPages(b *testing.B) {
 			})
 		})
 	}
-}
-
-// measure runs op b.N times and reports its median and 99th percentile.
-func measure(b *testing.B, op func() error) {
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if err := op(); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	at := func(p float64) float64 {
-		return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
 }
 
 func benchCallID(i int) string { return fmt.Sprintf("call_%08x%024x", i, uint64(i)*0x9e3779b97f4a7c15) }

@@ -17,6 +17,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history/pgtest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // benchCallsEnv sets how many calls BenchmarkStore stores in its main
@@ -78,7 +79,7 @@ func benchReads(b *testing.B, name string, s Store, n int) {
 	for _, l := range lists {
 		b.Logf("%s %s plan: %s", name, l.name, explain(b, s, l.query()))
 		b.Run(name+"/"+l.name, func(b *testing.B) {
-			measure(b, func() error {
+			testsupport.Measure(b, func() error {
 				calls, err := s.ListCalls(ctx, "org-bench", l.query())
 				if err == nil && len(calls) == 0 {
 					err = fmt.Errorf("%s: empty page", l.name)
@@ -88,29 +89,11 @@ func benchReads(b *testing.B, name string, s Store, n int) {
 		})
 	}
 	b.Run(name+"/get-random-call", func(b *testing.B) {
-		measure(b, func() error {
+		testsupport.Measure(b, func() error {
 			_, err := s.GetCall(ctx, "org-bench", KeyOf(benchCall("org-bench", rng.IntN(n))).CallID)
 			return err
 		})
 	})
-}
-
-// measure runs op b.N times and reports its median and 99th percentile.
-func measure(b *testing.B, op func() error) {
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if err := op(); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	at := func(p float64) float64 {
-		return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
 }
 
 // benchCall is the i-th call of ns: four a second, mostly ended, every
