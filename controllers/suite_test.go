@@ -136,10 +136,16 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addConfigReconcilers(mgr); err != nil {
+	// The Secrets of organization namespaces, watched per namespace as
+	// the manager's role allows.
+	secrets := organizations.New(mgr, mgr.GetEventRecorder("switchboard"), logr.Discard())
+	if err := mgr.Add(secrets); err != nil {
 		return nil, err
 	}
-	worker, err := addWebhookReconcilers(mgr, recordings)
+	if err := addConfigReconcilers(ctx, mgr, secrets); err != nil {
+		return nil, err
+	}
+	worker, err := addWebhookReconcilers(mgr, secrets, recordings)
 	if err != nil {
 		return nil, err
 	}
@@ -155,27 +161,28 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 }
 
 // addConfigReconcilers registers the reconcilers of the configuration
-// kinds that need nothing but the cluster.
-func addConfigReconcilers(mgr manager.Manager) error {
+// kinds. SIPTrunks are probed by prober, not over the network: the SIP
+// engine meets real peers in its own tests and in internal/app's.
+func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), SecretChanges: secrets,
+		Prober: prober, Events: mgr.GetEventRecorder("switchboard"), ProbeInterval: time.Hour}).SetupWithManager(ctx, mgr)
 }
 
 // addWebhookReconcilers registers the WebhookEndpoint reconciler and the
 // delivery worker, which share what they know of each endpoint's health.
 // Receivers are test servers on loopback over plain HTTP.
-func addWebhookReconcilers(mgr manager.Manager, recordings recording.Store) (*controllers.WebhookDeliveryWorker, error) {
+func addWebhookReconcilers(mgr manager.Manager, secrets *organizations.Secrets, recordings recording.Store) (*controllers.WebhookDeliveryWorker, error) {
 	recorder := mgr.GetEventRecorder("switchboard")
 	policy := webhook.URLPolicy{AllowInsecure: true}
 	health := deliveries.NewHealth()
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{}}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	secrets := organizations.New(mgr, recorder, logr.Discard())
-	if err := mgr.Add(secrets); err != nil {
 		return nil, err
 	}
 	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
