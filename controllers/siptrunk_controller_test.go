@@ -40,17 +40,6 @@ func (fakeProber) Probe(_ context.Context, t sip.Trunk) sip.ProbeResult {
 	return sip.ProbeResult{Reachable: true, StatusCode: 200, Reason: "OK"}
 }
 
-func createTrunk(t *testing.T, ns, name, address, secret string) *switchboardv1.SIPTrunk {
-	t.Helper()
-	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.SIPTrunkSpec{Address: address}}
-	if secret != "" {
-		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
-	}
-	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
-	return tr
-}
-
 // trunkReady returns a function reading tr's Ready condition, for Eventually.
 func trunkReady(tr *switchboardv1.SIPTrunk) func(Gomega) metav1.Condition {
 	return func(g Gomega) metav1.Condition {
@@ -75,7 +64,7 @@ func TestSIPTrunkReadyFromProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := createTrunk(t, ns, tt.name, tt.address, "")
+			tr := testsupport.CreateTrunk(t, k8s, ns, tt.name, tt.address, "")
 			NewWithT(t).Eventually(trunkReady(tr), resWait, resPoll).Should(And(
 				HaveField("Status", tt.status), HaveField("Reason", tt.reason),
 				HaveField("Message", ContainSubstring(tt.message))))
@@ -89,7 +78,7 @@ func TestSIPTrunkCredentialsFollowTheirSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newOrganization(t)
-	tr := createTrunk(t, ns, "carrier", "sip:carrier.example.com:5060", "carrier-credentials")
+	tr := testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:carrier.example.com:5060", "carrier-credentials")
 	g.Eventually(trunkReady(tr), resWait, resPoll).Should(And(
 		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", switchboardv1.ReasonCredentialsMissing),
 		HaveField("Message", ContainSubstring(ns+"/carrier-credentials"))))

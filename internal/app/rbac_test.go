@@ -179,7 +179,7 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
 		Data: map[string][]byte{switchboardv1.SIPUsernameKey: []byte("u"), switchboardv1.SIPPasswordKey: []byte("p")}})).To(Succeed())
-	createTrunk(t, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
 	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
 	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
 

@@ -114,16 +114,6 @@ func startSippTrunk(t *testing.T, scenario string) string {
 	return siptest.StartSipp(t, "udp", siptest.InlineScenario(t, scenario)...).Addr
 }
 
-func createTrunk(t *testing.T, ns, name, address, secret string) {
-	t.Helper()
-	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.SIPTrunkSpec{Address: address}}
-	if secret != "" {
-		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
-	}
-	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
-}
-
 func createCredentials(t *testing.T, ns, name, user, pass string) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -167,7 +157,7 @@ func TestSIPTrunkReprobedPeriodically(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	port := siptest.FreePort(t, "udp")
-	createTrunk(t, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	siptest.StartSippOn(t, "udp", port, siptest.InlineScenario(t, optionsOK)...)
 	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
@@ -179,7 +169,7 @@ func testTrunkReachable(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsOK)
-	createTrunk(t, ns, "carrier", "sip:"+addr, "")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 	g.Expect(tr.Status.LastProbeAt).NotTo(BeNil())
 	g.Expect(tr.Status.ObservedGeneration).To(Equal(tr.Generation))
@@ -196,7 +186,7 @@ func testTrunkReachable(t *testing.T) {
 func testTrunkUnreachable(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
-	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
+	testsupport.CreateTrunk(t, k8s, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
 	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
 
@@ -214,7 +204,7 @@ func testTrunkSecretAppears(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsAuth)
-	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonCredentialsMissing)
 	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
 	g.Expect(tr.Status.LastProbeAt).To(BeNil(), "a trunk without its credentials was probed")
@@ -230,7 +220,7 @@ func testTrunkWrongPassword(t *testing.T) {
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsAuth)
 	createCredentials(t, ns, "carrier-credentials", "alice", "wrong-password")
-	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed)
 	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
 

@@ -90,3 +90,16 @@ func ExpectAbsent(t testing.TB, c client.Client, obj client.Object, ns, name str
 	gomega.NewWithT(t).Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(),
 		"%T %s/%s exists after a refused apply (err %v)", obj, ns, name, err)
 }
+
+// CreateTrunk creates a SIPTrunk at address, with the credentials of the
+// Secret named secret ("" for none).
+func CreateTrunk(t testing.TB, c client.Client, ns, name, address, secret string) *switchboardv1.SIPTrunk {
+	t.Helper()
+	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: switchboardv1.SIPTrunkSpec{Address: address}}
+	if secret != "" {
+		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
+	}
+	gomega.NewWithT(t).Expect(c.Create(context.Background(), tr)).To(gomega.Succeed())
+	return tr
+}
