@@ -104,6 +104,73 @@ spec:
 `,
 			want: []string{"spec", "a NumberList needs at least one number or prefix"},
 		},
+		{
+			name: "trunk-address-without-scheme", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-address-without-scheme
+spec:
+  address: carrier.example:5060
+`,
+			want: []string{"spec.address", "should match"},
+		},
+		{
+			name: "trunk-unknown-transport", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-unknown-transport
+spec:
+  address: sip:carrier.example
+  transport: ws
+`,
+			want: []string{"spec.transport", `"ws"`, "udp", "tcp", "tls"},
+		},
+		{
+			name: "agent-step-two-kinds", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-step-two-kinds
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - say: Hello
+    hangup: {}
+`,
+			want: []string{"a script step has exactly one of say, play, gather, hangup"},
+		},
+		{
+			name: "agent-gather-unknown-field", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-gather-unknown-field
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+  script:
+  - gather:
+      field: party_size
+`,
+			want: []string{"a gather step's field must be one of extractedData"},
+		},
+		{
+			name: "agent-leave-message-without-message", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-leave-message-without-message
+spec:
+  fromNumber: "+14155550100"
+  voicemail:
+    action: leave_message
+`,
+			want: []string{"leave_message needs a message"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,4 +263,43 @@ func TestKubectlApplyRejectsInvalidWebhookEndpoints(t *testing.T) {
 			t.Errorf("%s: want an error containing %q, got %v", name, tc.want, res)
 		}
 	}
+}
+
+func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {
+	g := NewWithT(t)
+	kc := controlPlane.Kubectl(t)
+	ns := newOrganization(t)
+	kc.MustRun(t, "create", "configmap", "chime", "-n", ns, "--from-literal=chime.wav=RIFF")
+	res := kc.Apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: reminder
+spec:
+  fromNumber: "+14155550100"
+  trunkRef:
+    name: carrier
+  maxDurationSeconds: 120
+  extractedData:
+  - name: confirmed
+    type: boolean
+  script:
+  - say: "Hello {{ customer_name }}, this is the clinic."
+  - play:
+      configMapKeyRef: {name: chime, key: chime.wav}
+  - gather:
+      field: confirmed
+      prompt: Press 1 to confirm, 2 to cancel.
+      numDigits: 1
+  - hangup: {}
+  voicemail:
+    action: leave_message
+    message: "Please call the clinic back, {{customer_name}}."
+`)
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	var a switchboardv1.Agent
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "reminder"}, &a)).To(Succeed())
+	g.Expect(a.Spec.Script).To(HaveLen(4))
+	// The API server filled the gather defaults.
+	g.Expect(a.Spec.Script[2].Gather.FinishOnKey).To(Equal("#"))
+	g.Expect(a.Spec.Script[2].Gather.TimeoutSeconds).To(BeEquivalentTo(5))
 }
