@@ -25,7 +25,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // asManager is a client with the operator's identity.
@@ -36,14 +35,6 @@ func asManager(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// plainNamespace creates a namespace that is no organization.
-func plainNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plain-"}}
-	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
 }
 
 func opaqueSecret(ns string) *corev1.Secret {
@@ -63,7 +54,7 @@ func TestManagerHoldsNoSecretsOutsideOrganizations(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	manager := asManager(t)
-	for _, ns := range []string{metav1.NamespaceSystem, plainNamespace(t)} {
+	for _, ns := range []string{metav1.NamespaceSystem, controlPlane.NewNamespace(t, "plain-")} {
 		theirs := opaqueSecret(ns)
 		g.Expect(k8s.Create(ctx, theirs)).To(Succeed())
 		expectForbidden(g, manager.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Secret{}), "get Secret in "+ns)
@@ -154,38 +145,4 @@ func TestOrganizationLabelRevokesAndRestoresKeys(t *testing.T) {
 	g.Eventually(status, 5*time.Second, 20*time.Millisecond).Should(Equal(http.StatusUnauthorized))
 	label(`"true"`)
 	g.Eventually(status, 10*time.Second, 20*time.Millisecond).Should(Equal(http.StatusNotFound))
-}
-
-// A WebhookEndpoint or SIPTrunk applied in a namespace that is no
-// organization says why it cannot work, and recovers once the namespace is
-// made one.
-func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := plainNamespace(t)
-	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "receiver"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: newReceiver(t, nil).url()}}
-	g.Expect(k8s.Create(ctx, ep)).To(Succeed())
-	readyOf := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
-		return func(g Gomega) metav1.Condition {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-			return testsupport.Ready(g, *conds)
-		}
-	}
-	denied := And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", switchboardv1.ReasonSecretAccessDenied),
-		HaveField("Message", ContainSubstring(switchboardv1.OrganizationLabel+"=true")),
-		HaveField("Message", ContainSubstring(switchboardv1.OrganizationClusterRole)))
-	g.Eventually(readyOf(ep, &ep.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
-
-	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
-		Data: map[string][]byte{switchboardv1.SIPUsernameKey: []byte("u"), switchboardv1.SIPPasswordKey: []byte("p")}})).To(Succeed())
-	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
-	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
-	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
-
-	g.Expect(devenv.AddOrganization(ctx, k8s, controlPlane.RBACDir, ns)).To(Succeed())
-	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 20*time.Second, 50*time.Millisecond).
-		ShouldNot(HaveField("Reason", switchboardv1.ReasonSecretAccessDenied), "the trunk reads its credentials")
-	g.Eventually(readyOf(ep, &ep.Status.Conditions), 45*time.Second, 100*time.Millisecond).
-		Should(HaveField("Status", metav1.ConditionTrue), "the endpoint has its signing Secret")
 }

@@ -89,18 +89,25 @@ func (cp *ControlPlane) installIdentities(scheme *runtime.Scheme) error {
 // Stop stops kube-apiserver and etcd.
 func (cp *ControlPlane) Stop() error { return cp.env.Stop() }
 
+// NewNamespace creates a namespace named prefix and a random suffix, which
+// is no organization.
+func (cp *ControlPlane) NewNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := cp.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
 // NewOrganization creates a namespace named prefix and a random suffix and
 // makes it an organization, as a platform team does
 // (config/rbac/organization).
 func (cp *ControlPlane) NewOrganization(t testing.TB, prefix string) string {
 	t.Helper()
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := cp.Client.Create(ctx, ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
+	ns := cp.NewNamespace(t, prefix)
+	if err := devenv.AddOrganization(context.Background(), cp.Client, cp.RBACDir, ns); err != nil {
+		t.Fatalf("making %s an organization: %v", ns, err)
 	}
-	if err := devenv.AddOrganization(ctx, cp.Client, cp.RBACDir, ns.Name); err != nil {
-		t.Fatalf("making %s an organization: %v", ns.Name, err)
-	}
-	return ns.Name
+	return ns
 }
