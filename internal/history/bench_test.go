@@ -120,7 +120,7 @@ func seed(b *testing.B, s Store, ns string, n int) {
 		}
 	case *postgresStore:
 		columns := []string{"namespace", "call_id", "created_at", "status", "disposition", "agent_id",
-			"to_number", "source", "ended_at", "resource_version", "object", "updated_at"}
+			"to_number", "source", "ended_at", "resource_version", "object", "updated_at", "recording_stored_at"}
 		for from := 0; from < n; from += 100 * batch {
 			rows := records(from, min(from+100*batch, n))
 			if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"calls"}, columns, pgx.CopyFromRows(rows)); err != nil {
@@ -138,7 +138,7 @@ func seed(b *testing.B, s Store, ns string, n int) {
 // quadratic over thousands of parameters.
 func multiRowInsert(rows int) string {
 	head, _, _ := strings.Cut(upsertCall, "VALUES")
-	row := "(" + strings.Repeat("?, ", 11) + "?)"
+	row := "(" + strings.Repeat("?, ", len(record{}.args())-1) + "?)"
 	return head + "VALUES " + strings.Repeat(row+", ", rows-1) + row
 }
 
