@@ -15,13 +15,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +36,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/testsupport/instance"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -116,11 +115,11 @@ func runSuite(m *testing.M) int {
 
 // runningOperator is one Switchboard process.
 type runningOperator struct {
+	*instance.Process
 	baseURL string
-	cancel  context.CancelFunc
-	done    chan error
-	once    sync.Once
 }
+
+func (o *runningOperator) stop() { o.Stop() }
 
 // startOperator starts a Switchboard process against the suite's control
 // plane; tweaks adjust its options (the benchmarks' timings, say).
@@ -131,14 +130,8 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 // startOperatorOn is startOperator talking to the control plane through cfg
 // (one that counts its requests, say).
 func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Options)) (*runningOperator, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	baseURL := "http://" + lis.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
 	opts := app.Options{
-		APIListener: lis, PublicURL: baseURL, RecordingDir: recordDir, RecordingSigningKey: signingKey,
+		RecordingDir: recordDir, RecordingSigningKey: signingKey,
 		SimTimings: testTimings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 32,
 		// Calls to the sipp callees on loopback; the spool survives restarts.
 		SIP: app.SIPOptions{BindHost: "127.0.0.1", SpoolDir: filepath.Join(recordDir, ".spool"), ProbeInterval: 2 * time.Second},
@@ -150,18 +143,11 @@ func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Opt
 	for _, tweak := range tweaks {
 		tweak(&opts)
 	}
-	mgr, err := app.New(ctx, cfg, opts)
+	p, err := instance.Start(cfg, opts, "/v1/calls/call_0")
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	op := &runningOperator{baseURL: baseURL, cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
-	if err := waitServing(baseURL); err != nil {
-		op.stop()
-		return nil, err
-	}
-	return op, nil
+	return &runningOperator{Process: p, baseURL: p.BaseURL}, nil
 }
 
 // withOperator runs the rest of t against an operator started with tweak
@@ -194,29 +180,6 @@ func withOperatorRunning(t *testing.T, reconcilers bool, tweak func(*app.Options
 			return
 		}
 		operator = restored
-	})
-}
-
-// waitServing waits until the REST API answers (it starts once caches sync).
-func waitServing(baseURL string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(baseURL + "/v1/calls/call_0") //nolint:noctx // test polling
-		if err == nil {
-			_ = resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("REST API at %s did not come up", baseURL)
-}
-
-func (o *runningOperator) stop() {
-	o.once.Do(func() {
-		o.cancel()
-		if err := <-o.done; err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
-		}
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -38,6 +37,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/testsupport/instance"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -101,41 +101,18 @@ func benchmarking() bool { return flag.Lookup("test.bench").Value.String() != ""
 // cookies over plain http, receivers on loopback), as its service account
 // with the RBAC of config/rbac.
 func startOperator(dir string, reconcilers bool) (func(), error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	baseURL = "http://" + lis.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := app.New(ctx, controlPlane.Manager, app.Options{APIListener: lis, PublicURL: baseURL,
+	p, err := instance.Start(controlPlane.Manager, app.Options{
 		RecordingDir: filepath.Join(dir, "recordings"), RecordingSigningKey: []byte("0123456789abcdef0123456789abcdef"),
 		SimTimings: timings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 16,
 		SIP:      app.SIPOptions{Disabled: true},
 		Webhooks: app.WebhookOptions{AllowInsecure: true, Schedule: webhook.Schedule{0, 300 * time.Millisecond}},
 		History:  store, DashboardInsecureCookies: true, MetricsAddr: "0", ProbeAddr: "0",
-		Log: zap.New(zap.WriteTo(io.Discard))})
+		Log: zap.New(zap.WriteTo(io.Discard))}, "/dashboard/sign-in")
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
-		}
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(baseURL + "/dashboard/sign-in"); err == nil { //nolint:noctx // polling
-			_ = resp.Body.Close()
-			return stop, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	stop()
-	return nil, fmt.Errorf("the dashboard at %s did not come up", baseURL)
+	baseURL = p.BaseURL
+	return p.Stop, nil
 }
 
 // startBrowser starts Debian's chromium headless; SWITCHBOARD_CHROMIUM
