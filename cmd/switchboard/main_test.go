@@ -12,17 +12,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 func TestLocalRunContract(t *testing.T) {
@@ -35,7 +35,7 @@ func TestLocalRunContract(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	devDir, addr, metricsAddr := t.TempDir(), freeAddr(t), freeAddr(t)
+	devDir, addr, metricsAddr := t.TempDir(), testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	base := "http://" + addr
 
 	// First run: a short retention (ARGS), so the call leaves the cluster.
@@ -76,7 +76,7 @@ func TestLocalRunContract(t *testing.T) {
 
 // checkMetrics scrapes the development metrics endpoint (plain HTTP, as
 // the banner prints it) after the first call: the series of its life moved.
-func checkMetrics(t *testing.T, addr string, logs *syncBuffer) {
+func checkMetrics(t *testing.T, addr string, logs *testsupport.Buffer) {
 	waitForLog(t, logs, "curl -s http://"+addr+"/metrics")
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -144,11 +144,11 @@ func checkManagerRights(t *testing.T, assets, devDir string) {
 }
 
 // startDev starts the binary the way `make run` does.
-func startDev(t *testing.T, bin, assets, devDir, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startDev(t *testing.T, bin, assets, devDir, addr string, args ...string) (*exec.Cmd, *testsupport.Buffer) {
 	cmd := exec.Command(bin, append([]string{"--dev", "--dev-dir", devDir}, args...)...)
 	cmd.Dir = filepath.Join("..", "..") // the checkout root, as `make run`
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_ASSETS="+assets, "SWITCHBOARD_ADDR="+addr)
-	logs := &syncBuffer{}
+	logs := &testsupport.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func startDev(t *testing.T, bin, assets, devDir, addr string, args ...string) (*
 }
 
 // stopDev sends Ctrl-C and checks that everything exits, cleanly.
-func stopDev(t *testing.T, cmd *exec.Cmd, logs *syncBuffer) {
+func stopDev(t *testing.T, cmd *exec.Cmd, logs *testsupport.Buffer) {
 	children := descendants(cmd.Process.Pid)
 	if len(children) < 2 {
 		t.Fatalf("expected kube-apiserver and etcd under the process, found pids %v", children)
@@ -200,7 +200,7 @@ func getCall(t *testing.T, base, key, id string) string {
 }
 
 // waitForCall waits until the call object contains text.
-func waitForCall(t *testing.T, base, key, id, text string, logs *syncBuffer) string {
+func waitForCall(t *testing.T, base, key, id, text string, logs *testsupport.Buffer) string {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if got := getCall(t, base, key, id); strings.Contains(got, text) {
 			return got
@@ -211,7 +211,7 @@ func waitForCall(t *testing.T, base, key, id, text string, logs *syncBuffer) str
 }
 
 // waitForKubectl waits until `kubectl get calls -n demo` satisfies ok.
-func waitForKubectl(t *testing.T, assets, devDir string, ok func(string) bool, what string, logs *syncBuffer) {
+func waitForKubectl(t *testing.T, assets, devDir string, ok func(string) bool, what string, logs *testsupport.Buffer) {
 	var out []byte
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		var err error
@@ -240,34 +240,7 @@ func between(s, start, end string) string {
 	return v
 }
 
-// syncBuffer collects the process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
-func waitForFile(t *testing.T, path string, logs *syncBuffer) string {
+func waitForFile(t *testing.T, path string, logs *testsupport.Buffer) string {
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			return strings.TrimSpace(string(b))
@@ -280,7 +253,7 @@ func waitForFile(t *testing.T, path string, logs *syncBuffer) string {
 // waitForLog waits for the process to print text: the banner follows the
 // API's first answer by microseconds, but a message printed once the
 // control plane is up can take many seconds on a busy machine.
-func waitForLog(t *testing.T, logs *syncBuffer, text string) {
+func waitForLog(t *testing.T, logs *testsupport.Buffer, text string) {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if strings.Contains(logs.String(), text) {
 			return
@@ -290,7 +263,7 @@ func waitForLog(t *testing.T, logs *syncBuffer, text string) {
 }
 
 // waitForAPI places the README's first call as soon as the API answers.
-func waitForAPI(t *testing.T, url, key string, logs *syncBuffer) (int, string) {
+func waitForAPI(t *testing.T, url, key string, logs *testsupport.Buffer) (int, string) {
 	body := `{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		req, _ := http.NewRequestWithContext(context.Background(), "POST", url, strings.NewReader(body))

@@ -230,9 +230,9 @@ func TestHistoryStoreDown(t *testing.T) {
 		g.Expect(cond.Status).To(BeEquivalentTo("False"))
 		g.Expect(cond.Reason).To(Equal(switchboardv1.ReasonStoreUnavailable))
 	}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	g.Eventually(func() string {
-		return kc.mustRun(t, "describe", "call", callName(during), "-n", o.ns).stdout
+		return kc.MustRun(t, "describe", "call", callName(during), "-n", o.ns).Stdout
 	}, 10*time.Second, 100*time.Millisecond).Should(MatchRegexp(`Warning\s+ArchiveFailed`))
 	// Past its retention, still in the cluster, still readable.
 	time.Sleep(2 * shortRetention)

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 const chartDir = "../../config/helm/switchboard"
@@ -61,7 +63,7 @@ var chartValues = map[string][]string{
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)
-	kubectl := newKubectlCLI(t)
+	kubectl := controlPlane.Kubectl(t)
 	// A dry run cannot create the namespaces the objects go into.
 	for _, ns := range []string{"switchboard-system", "acme", "globex"} {
 		ensureNamespace(t, ns)
@@ -95,14 +97,14 @@ func TestHelmChartRefusesReplicasWithoutSharedStores(t *testing.T) {
 }
 
 func TestInstallYAMLAppliesServerSide(t *testing.T) {
-	kubectl := newKubectlCLI(t)
+	kubectl := controlPlane.Kubectl(t)
 	ensureNamespace(t, "switchboard-system")
 	// config/default is what `make build-installer` writes to
 	// dist/install.yaml; the others are its PostgreSQL and production
 	// (two replicas, S3) variants.
 	for _, dir := range []string{"default", "postgres", "production"} {
 		t.Run(dir, func(t *testing.T) {
-			rendered := kubectl.mustRun(t, "kustomize", "../../config/"+dir).stdout
+			rendered := kubectl.MustRun(t, "kustomize", "../../config/"+dir).Stdout
 			rendered = strings.ReplaceAll(rendered, "image: controller:latest", "image: registry.example.com/switchboard:v0.1.0")
 			out := dryRunApply(t, kubectl, []byte(rendered))
 			NewWithT(t).Expect(out).To(And(ContainSubstring("deployment.apps/switchboard-manager"),
@@ -117,15 +119,15 @@ func TestInstallYAMLAppliesServerSide(t *testing.T) {
 
 // dryRunApply applies manifests server-side without persisting them and
 // returns kubectl's report.
-func dryRunApply(t *testing.T, kubectl *kubectlCLI, manifests []byte) string {
+func dryRunApply(t *testing.T, kubectl *testsupport.Kubectl, manifests []byte) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "manifests.yaml")
 	NewWithT(t).Expect(os.WriteFile(f, manifests, 0o600)).To(Succeed())
-	res := kubectl.run(t, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", f)
-	if res.exitCode != 0 {
+	res := kubectl.Run(t, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", f)
+	if res.ExitCode != 0 {
 		t.Fatalf("server-side dry run refused:\n%s", res)
 	}
-	return res.stdout
+	return res.Stdout
 }
 
 // ensureNamespace creates ns (a dry run checks that a namespaced object's

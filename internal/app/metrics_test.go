@@ -27,12 +27,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testsupport.FreePort(t, "tcp"))
 	withOperator(t, func(o *app.Options) { o.MetricsAddr, o.MetricsSecure = addr, true })
 	o := newOrg(t)
 	rc := newReceiver(t, nil)

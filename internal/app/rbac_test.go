@@ -37,14 +37,6 @@ func asManager(t *testing.T) client.Client {
 	return c
 }
 
-// plainNamespace creates a namespace that is no organization.
-func plainNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plain-"}}
-	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	return ns.Name
-}
-
 func opaqueSecret(ns string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "credentials-"},
 		Data: map[string][]byte{"password": []byte("hunter2")}}
@@ -62,7 +54,7 @@ func TestManagerHoldsNoSecretsOutsideOrganizations(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	manager := asManager(t)
-	for _, ns := range []string{metav1.NamespaceSystem, plainNamespace(t)} {
+	for _, ns := range []string{metav1.NamespaceSystem, controlPlane.NewNamespace(t, "plain-")} {
 		theirs := opaqueSecret(ns)
 		g.Expect(k8s.Create(ctx, theirs)).To(Succeed())
 		expectForbidden(g, manager.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Secret{}), "get Secret in "+ns)
@@ -75,7 +67,7 @@ func TestManagerHoldsNoSecretsOutsideOrganizations(t *testing.T) {
 	}
 	expectForbidden(g, manager.List(ctx, &corev1.SecretList{}), "list Secrets across the cluster")
 
-	org := newOrgNamespace(t, "org-")
+	org := controlPlane.NewOrganization(t, "org-")
 	ours := opaqueSecret(org)
 	g.Expect(manager.Create(ctx, ours)).To(Succeed())
 	g.Expect(manager.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
@@ -131,7 +123,7 @@ func TestOrganizationWithoutRoleBinding(t *testing.T) {
 	newOrg(t) // another organization's key is served meanwhile (newOrg waits for it)
 	g.Expect(do(t, "GET", "/v1/calls/call_0", key, nil).status).To(Equal(http.StatusUnauthorized))
 
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
+	g.Expect(devenv.AddOrganization(ctx, k8s, controlPlane.RBACDir, ns.Name)).To(Succeed())
 	g.Eventually(func() int { return do(t, "GET", "/v1/calls/call_0", key, nil).status }, 45*time.Second, 100*time.Millisecond).
 		Should(Equal(http.StatusNotFound), "the key is served once the RoleBinding exists")
 }
@@ -153,38 +145,4 @@ func TestOrganizationLabelRevokesAndRestoresKeys(t *testing.T) {
 	g.Eventually(status, 5*time.Second, 20*time.Millisecond).Should(Equal(http.StatusUnauthorized))
 	label(`"true"`)
 	g.Eventually(status, 10*time.Second, 20*time.Millisecond).Should(Equal(http.StatusNotFound))
-}
-
-// A WebhookEndpoint or SIPTrunk applied in a namespace that is no
-// organization says why it cannot work, and recovers once the namespace is
-// made one.
-func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := plainNamespace(t)
-	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "receiver"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: newReceiver(t, nil).url()}}
-	g.Expect(k8s.Create(ctx, ep)).To(Succeed())
-	readyOf := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
-		return func(g Gomega) metav1.Condition {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-			return resReady(g, *conds)
-		}
-	}
-	denied := And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", switchboardv1.ReasonSecretAccessDenied),
-		HaveField("Message", ContainSubstring(switchboardv1.OrganizationLabel+"=true")),
-		HaveField("Message", ContainSubstring(switchboardv1.OrganizationClusterRole)))
-	g.Eventually(readyOf(ep, &ep.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
-
-	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"},
-		Data: map[string][]byte{switchboardv1.SIPUsernameKey: []byte("u"), switchboardv1.SIPPasswordKey: []byte("p")}})).To(Succeed())
-	createTrunk(t, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
-	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
-	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 10*time.Second, 50*time.Millisecond).Should(denied)
-
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns)).To(Succeed())
-	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), 20*time.Second, 50*time.Millisecond).
-		ShouldNot(HaveField("Reason", switchboardv1.ReasonSecretAccessDenied), "the trunk reads its credentials")
-	g.Eventually(readyOf(ep, &ep.Status.Conditions), 45*time.Second, 100*time.Millisecond).
-		Should(HaveField("Status", metav1.ConditionTrue), "the endpoint has its signing Secret")
 }

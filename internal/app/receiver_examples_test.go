@@ -14,12 +14,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -69,7 +69,7 @@ func testReceiverExample(t *testing.T, argv ...string) {
 	o := newOrg(t)
 	// The receiver needs the endpoint's secret to start, and the endpoint
 	// needs the receiver's URL: reserve a port first.
-	port := freePort(t)
+	port := testsupport.FreePort(t, "tcp")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	_, secret := applyEndpoint(t, o.ns, base+"/webhooks/switchboard", nil)
 	out := startReceiver(t, port, secret, argv...)
@@ -124,26 +124,12 @@ func testReceiverExample(t *testing.T, argv ...string) {
 	g.Expect(out.String()).NotTo(ContainSubstring("call_forged"))
 }
 
-// freePort reserves a loopback port and frees it for the receiver to take.
-func freePort(t *testing.T) int {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := lis.Addr().(*net.TCPAddr).Port
-	if err := lis.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 // startReceiver runs argv with the example's environment, waits until it
 // accepts connections on port, and returns its standard output, where the
 // examples log. The process is killed when the test ends.
-func startReceiver(t *testing.T, port int, secret string, argv ...string) *syncBuffer {
+func startReceiver(t *testing.T, port int, secret string, argv ...string) *testsupport.Buffer {
 	t.Helper()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testsupport.Buffer{}, &testsupport.Buffer{}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_WEBHOOK_SECRET="+secret, fmt.Sprintf("PORT=%d", port))
 	cmd.Stdout, cmd.Stderr = out, errOut
@@ -236,22 +222,4 @@ func linesLogged(output, callID string) map[string]loggedLine {
 		lines[l.event] = l
 	}
 	return lines
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -19,6 +19,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // Probe intervals of the tests. Most use one far longer than a test, so
@@ -113,16 +114,6 @@ func startSippTrunk(t *testing.T, scenario string) string {
 	return siptest.StartSipp(t, "udp", siptest.InlineScenario(t, scenario)...).Addr
 }
 
-func createTrunk(t *testing.T, ns, name, address, secret string) {
-	t.Helper()
-	tr := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.SIPTrunkSpec{Address: address}}
-	if secret != "" {
-		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
-	}
-	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
-}
-
 func createCredentials(t *testing.T, ns, name, user, pass string) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -137,7 +128,7 @@ func waitTrunkReady(t *testing.T, ns, name string, status metav1.ConditionStatus
 	var tr switchboardv1.SIPTrunk
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &tr)).To(Succeed())
-		ready := resReady(g, tr.Status.Conditions)
+		ready := testsupport.Ready(g, tr.Status.Conditions)
 		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{string(status), reason}), ready.Message)
 	}, 30*time.Second, 50*time.Millisecond).Should(Succeed(), "SIPTrunk %s/%s", ns, name)
 	return &tr
@@ -166,7 +157,7 @@ func TestSIPTrunkReprobedPeriodically(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	port := siptest.FreePort(t, "udp")
-	createTrunk(t, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:127.0.0.1:"+strconv.Itoa(port), "")
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	siptest.StartSippOn(t, "udp", port, siptest.InlineScenario(t, optionsOK)...)
 	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
@@ -178,13 +169,13 @@ func testTrunkReachable(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsOK)
-	createTrunk(t, ns, "carrier", "sip:"+addr, "")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 	g.Expect(tr.Status.LastProbeAt).NotTo(BeNil())
 	g.Expect(tr.Status.ObservedGeneration).To(Equal(tr.Generation))
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("200"))
 
-	out := newKubectlCLI(t).mustRun(t, "get", "siptrunks", "-n", ns).stdout
+	out := controlPlane.Kubectl(t).MustRun(t, "get", "siptrunks", "-n", ns).Stdout
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	g.Expect(lines).To(HaveLen(2), out)
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+ADDRESS\s+TRANSPORT\s+READY\s+REASON\s+ACTIVE\s+QUEUED\s+MAX\s+CPS\s+AGE\s*$`), out)
@@ -195,14 +186,14 @@ func testTrunkReachable(t *testing.T) {
 func testTrunkUnreachable(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
-	createTrunk(t, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
+	testsupport.CreateTrunk(t, k8s, ns, "dead", "sip:127.0.0.1:"+strconv.Itoa(siptest.FreePort(t, "udp")), "")
 	tr := waitTrunkReady(t, ns, "dead", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("no answer to OPTIONS"))
 
-	kc := newKubectlCLI(t)
+	kc := controlPlane.Kubectl(t)
 	var out string
 	g.Eventually(func() string {
-		out = kc.mustRun(t, "describe", "siptrunk", "dead", "-n", ns).stdout
+		out = kc.MustRun(t, "describe", "siptrunk", "dead", "-n", ns).Stdout
 		return out
 	}, resWait, 100*time.Millisecond).Should(MatchRegexp(`(?m)^\s+Warning\s+Unreachable\s+`), func() string { return out })
 }
@@ -213,9 +204,9 @@ func testTrunkSecretAppears(t *testing.T) {
 	g := NewWithT(t)
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsAuth)
-	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonCredentialsMissing)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring(ns + "/carrier-credentials"))
 	g.Expect(tr.Status.LastProbeAt).To(BeNil(), "a trunk without its credentials was probed")
 
 	createCredentials(t, ns, "carrier-credentials", "alice", "right-password")
@@ -229,9 +220,9 @@ func testTrunkWrongPassword(t *testing.T) {
 	ns := resNamespace(t)
 	addr := startSippTrunk(t, optionsAuth)
 	createCredentials(t, ns, "carrier-credentials", "alice", "wrong-password")
-	createTrunk(t, ns, "carrier", "sip:"+addr, "carrier-credentials")
+	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:"+addr, "carrier-credentials")
 	tr := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAuthenticationFailed)
-	g.Expect(resReady(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
+	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(ContainSubstring("401"))
 
 	var s corev1.Secret
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "carrier-credentials"}, &s)).To(Succeed())
@@ -250,7 +241,7 @@ func testTrunkAddressChanged(t *testing.T) {
 			Transport: switchboardv1.SIPTransportTCP}}
 	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
-	g.Expect(resReady(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
+	g.Expect(testsupport.Ready(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
 
 	addr := startSippTrunk(t, optionsOK)
 	var tr switchboardv1.SIPTrunk
@@ -259,113 +250,4 @@ func testTrunkAddressChanged(t *testing.T) {
 	g.Expect(k8s.Update(context.Background(), &tr)).To(Succeed())
 	up := waitTrunkReady(t, ns, "carrier", metav1.ConditionTrue, switchboardv1.ReasonReachable)
 	g.Expect(up.Status.ObservedGeneration).To(Equal(tr.Generation))
-}
-
-func TestKubectlApplyRejectsInvalidTrunksAndScripts(t *testing.T) {
-	kc := newKubectlCLI(t)
-	ns := resNamespace(t)
-	for _, tc := range []struct {
-		name     string
-		obj      client.Object
-		manifest string
-		want     []string // in stderr
-	}{
-		{"trunk-address-without-scheme", &switchboardv1.SIPTrunk{}, `apiVersion: switchboard.dev/v1alpha1
-kind: SIPTrunk
-metadata:
-  name: trunk-address-without-scheme
-spec:
-  address: carrier.example:5060
-`, []string{"spec.address", "should match"}},
-		{"trunk-unknown-transport", &switchboardv1.SIPTrunk{}, `apiVersion: switchboard.dev/v1alpha1
-kind: SIPTrunk
-metadata:
-  name: trunk-unknown-transport
-spec:
-  address: sip:carrier.example
-  transport: ws
-`, []string{"spec.transport", `"ws"`, "udp", "tcp", "tls"}},
-		{"agent-step-two-kinds", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
-kind: Agent
-metadata:
-  name: agent-step-two-kinds
-spec:
-  fromNumber: "+14155550100"
-  script:
-  - say: Hello
-    hangup: {}
-`, []string{"a script step has exactly one of say, play, gather, hangup"}},
-		{"agent-gather-unknown-field", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
-kind: Agent
-metadata:
-  name: agent-gather-unknown-field
-spec:
-  fromNumber: "+14155550100"
-  extractedData:
-  - name: confirmed
-    type: boolean
-  script:
-  - gather:
-      field: party_size
-`, []string{"a gather step's field must be one of extractedData"}},
-		{"agent-leave-message-without-message", &switchboardv1.Agent{}, `apiVersion: switchboard.dev/v1alpha1
-kind: Agent
-metadata:
-  name: agent-leave-message-without-message
-spec:
-  fromNumber: "+14155550100"
-  voicemail:
-    action: leave_message
-`, []string{"leave_message needs a message"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			res := kc.apply(t, ns, tc.manifest)
-			g.Expect(res.exitCode).NotTo(BeZero(), "kubectl apply accepted an invalid %s:\n%s", tc.name, res)
-			g.Expect(res.stderr).To(ContainSubstring("is invalid"), res.String())
-			for _, w := range tc.want {
-				g.Expect(res.stderr).To(ContainSubstring(w), res.String())
-			}
-			resExpectAbsent(t, tc.obj, ns, tc.name)
-		})
-	}
-}
-
-func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {
-	g := NewWithT(t)
-	kc := newKubectlCLI(t)
-	ns := resNamespace(t)
-	kc.mustRun(t, "create", "configmap", "chime", "-n", ns, "--from-literal=chime.wav=RIFF")
-	res := kc.apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
-kind: Agent
-metadata:
-  name: reminder
-spec:
-  fromNumber: "+14155550100"
-  trunkRef:
-    name: carrier
-  maxDurationSeconds: 120
-  extractedData:
-  - name: confirmed
-    type: boolean
-  script:
-  - say: "Hello {{ customer_name }}, this is the clinic."
-  - play:
-      configMapKeyRef: {name: chime, key: chime.wav}
-  - gather:
-      field: confirmed
-      prompt: Press 1 to confirm, 2 to cancel.
-      numDigits: 1
-  - hangup: {}
-  voicemail:
-    action: leave_message
-    message: "Please call the clinic back, {{customer_name}}."
-`)
-	g.Expect(res.exitCode).To(BeZero(), res.String())
-	var a switchboardv1.Agent
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "reminder"}, &a)).To(Succeed())
-	g.Expect(a.Spec.Script).To(HaveLen(4))
-	// The API server filled the gather defaults.
-	g.Expect(a.Spec.Script[2].Gather.FinishOnKey).To(Equal("#"))
-	g.Expect(a.Spec.Script[2].Gather.TimeoutSeconds).To(BeEquivalentTo(5))
 }

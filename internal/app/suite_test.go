@@ -15,13 +15,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,15 +29,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
-	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/testsupport/instance"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -60,12 +57,11 @@ var receiverTLS = func() *tls.Config {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }()
 
-// rbacDir holds the roles the manager runs with (config/rbac).
-var rbacDir = filepath.Join("..", "..", "config", "rbac")
-
 var (
-	restConfig *rest.Config  // the cluster's administrator
-	k8s        client.Client // not cached: what the cluster really holds
+	// controlPlane is the suite's kube-apiserver and etcd.
+	controlPlane *testsupport.ControlPlane
+	restConfig   *rest.Config  // the cluster's administrator
+	k8s          client.Client // not cached: what the cluster really holds
 	// managerConfig is Switchboard's identity: its service account, bound
 	// to the roles of config/rbac and nothing else.
 	managerConfig *rest.Config
@@ -80,36 +76,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(receiverProcessEnv) != "" {
 		os.Exit(serveReceiverProcess())
 	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test`, which builds the envtest binaries (hack/setup-envtest.sh).")
-		os.Exit(1)
-	}
 	os.Exit(runSuite(m))
 }
 
 func runSuite(m *testing.M) int {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	cfg, err := env.Start()
+	cp, err := testsupport.StartControlPlane(filepath.Join("..", ".."), app.NewScheme())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	// No client-side throttling: the benchmark measures the server side.
-	cfg.QPS, cfg.Burst = -1, 0
-	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if managerConfig, err = managerIdentity(env, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "the manager's identity:", err)
-		return 1
-	}
+	defer func() { _ = cp.Stop() }()
+	controlPlane, restConfig, k8s, managerConfig = cp, cp.Admin, cp.Client, cp.Manager
 	dir, err := os.MkdirTemp("", "switchboard-recordings-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -136,26 +113,13 @@ func runSuite(m *testing.M) int {
 	return m.Run()
 }
 
-// managerIdentity installs the roles of config/rbac as a deployment does and
-// returns the config of the service account they are bound to.
-func managerIdentity(env *envtest.Environment, admin *rest.Config) (*rest.Config, error) {
-	if err := devenv.InstallRBAC(context.Background(), k8s, rbacDir); err != nil {
-		return nil, err
-	}
-	user, err := env.AddUser(devenv.ManagerUser, admin)
-	if err != nil {
-		return nil, err
-	}
-	return user.Config(), nil
-}
-
 // runningOperator is one Switchboard process.
 type runningOperator struct {
+	*instance.Process
 	baseURL string
-	cancel  context.CancelFunc
-	done    chan error
-	once    sync.Once
 }
+
+func (o *runningOperator) stop() { o.Stop() }
 
 // startOperator starts a Switchboard process against the suite's control
 // plane; tweaks adjust its options (the benchmarks' timings, say).
@@ -166,14 +130,8 @@ func startOperator(reconcilers bool, tweaks ...func(*app.Options)) (*runningOper
 // startOperatorOn is startOperator talking to the control plane through cfg
 // (one that counts its requests, say).
 func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Options)) (*runningOperator, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	baseURL := "http://" + lis.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
 	opts := app.Options{
-		APIListener: lis, PublicURL: baseURL, RecordingDir: recordDir, RecordingSigningKey: signingKey,
+		RecordingDir: recordDir, RecordingSigningKey: signingKey,
 		SimTimings: testTimings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 32,
 		// Calls to the sipp callees on loopback; the spool survives restarts.
 		SIP: app.SIPOptions{BindHost: "127.0.0.1", SpoolDir: filepath.Join(recordDir, ".spool"), ProbeInterval: 2 * time.Second},
@@ -185,18 +143,11 @@ func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Opt
 	for _, tweak := range tweaks {
 		tweak(&opts)
 	}
-	mgr, err := app.New(ctx, cfg, opts)
+	p, err := instance.Start(cfg, opts, "/v1/calls/call_0")
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	op := &runningOperator{baseURL: baseURL, cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
-	if err := waitServing(baseURL); err != nil {
-		op.stop()
-		return nil, err
-	}
-	return op, nil
+	return &runningOperator{Process: p, baseURL: p.BaseURL}, nil
 }
 
 // withOperator runs the rest of t against an operator started with tweak
@@ -232,29 +183,6 @@ func withOperatorRunning(t *testing.T, reconcilers bool, tweak func(*app.Options
 	})
 }
 
-// waitServing waits until the REST API answers (it starts once caches sync).
-func waitServing(baseURL string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(baseURL + "/v1/calls/call_0") //nolint:noctx // test polling
-		if err == nil {
-			_ = resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("REST API at %s did not come up", baseURL)
-}
-
-func (o *runningOperator) stop() {
-	o.once.Do(func() {
-		o.cancel()
-		if err := <-o.done; err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
-		}
-	})
-}
-
 // org is an organization (namespace) with an API key and an outbound agent.
 type org struct {
 	ns      string
@@ -263,29 +191,17 @@ type org struct {
 	agent   *switchboardv1.Agent
 }
 
-const agentFrom = "+14155550100"
+const agentFrom = testsupport.AgentFrom
 
 // newOrg creates a namespace with an API key and a ready agent that
 // requires customer_name and extracts three fields.
 func newOrg(t testing.TB) *org {
 	t.Helper()
-	ns := newOrgNamespace(t, "org-")
+	ns := controlPlane.NewOrganization(t, "org-")
 	o := &org{ns: ns, key: createKey(t, ns, "")}
 	o.agent = createAgent(t, ns, "reminder", func(s *switchboardv1.AgentSpec) {})
 	o.agentID = o.agent.ResolvedID()
 	return o
-}
-
-// newOrgNamespace creates a namespace and makes it an organization, as a
-// platform team does (config/rbac/organization).
-func newOrgNamespace(t testing.TB, prefix string) string {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	g.Expect(devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name)).To(Succeed())
-	return ns.Name
 }
 
 // createKey stores an API key Secret; expiresAt is an RFC 3339 time or "".
@@ -319,24 +235,10 @@ func waitKeyUsable(t testing.TB, key, expiresAt string) {
 	}, 10*time.Second, 20*time.Millisecond).Should(Equal(want))
 }
 
+// createAgent creates an outbound agent (testsupport.CreateAgent).
 func createAgent(t testing.TB, ns, name string, mutate func(*switchboardv1.AgentSpec)) *switchboardv1.Agent {
 	t.Helper()
-	a := &switchboardv1.Agent{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: switchboardv1.AgentSpec{
-			FromNumber:        agentFrom,
-			Greeting:          "Hello from the test clinic.",
-			RequiredVariables: []string{"customer_name"},
-			ExtractedData: []switchboardv1.ExtractedDataField{
-				{Name: "customer_name", Type: switchboardv1.ExtractedString},
-				{Name: "confirmed", Type: switchboardv1.ExtractedBoolean},
-				{Name: "party_size", Type: switchboardv1.ExtractedNumber},
-			},
-		},
-	}
-	mutate(&a.Spec)
-	NewWithT(t).Expect(k8s.Create(context.Background(), a)).To(Succeed())
-	return a
+	return testsupport.CreateAgent(t, k8s, ns, name, mutate)
 }
 
 func randHex(n int) string {

@@ -29,6 +29,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 func TestDefaultLimitsHoldWithoutAnnotations(t *testing.T) {
@@ -93,7 +94,7 @@ func TestAppliedCallsHeldToLimits(t *testing.T) {
 	annotateOrg(t, o, map[string]string{quota.ActiveCallsAnnotation: "2"})
 	names := []string{"applied-a", "applied-b", "applied-c", "applied-d"}
 	for _, name := range names {
-		resCallResource(t, o.ns, name, o.agentID, "+14155550172")
+		testsupport.CreateCall(t, k8s, o.ns, name, o.agentID, "+14155550172")
 	}
 	failedWith := func(ns, name string) func(Gomega) string {
 		return func(g Gomega) string {
@@ -116,11 +117,11 @@ func TestAppliedCallsHeldToLimits(t *testing.T) {
 	// The create rate, shared with the REST API.
 	rated := newOrg(t)
 	annotateOrg(t, rated, map[string]string{quota.CreateRateAnnotation: "0.01", quota.CreateBurstAnnotation: "1"})
-	resCallResource(t, rated.ns, "rated-a", rated.agentID, "+14155550173")
+	testsupport.CreateCall(t, k8s, rated.ns, "rated-a", rated.agentID, "+14155550173")
 	g.Eventually(failedWith(rated.ns, "rated-a"), resWait, resPoll).Should(Equal(string(switchboardv1.CallInProgress)))
 	refused := do(t, "POST", "/v1/calls", rated.key, rated.callBody("+14155550173", nil))
 	g.Expect(refused.status).To(Equal(http.StatusTooManyRequests), "the applied call took the burst: %s", refused.raw)
-	resCallResource(t, rated.ns, "rated-b", rated.agentID, "+14155550173")
+	testsupport.CreateCall(t, k8s, rated.ns, "rated-b", rated.agentID, "+14155550173")
 	g.Eventually(failedWith(rated.ns, "rated-b"), resWait, resPoll).Should(Equal("rate_limited"))
 
 	// Size: 16 KiB of metadata at most; 100 variables at most (refused by

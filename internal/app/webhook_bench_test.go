@@ -175,7 +175,7 @@ func endpointOf(b *testing.B, ns string) *switchboardv1.WebhookEndpoint {
 }
 
 func resNamespaceB(b *testing.B) string {
-	return newOrgNamespace(b, "bench-")
+	return controlPlane.NewOrganization(b, "bench-")
 }
 
 // BenchmarkWebhookLatency places calls through the REST API at a steady

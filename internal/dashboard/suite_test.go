@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -30,25 +29,23 @@ import (
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
-	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/testsupport/instance"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 var (
-	k8s     client.Client
-	baseURL string
-	store   history.Store
-	restCfg *rest.Config
+	controlPlane *testsupport.ControlPlane
+	k8s          client.Client // the administrator's, not cached
+	baseURL      string
+	store        history.Store
 	// browserCtx is the headless Chromium; each test opens its tab.
 	browserCtx context.Context
 )
@@ -59,41 +56,17 @@ var timings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millise
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test`, which builds the envtest binaries (hack/setup-envtest.sh).")
-		os.Exit(1)
-	}
 	os.Exit(runSuite(m))
 }
 
 func runSuite(m *testing.M) int {
-	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	cfg.QPS, cfg.Burst = -1, 0
-	if k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The operator runs as its service account with the RBAC of
-	// config/rbac, as `make run` and a cluster run it.
-	if err := devenv.InstallRBAC(context.Background(), k8s, rbacDir); err != nil {
-		fmt.Fprintln(os.Stderr, "installing RBAC:", err)
-		return 1
-	}
-	manager, err := env.AddUser(devenv.ManagerUser, cfg)
+	cp, err := testsupport.StartControlPlane(filepath.Join("..", ".."), app.NewScheme())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	restCfg = manager.Config()
-	restCfg.QPS, restCfg.Burst = -1, 0
+	defer func() { _ = cp.Stop() }()
+	controlPlane, k8s = cp, cp.Client
 	dir, err := os.MkdirTemp("", "switchboard-dashboard-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -122,49 +95,24 @@ func runSuite(m *testing.M) int {
 	return m.Run()
 }
 
-// rbacDir is config/rbac: the manager's roles and the organization template.
-var rbacDir = filepath.Join("..", "..", "config", "rbac")
-
 func benchmarking() bool { return flag.Lookup("test.bench").Value.String() != "" }
 
 // startOperator runs Switchboard as `make run` does (development mode:
-// cookies over plain http, receivers on loopback).
+// cookies over plain http, receivers on loopback), as its service account
+// with the RBAC of config/rbac.
 func startOperator(dir string, reconcilers bool) (func(), error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	baseURL = "http://" + lis.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := app.New(ctx, restCfg, app.Options{APIListener: lis, PublicURL: baseURL,
+	p, err := instance.Start(controlPlane.Manager, app.Options{
 		RecordingDir: filepath.Join(dir, "recordings"), RecordingSigningKey: []byte("0123456789abcdef0123456789abcdef"),
 		SimTimings: timings, DefaultRegion: "US", Reconcilers: reconcilers, MaxConcurrentCalls: 16,
 		SIP:      app.SIPOptions{Disabled: true},
 		Webhooks: app.WebhookOptions{AllowInsecure: true, Schedule: webhook.Schedule{0, 300 * time.Millisecond}},
 		History:  store, DashboardInsecureCookies: true, MetricsAddr: "0", ProbeAddr: "0",
-		Log: zap.New(zap.WriteTo(io.Discard))})
+		Log: zap.New(zap.WriteTo(io.Discard))}, "/dashboard/sign-in")
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
-		}
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(baseURL + "/dashboard/sign-in"); err == nil { //nolint:noctx // polling
-			_ = resp.Body.Close()
-			return stop, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	stop()
-	return nil, fmt.Errorf("the dashboard at %s did not come up", baseURL)
+	baseURL = p.BaseURL
+	return p.Stop, nil
 }
 
 // startBrowser starts Debian's chromium headless; SWITCHBOARD_CHROMIUM
@@ -269,15 +217,13 @@ type org struct {
 func newOrg(t testing.TB) *org {
 	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "org-"}}
-	must(t, k8s.Create(ctx, ns))
-	must(t, devenv.AddOrganization(ctx, k8s, rbacDir, ns.Name))
-	o := &org{ns: ns.Name, key: "sk_test_" + randHex(16)}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "api-key-"},
+	ns := controlPlane.NewOrganization(t, "org-")
+	o := &org{ns: ns, key: "sk_test_" + randHex(16)}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "api-key-"},
 		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(o.key)}}
 	must(t, k8s.Create(ctx, s))
 	o.keySecret = s.Name
-	a := &switchboardv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "reminder"},
+	a := &switchboardv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reminder"},
 		Spec: switchboardv1.AgentSpec{FromNumber: "+14155550100", Greeting: "Hello from the test clinic.",
 			RequiredVariables: []string{"customer_name"},
 			ExtractedData: []switchboardv1.ExtractedDataField{{Name: "customer_name", Type: switchboardv1.ExtractedString},

@@ -4,38 +4,26 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history/pgtest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // benchCallsEnv sets how many calls BenchmarkStore stores in its main
 // organization; a few thousand make a quick run.
 const benchCallsEnv = "SWITCHBOARD_HISTORY_BENCH_CALLS"
 
-var benchBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // BenchmarkStore measures the REST API's reads over an organization of a
 // million archived calls (plus a smaller second one), on both stores, and
 // reports their latency percentiles.
 func BenchmarkStore(b *testing.B) {
-	n := 1_000_000
-	if v := os.Getenv(benchCallsEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 100 {
-			b.Fatalf("%s=%q: want a number of calls, at least 100", benchCallsEnv, v)
-		}
-	}
+	n := testsupport.BenchCount(b, benchCallsEnv, 1_000_000)
 	stores := []struct {
 		name string
 		dsn  func() string
@@ -63,7 +51,7 @@ func benchReads(b *testing.B, name string, s Store, n int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	deepKey := func() *Key { // somewhere in the oldest tenth: far down the newest-first order
-		k := KeyOf(benchCall("org-bench", 50+rng.IntN(n/10)))
+		k := KeyOf(testsupport.BenchCall("org-bench", 50+rng.IntN(n/10)))
 		return &k
 	}
 	lists := []struct {
@@ -72,13 +60,13 @@ func benchReads(b *testing.B, name string, s Store, n int) {
 	}{
 		{"first-page", func() CallQuery { return CallQuery{Limit: 50} }},
 		{"status-failed-page", func() CallQuery { return CallQuery{Status: "failed", Limit: 50} }},
-		{"to-number-page", func() CallQuery { return CallQuery{ToNumber: benchNumber(rng.IntN(n)), Limit: 50} }},
+		{"to-number-page", func() CallQuery { return CallQuery{ToNumber: testsupport.BenchNumber(rng.IntN(n)), Limit: 50} }},
 		{"deep-page-by-cursor", func() CallQuery { return CallQuery{After: deepKey(), Limit: 50} }},
 	}
 	for _, l := range lists {
 		b.Logf("%s %s plan: %s", name, l.name, explain(b, s, l.query()))
 		b.Run(name+"/"+l.name, func(b *testing.B) {
-			measure(b, func() error {
+			testsupport.Measure(b, func() error {
 				calls, err := s.ListCalls(ctx, "org-bench", l.query())
 				if err == nil && len(calls) == 0 {
 					err = fmt.Errorf("%s: empty page", l.name)
@@ -88,66 +76,12 @@ func benchReads(b *testing.B, name string, s Store, n int) {
 		})
 	}
 	b.Run(name+"/get-random-call", func(b *testing.B) {
-		measure(b, func() error {
-			_, err := s.GetCall(ctx, "org-bench", KeyOf(benchCall("org-bench", rng.IntN(n))).CallID)
+		testsupport.Measure(b, func() error {
+			_, err := s.GetCall(ctx, "org-bench", KeyOf(testsupport.BenchCall("org-bench", rng.IntN(n))).CallID)
 			return err
 		})
 	})
 }
-
-// measure runs op b.N times and reports its median and 99th percentile.
-func measure(b *testing.B, op func() error) {
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if err := op(); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	at := func(p float64) float64 {
-		return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
-}
-
-// benchCall is the i-th call of ns: four a second, mostly ended, every
-// twentieth failed, spread over 20 agents and 50,000 numbers, with the
-// variables, metadata and analysis a real call carries.
-func benchCall(ns string, i int) *switchboardv1.Call {
-	at := benchBase.Add(time.Duration(i) * 250 * time.Millisecond)
-	id := fmt.Sprintf("call_%08x%024x", i, uint64(i)*0x9e3779b97f4a7c15)
-	c := &switchboardv1.Call{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: "call-" + id[5:], ResourceVersion: strconv.Itoa(i + 1),
-			CreationTimestamp: metav1.NewTime(at.Truncate(time.Second)),
-			Annotations:       map[string]string{switchboardv1.AcceptedAtAnnotation: at.Format(time.RFC3339Nano)},
-		},
-		Spec: switchboardv1.CallSpec{
-			AgentID:   fmt.Sprintf("00000000-0000-4000-8000-%012d", i%20),
-			ToNumber:  benchNumber(i),
-			Source:    switchboardv1.SourceAPI,
-			Variables: &apiextensionsv1.JSON{Raw: []byte(`{"name":"Ada Lovelace","balance":120.5,"plan":"gold"}`)},
-			Metadata:  &apiextensionsv1.JSON{Raw: []byte(`{"crm_id":"c-` + strconv.Itoa(i) + `","campaign":"renewals"}`)},
-		},
-		Status: switchboardv1.CallStatus{CallID: id, Phase: switchboardv1.CallEnded, Disposition: switchboardv1.DispositionAnswered},
-	}
-	if i%20 == 0 {
-		c.Status.Phase, c.Status.Disposition = switchboardv1.CallFailed, switchboardv1.DispositionCarrierFailure
-		return c
-	}
-	ended := metav1.NewMicroTime(at.Add(90 * time.Second))
-	c.Status.EndedAt, c.Status.Duration = &ended, "1m25s"
-	c.Status.Analysis = &switchboardv1.CallAnalysis{
-		Summary:       "The customer confirmed the renewal of the gold plan and asked for an invoice by email.",
-		ExtractedData: []switchboardv1.ExtractedValue{{Name: "renewed", Value: &apiextensionsv1.JSON{Raw: []byte(`true`)}}},
-	}
-	return c
-}
-
-func benchNumber(i int) string { return fmt.Sprintf("+1415%07d", i%50_000) }
 
 // seed stores n calls of ns in bulk: through one transaction of multi-row
 // inserts on SQLite, through COPY on PostgreSQL.
@@ -157,7 +91,7 @@ func seed(b *testing.B, s Store, ns string, n int) {
 	records := func(from, to int) [][]any {
 		rows := make([][]any, 0, to-from)
 		for i := from; i < to; i++ {
-			r, err := recordOf(benchCall(ns, i), now)
+			r, err := recordOf(testsupport.BenchCall(ns, i), now)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -186,7 +120,7 @@ func seed(b *testing.B, s Store, ns string, n int) {
 		}
 	case *postgresStore:
 		columns := []string{"namespace", "call_id", "created_at", "status", "disposition", "agent_id",
-			"to_number", "source", "ended_at", "resource_version", "object", "updated_at"}
+			"to_number", "source", "ended_at", "resource_version", "object", "updated_at", "recording_stored_at"}
 		for from := 0; from < n; from += 100 * batch {
 			rows := records(from, min(from+100*batch, n))
 			if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"calls"}, columns, pgx.CopyFromRows(rows)); err != nil {
@@ -204,7 +138,7 @@ func seed(b *testing.B, s Store, ns string, n int) {
 // quadratic over thousands of parameters.
 func multiRowInsert(rows int) string {
 	head, _, _ := strings.Cut(upsertCall, "VALUES")
-	row := "(" + strings.Repeat("?, ", 11) + "?)"
+	row := "(" + strings.Repeat("?, ", len(record{}.args())-1) + "?)"
 	return head + "VALUES " + strings.Repeat(row+", ", rows-1) + row
 }
 

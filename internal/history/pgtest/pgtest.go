@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // BinDirEnv names the environment variable that overrides DefaultBinDir,
@@ -116,7 +117,7 @@ func (s *Server) Start() {
 	var err error
 	for range attempts {
 		if s.port == 0 || attempts > 1 {
-			s.port = freePort(s.tb)
+			s.port = testsupport.FreePort(s.tb, "tcp")
 		}
 		if err = s.pgctl("start"); err == nil {
 			s.running = true
@@ -203,15 +204,4 @@ func postgresUser(tb testing.TB) *syscall.Credential {
 		tb.Fatal(err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	var lc net.ListenConfig
-	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

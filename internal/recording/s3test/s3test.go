@@ -4,7 +4,6 @@
 package s3test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 const (
@@ -49,7 +49,7 @@ func Start(t testing.TB) (cfg recording.S3Config, stop func()) {
 	var srv *server
 	var err error
 	for range 3 { // another process may take the free port first
-		if srv, err = start(bin, dir, cfg); !errors.Is(err, errPortTaken) {
+		if srv, err = start(t, bin, dir, cfg); !errors.Is(err, errPortTaken) {
 			break
 		}
 	}
@@ -100,20 +100,17 @@ var errPortTaken = errors.New("port taken")
 type server struct {
 	addr   string
 	cmd    *exec.Cmd
-	out    *limitedBuffer
+	out    *testsupport.Buffer
 	exited chan struct{}
 	kill   context.CancelFunc
 	once   sync.Once
 }
 
-func start(bin, dir string, cfg recording.S3Config) (*server, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+func start(t testing.TB, bin, dir string, cfg recording.S3Config) (*server, error) {
+	addr := testsupport.FreeAddr(t)
 	// stop cancels run, which kills the process.
 	run, cancelRun := context.WithCancel(context.Background())
-	s := &server{addr: addr, out: &limitedBuffer{}, exited: make(chan struct{}), kill: cancelRun}
+	s := &server{addr: addr, out: &testsupport.Buffer{Limit: maxOutput}, exited: make(chan struct{}), kill: cancelRun}
 	s.cmd = exec.CommandContext(run, bin, //nolint:gosec // the versitygw `make test` installed
 		"--access", cfg.AccessKey, "--secret", cfg.SecretKey, "--region", cfg.Region,
 		"--port", addr, "--quiet", "posix", dir)
@@ -159,39 +156,8 @@ func (s *server) stop() {
 
 func (s *server) output() string { return s.out.String() }
 
-func freeAddr() (string, error) {
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
 func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// limitedBuffer keeps the first maxOutput bytes of the server's output for
-// failure messages; the process writes it from another goroutine.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := maxOutput - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

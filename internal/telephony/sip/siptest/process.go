@@ -5,9 +5,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // Process is a peer program run for a test, in its own process group (so
@@ -20,7 +21,7 @@ type Process struct {
 	Dir  string
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testsupport.Buffer
 	done chan struct{}
 	err  error // exit status, once done is closed
 }
@@ -32,7 +33,7 @@ func Start(t testing.TB, install, name string, args ...string) *Process {
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s is not on PATH: these tests need it as a real SIP peer; install it with `%s` (%v)", name, install, err)
 	}
-	p := &Process{Dir: t.TempDir(), name: name, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &Process{Dir: t.TempDir(), name: name, out: &testsupport.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.CommandContext(context.Background(), name, args...) // killed at cleanup
 	p.cmd.Dir, p.cmd.Stdout, p.cmd.Stderr = p.Dir, p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -94,21 +95,4 @@ func UDPBound(port int) bool {
 func hex4(port int) string {
 	const digits = "0123456789ABCDEF"
 	return string([]byte{digits[port>>12&15], digits[port>>8&15], digits[port>>4&15], digits[port&15]})
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

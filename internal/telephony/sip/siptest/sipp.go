@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // Sipp is one running sipp (Debian package sip-tester).
@@ -110,20 +112,7 @@ func (s *Sipp) waitListening(transport string, port int) error {
 // FreePort returns a loopback port nothing listens on now.
 func FreePort(t testing.TB, transport string) int {
 	t.Helper()
-	if transport == "tcp" {
-		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = l.Close() }()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	c, err := (&net.ListenConfig{}).ListenPacket(context.Background(), "udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return testsupport.FreePort(t, transport)
 }
 
 // Scenario returns sipp's -sf argument for the scenario file at path with
