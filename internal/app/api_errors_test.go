@@ -1,6 +1,6 @@
 package app_test
 
-// Error responses of the REST API (spec sections 4.1-4.3 and 7), as a
+// Error responses of the REST API (the OpenAPI document's error responses), as a
 // customer backend sees them: status codes, body shapes, and whether a call
 // record was left behind.
 
@@ -48,7 +48,7 @@ func expectStringDetail(t *testing.T, r response, status int) string {
 
 // expectErrorDetail asserts a create-call error body: detail is an object
 // with error, error_code, call_id, expected_from_number and
-// missing_variables (spec section 7). It returns the detail object.
+// missing_variables, as the error table in the README lists it. It returns the detail object.
 func expectErrorDetail(t *testing.T, r response, status int, code string) map[string]any {
 	t.Helper()
 	expectStatusJSON(t, r, status)
@@ -406,7 +406,7 @@ func TestCreateCallDispatchFailures(t *testing.T) {
 }
 
 // TestRefusedCallReadsFailedAtOnce: a 422 dnc_blocked or a 502 dispatch
-// error hands out a call_id whose record is failed (spec sections 3 and 7).
+// error hands out a call_id whose record is failed (the record is failed from the start, never queued).
 // A customer backend that reads it straight away must see failed, never
 // queued. The race is narrow, so it is tried many times.
 func TestRefusedCallReadsFailedAtOnce(t *testing.T) {

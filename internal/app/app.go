@@ -133,7 +133,7 @@ type WebhookOptions struct {
 	AllowInsecure bool
 	// TLSConfig for connections to receivers; nil trusts the system roots.
 	TLSConfig *tls.Config
-	// Timeout per attempt (default 10 s, spec section 8).
+	// Timeout per attempt (default 10 s, the receiver timeout the API promises).
 	Timeout time.Duration
 	// Schedule of attempts (default webhook.DefaultSchedule).
 	Schedule webhook.Schedule

@@ -1,6 +1,6 @@
 package app_test
 
-// Authentication and organization scoping (spec section 5): what a caller
+// Authentication and organization scoping (bearer API keys, one organization each): what a caller
 // with a missing, wrong, expired, revoked or foreign key gets.
 
 import (

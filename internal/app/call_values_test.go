@@ -1,7 +1,7 @@
 package app_test
 
 // A call's metadata is echoed back untouched and its variables as they
-// were sent (spec 2.1): the exact numbers and text, on GET, in every
+// were sent: the exact numbers and text, on GET, in every
 // webhook event, in the list, and once the call lives only in the history
 // store. The Kubernetes API server reads numbers as int64 or float64, so
 // this is not a given.

@@ -45,7 +45,7 @@ import (
 var testTimings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millisecond, Voicemail: 500 * time.Millisecond}
 
 // testSchedule retries failed deliveries quickly; the timeout per attempt
-// stays the spec's 10 s.
+// stays the API's 10 s.
 var testSchedule = webhook.Schedule{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
 // receiverTLS trusts the test HTTPS receivers (httptest's certificate).

@@ -1,6 +1,6 @@
 package app_test
 
-// The webhook-endpoint API (spec 4.4 and 4.5) over real HTTP against a real
+// The webhook-endpoint API (README, "Webhook-endpoint API") over real HTTP against a real
 // kube-apiserver: endpoints created, listed, changed and deleted, secrets
 // rotated, test events sent to real receivers, and the delivery log read.
 // The suite runs webhooks in development mode, so plain-http loopback
@@ -815,7 +815,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	})
 }
 
-// One row per line of spec 4.4's table of test results.
+// One row per outcome of a test send: what the receiver did, what the API answers.
 func TestWebhookAPI_TestEventResults(t *testing.T) {
 	o := newOrg(t)
 	tests := []struct {

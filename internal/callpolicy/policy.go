@@ -3,7 +3,7 @@
 // before dialing (for Calls applied with kubectl, and for lists that changed
 // in between), so both paths refuse a call for the same reasons.
 //
-// Checks run in the order of the spec's error table: agent_not_outbound,
+// Checks run in the order of the API's error table (README, "The REST API"): agent_not_outbound,
 // agent_inactive, missing_variables, from_number_mismatch, dnc_blocked,
 // number_blocked; spoken_text_too_long (a limit of Switchboard's, on what
 // the variables make the agent say) comes after missing_variables. The
@@ -49,7 +49,7 @@ type Rejection struct {
 	ExpectedFromNumber string
 }
 
-// RecordsFailedCall reports whether the spec wants a failed call record for
+// RecordsFailedCall reports whether the API leaves a failed call record for
 // this rejection: blocked numbers leave a trace, bad requests do not.
 func (r *Rejection) RecordsFailedCall() bool {
 	return r.Code == CodeDNCBlocked || r.Code == CodeNumberBlocked

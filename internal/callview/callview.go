@@ -1,5 +1,5 @@
 // Package callview renders a Call resource as the REST API's call object
-// (spec section 2.1), the same shape GET /v1/calls/{call_id} returns and
+// (the OpenAPI document's Call schema), the same shape GET /v1/calls/{call_id} returns and
 // every event carries. The transcript is never part of it, and the
 // recording link is signed at render time, never stored.
 package callview

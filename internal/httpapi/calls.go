@@ -19,7 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 )
 
-// callCreatedResponse is the 201 body (spec 2.2).
+// callCreatedResponse is the 201 body of POST /v1/calls (OpenAPI: CallCreatedResponse).
 type callCreatedResponse struct {
 	CallID     string  `json:"call_id"`
 	Status     string  `json:"status"`

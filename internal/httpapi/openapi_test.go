@@ -50,7 +50,7 @@ func TestOpenAPIDocumentIsValidOpenAPI31(t *testing.T) {
 	}
 	info := asMap(doc.Tree["info"])
 	if doc.Tree["openapi"] != "3.1.0" || info["version"] != "1.0" {
-		t.Errorf("openapi %v, info.version %v; want 3.1.0 and 1.0 (spec section 9)", doc.Tree["openapi"], info["version"])
+		t.Errorf("openapi %v, info.version %v; want 3.1.0 and 1.0 (the API's version)", doc.Tree["openapi"], info["version"])
 	}
 	bearer := dig(doc.Tree, "components", "securitySchemes", "bearerAuth")
 	if bearer["type"] != "http" || bearer["scheme"] != "bearer" {
@@ -171,8 +171,8 @@ func dig(node map[string]any, keys ...string) map[string]any {
 //     own ports, not part of the customer API (listed in case they move).
 var undocumentedPrefixes = []string{"/v2/", "/v3/", "/recordings/", "/healthz", "/readyz", "/metrics"}
 
-// chiParams maps the router's parameter names to the document's, which are
-// the spec's.
+// chiParams maps the router's parameter names to the document's (the
+// API's public names).
 var chiParams = map[string]string{"callID": "call_id", "endpointID": "id", "deliveryID": "delivery_id"}
 
 var chiParam = regexp.MustCompile(`\{([^}:]+)(:[^}]*)?\}`)

@@ -101,7 +101,7 @@ func writeDetail(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, stringDetail{Detail: msg})
 }
 
-// ErrorDetail is the `detail` object of create-call errors (spec section 7).
+// ErrorDetail is the `detail` object of create-call errors: error, error_code and the code's own fields.
 type ErrorDetail struct {
 	Error              string   `json:"error"`
 	ErrorCode          string   `json:"error_code"`

@@ -1,4 +1,5 @@
-// Package httpapi is the REST API of spec sections 4.1-4.3: a chi router
+// Package httpapi is the REST API (the OpenAPI document at /v1/openapi.json;
+// README, "The REST API"): a chi router
 // that turns create-call requests into Call resources and renders Calls
 // back as call objects.
 package httpapi

@@ -1,6 +1,6 @@
 package httpapi
 
-// Webhook endpoints and their delivery log (spec 4.4 and 4.5). An
+// Webhook endpoints and their delivery log (README, "Webhook-endpoint API"). An
 // endpoint is a WebhookEndpoint resource in the caller's organization; the
 // REST id is ResolvedID() (we_ + the UID's hex), so endpoints applied as
 // YAML show up here too. Every response is JSON; every route needs the API
@@ -323,7 +323,7 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		PreviousSecretExpiresAt: previousExpiry(rotated.PreviousExpiresAt, rotated.HasPrevious)})
 }
 
-// testEndpoint sends one sample event of the requested kind (spec 4.4) and
+// testEndpoint sends one sample event of the requested kind and
 // answers the receiver's response.
 func (a *api) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)

@@ -103,7 +103,7 @@ func endpointStatus(ep *switchboardv1.WebhookEndpoint) string {
 // creation times have second precision.
 func sortEndpoints(eps []switchboardv1.WebhookEndpoint) { endpoints.SortOldestFirst(eps) }
 
-// testResult is the response of POST .../test (spec 4.4).
+// testResult is the response of POST .../test (its result, never a retry).
 type testResult struct {
 	DeliveryID string  `json:"delivery_id"`
 	Status     string  `json:"status"`

@@ -8,7 +8,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
-// SampleCallID is the call_id of every test event (spec section 6).
+// SampleCallID is the call_id of every test event: one no real call has.
 const SampleCallID = "call_test_00000000"
 
 // SampleBody is the body of a test event of kind: a made-up call in the
