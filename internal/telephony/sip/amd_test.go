@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 // These tests call baresip playing an answering machine's greeting or a
@@ -31,7 +32,7 @@ func speak(t *testing.T, text string) []int16 {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	pcm, err := DecodeWAV(f)
+	pcm, err := audio.DecodeMono(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ import (
 
 	"github.com/zaf/g711"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
@@ -520,7 +521,7 @@ func TestBenchGapFinder(t *testing.T) {
 		lost bool
 	}{{"late", late, false}, {"lost", lost, true}} {
 		path := filepath.Join(t.TempDir(), "rec.wav")
-		data := wavHeader(len(tc.pcm))
+		data := audio.Header(2, len(tc.pcm))
 		for _, s := range tc.pcm {
 			data = binary.LittleEndian.AppendUint32(data, uint32(uint16(s))<<16) //nolint:gosec // intended reinterpretation
 		}

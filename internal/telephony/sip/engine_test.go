@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-audio/audio"
 	"github.com/go-audio/wav"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -313,32 +312,6 @@ func tone(d time.Duration) []int16 {
 // sayTone is a script of one step playing a tone for d.
 func sayTone(d time.Duration) []Step {
 	return []Step{{Text: "a tone", Audio: tone(d)}}
-}
-
-// writeWAV writes pcm as an 8 kHz 16-bit WAV of channels interleaved
-// channels.
-func writeWAV(t *testing.T, pcm []int16, channels int) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "audio.wav")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]int, len(pcm))
-	for i, s := range pcm {
-		data[i] = int(s)
-	}
-	enc := wav.NewEncoder(f, sampleRate, 16, channels, 1)
-	if err := enc.Write(&audio.IntBuffer{Format: &audio.Format{NumChannels: channels, SampleRate: sampleRate}, Data: data, SourceBitDepth: 16}); err != nil {
-		t.Fatal(err)
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // readRecording reads a stereo recording into its two channels.

@@ -2,13 +2,11 @@ package sip
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -16,14 +14,14 @@ import (
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
-	"github.com/go-audio/wav"
 	"github.com/zaf/g711"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 const (
-	sampleRate   = 8000
+	sampleRate   = audio.SampleRate
 	frameSamples = sampleRate / 50 // 20 ms
 )
 
@@ -401,7 +399,7 @@ func newRecorder(path string) (*recorder, error) {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
 	r.f, r.w = f, bufio.NewWriterSize(f, 32<<10)
-	if _, err := r.w.Write(wavHeader(0)); err != nil {
+	if _, err := r.w.Write(audio.Header(2, 0)); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("recording: %w", err)
 	}
@@ -465,7 +463,7 @@ func (r *recorder) close() error {
 		err = r.w.Flush()
 	}
 	if err == nil {
-		_, err = r.f.WriteAt(wavHeader(r.base), 0)
+		_, err = r.f.WriteAt(audio.Header(2, r.base), 0)
 	}
 	err = errors.Join(err, r.f.Close())
 	if err != nil {
@@ -480,55 +478,4 @@ func (r *recorder) discard() {
 		_ = r.f.Close()
 		_ = os.Remove(r.f.Name())
 	}
-}
-
-// wavHeader is the canonical 44-byte header of a stereo 8 kHz 16-bit PCM
-// WAV file of n samples per channel.
-func wavHeader(n int) []byte {
-	const channels, bytesPerSample = 2, 2
-	dataSize := uint32(n * channels * bytesPerSample) //nolint:gosec // 4 GiB is 37 h of audio
-	h := make([]byte, 0, 44)
-	h = append(h, "RIFF"...)
-	h = binary.LittleEndian.AppendUint32(h, 36+dataSize)
-	h = append(h, "WAVEfmt "...)
-	h = binary.LittleEndian.AppendUint32(h, 16) // fmt chunk size
-	h = binary.LittleEndian.AppendUint16(h, 1)  // PCM
-	h = binary.LittleEndian.AppendUint16(h, channels)
-	h = binary.LittleEndian.AppendUint32(h, sampleRate)
-	h = binary.LittleEndian.AppendUint32(h, sampleRate*channels*bytesPerSample) // byte rate
-	h = binary.LittleEndian.AppendUint16(h, channels*bytesPerSample)            // block align
-	h = binary.LittleEndian.AppendUint16(h, 8*bytesPerSample)                   // bits per sample
-	h = append(h, "data"...)
-	return binary.LittleEndian.AppendUint32(h, dataSize)
-}
-
-// DecodeWAV reads an 8 kHz mono 16-bit PCM WAV, the audio format of
-// scripts and voicemail messages.
-func DecodeWAV(r io.Reader) ([]int16, error) {
-	rs, ok := r.(io.ReadSeeker)
-	if !ok {
-		// The WAV decoder seeks between chunks.
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return nil, fmt.Errorf("wav: %w", err)
-		}
-		rs = bytes.NewReader(b)
-	}
-	dec := wav.NewDecoder(rs)
-	if !dec.IsValidFile() || dec.WavAudioFormat != 1 {
-		return nil, errors.New("wav: not a PCM WAV file")
-	}
-	if dec.SampleRate != sampleRate || dec.NumChans != 1 || dec.BitDepth != 16 {
-		return nil, fmt.Errorf("wav: %d Hz, %d channels, %d bits: want 8000 Hz mono 16-bit",
-			dec.SampleRate, dec.NumChans, dec.BitDepth)
-	}
-	buf, err := dec.FullPCMBuffer()
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("wav: %w", err)
-	}
-	pcm := make([]int16, len(buf.Data))
-	for i, s := range buf.Data {
-		pcm[i] = int16(min(max(s, math.MinInt16), math.MaxInt16))
-	}
-	return pcm, nil
 }

@@ -1,9 +1,6 @@
 package sip
 
 import (
-	"bytes"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -71,50 +68,6 @@ func TestRecorderWithoutPath(t *testing.T) {
 	}
 	if err := r.close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestDecodeWAV(t *testing.T) {
-	want := tone(100 * time.Millisecond)
-	f, err := os.Open(writeWAV(t, want, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	got, err := DecodeWAV(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("decoded %d samples, not the %d written", len(got), len(want))
-	}
-	// Not a seeker: read whole.
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := DecodeWAV(io.MultiReader(bytes.NewReader(b))); err != nil || !slices.Equal(got, want) {
-		t.Errorf("from a plain reader: %d samples, %v", len(got), err)
-	}
-}
-
-func TestDecodeWAVRejects(t *testing.T) {
-	stereo, err := os.ReadFile(writeWAV(t, make([]int16, 320), 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, in := range map[string][]byte{
-		"empty":      nil,
-		"not a WAV":  []byte("package sip\n"),
-		"stereo WAV": stereo,
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := DecodeWAV(bytes.NewReader(in)); err == nil {
-				t.Error("DecodeWAV succeeded, want an error")
-			} else {
-				t.Log(err)
-			}
-		})
 	}
 }
 

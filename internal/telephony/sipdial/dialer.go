@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 )
 
@@ -399,7 +400,7 @@ func (d *Dialer) lost(req telephony.Request, now time.Time) telephony.Progress {
 func (d *Dialer) Recording(_ context.Context, req telephony.Request, _ telephony.Progress) (io.ReadCloser, error) {
 	path := d.spoolPath(req.CallID)
 	if d.session(req.CallID) == nil {
-		if err := repairWAV(path); err != nil {
+		if err := audio.Repair(path, 2); err != nil {
 			d.cfg.Log.Info("the recording of a call cut off by a restart is lost", "call", req.CallID, "error", err.Error())
 			return nil, telephony.ErrNoRecording
 		}

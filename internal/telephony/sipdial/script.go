@@ -15,6 +15,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
@@ -159,7 +160,7 @@ func (r *ScriptRenderer) audio(ctx context.Context, ns string, ref switchboardv1
 		}
 		raw = []byte(s)
 	}
-	pcm, err := sip.DecodeWAV(bytes.NewReader(raw))
+	pcm, err := audio.DecodeMono(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s key %s: %w", ref.Name, ref.Key, err)
 	}

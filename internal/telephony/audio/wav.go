@@ -1,0 +1,139 @@
+// Package audio reads and writes the WAV files of calls: 8 kHz 16-bit PCM,
+// the narrowband audio carriers deliver, mono for speech and prompts and
+// stereo (agent left, callee right) for SIP recordings.
+//
+// Reading uses github.com/go-audio/wav. Writing does not: its encoder
+// needs an io.WriteSeeker, encodes sample by sample through reflection on
+// the media path of every call, and cannot repair a file whose writer was
+// cut off. A recording is streamed to disk during the call with the
+// canonical 44-byte header (Header) written first and rewritten when the
+// call ends, and Repair completes the header of a file a crash left behind.
+package audio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/go-audio/wav"
+)
+
+// SampleRate is the rate of every WAV Switchboard reads or writes.
+const SampleRate = 8000
+
+// HeaderSize is the length of the canonical PCM WAV header that Header
+// writes: the samples start right after it.
+const HeaderSize = 44
+
+const bytesPerSample = 2
+
+// Header returns the header of a 16-bit PCM WAV of frames samples per
+// channel.
+func Header(channels, frames int) []byte {
+	blockAlign := channels * bytesPerSample
+	dataSize := uint32(frames * blockAlign) //nolint:gosec // 4 GiB is 37 h of stereo audio
+	h := make([]byte, 0, HeaderSize)
+	h = append(h, "RIFF"...)
+	h = binary.LittleEndian.AppendUint32(h, 36+dataSize) // everything after this field
+	h = append(h, "WAVEfmt "...)
+	h = binary.LittleEndian.AppendUint32(h, 16)                            // fmt chunk size
+	h = binary.LittleEndian.AppendUint16(h, 1)                             // PCM
+	h = binary.LittleEndian.AppendUint16(h, uint16(channels))              //nolint:gosec // 1 or 2
+	h = binary.LittleEndian.AppendUint32(h, SampleRate)                    //
+	h = binary.LittleEndian.AppendUint32(h, uint32(SampleRate*blockAlign)) //nolint:gosec // byte rate, small
+	h = binary.LittleEndian.AppendUint16(h, uint16(blockAlign))            //nolint:gosec // block align, small
+	h = binary.LittleEndian.AppendUint16(h, 8*bytesPerSample)              // bits per sample
+	h = append(h, "data"...)
+	return binary.LittleEndian.AppendUint32(h, dataSize)
+}
+
+// Mono returns a mono WAV of pcm.
+func Mono(pcm []int16) []byte {
+	b := append(make([]byte, 0, HeaderSize+bytesPerSample*len(pcm)), Header(1, len(pcm))...)
+	for _, s := range pcm {
+		// PCM samples are two's complement: the bit pattern is what is written.
+		b = binary.LittleEndian.AppendUint16(b, uint16(s)) //nolint:gosec // intended reinterpretation
+	}
+	return b
+}
+
+// Repair fixes the sizes in the header of a WAV written with Header whose
+// writer was cut off before it rewrote them, so the audio written until
+// then plays. A trailing partial frame is dropped.
+func Repair(path string, channels int) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size < HeaderSize {
+		return errors.New("recording shorter than its header")
+	}
+	data := size - HeaderSize
+	data -= data % int64(channels*bytesPerSample) // whole frames
+	if data > math.MaxUint32-36 {
+		return errors.New("recording too large for a WAV file")
+	}
+	if err := f.Truncate(HeaderSize + data); err != nil {
+		return err
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(36+data)) //nolint:gosec // bounded above
+	if _, err := f.WriteAt(b[:], 4); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(b[:], uint32(data)) //nolint:gosec // bounded above
+	_, err = f.WriteAt(b[:], 40)
+	return err
+}
+
+// FormatError is a WAV that is not 8 kHz mono 16-bit PCM.
+type FormatError struct {
+	SampleRate, Channels, BitDepth int
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("wav: %d Hz, %d channels, %d bits: want 8000 Hz mono 16-bit",
+		e.SampleRate, e.Channels, e.BitDepth)
+}
+
+// DecodeMono reads an 8 kHz mono 16-bit PCM WAV, the audio format of
+// scripts, voicemail messages and text-to-speech. Any other format is an
+// error (a *FormatError when it is PCM at another rate or width) rather
+// than audio at the wrong speed.
+func DecodeMono(r io.Reader) ([]int16, error) {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		// The WAV decoder seeks between chunks.
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("wav: %w", err)
+		}
+		rs = bytes.NewReader(b)
+	}
+	dec := wav.NewDecoder(rs)
+	if !dec.IsValidFile() || dec.WavAudioFormat != 1 {
+		return nil, errors.New("wav: not a PCM WAV file")
+	}
+	if dec.SampleRate != SampleRate || dec.NumChans != 1 || dec.BitDepth != 16 {
+		return nil, &FormatError{SampleRate: int(dec.SampleRate), Channels: int(dec.NumChans), BitDepth: int(dec.BitDepth)}
+	}
+	buf, err := dec.FullPCMBuffer()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("wav: %w", err)
+	}
+	pcm := make([]int16, len(buf.Data))
+	for i, s := range buf.Data {
+		pcm[i] = int16(min(max(s, math.MinInt16), math.MaxInt16))
+	}
+	return pcm, nil
+}

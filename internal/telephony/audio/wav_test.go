@@ -1,0 +1,144 @@
+package audio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	goaudio "github.com/go-audio/audio"
+	"github.com/go-audio/wav"
+)
+
+// tone is n samples of a 440 Hz tone.
+func tone(n int) []int16 {
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/SampleRate))
+	}
+	return pcm
+}
+
+// writeWAV writes pcm as an 8 kHz 16-bit WAV of channels interleaved
+// channels.
+func writeWAV(t *testing.T, pcm []int16, channels int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audio.wav")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]int, len(pcm))
+	for i, s := range pcm {
+		data[i] = int(s)
+	}
+	enc := wav.NewEncoder(f, SampleRate, 16, channels, 1)
+	if err := enc.Write(&goaudio.IntBuffer{Format: &goaudio.Format{NumChannels: channels, SampleRate: SampleRate}, Data: data, SourceBitDepth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDecodeMono(t *testing.T) {
+	want := tone(800)
+	f, err := os.Open(writeWAV(t, want, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	got, err := DecodeMono(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("decoded %d samples, not the %d written", len(got), len(want))
+	}
+	// Not a seeker: read whole.
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeMono(io.MultiReader(bytes.NewReader(b))); err != nil || !slices.Equal(got, want) {
+		t.Errorf("from a plain reader: %d samples, %v", len(got), err)
+	}
+}
+
+func TestDecodeMonoRejects(t *testing.T) {
+	stereo, err := os.ReadFile(writeWAV(t, make([]int16, 320), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][]byte{
+		"empty":      nil,
+		"not a WAV":  []byte("package sip\n"),
+		"stereo WAV": stereo,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeMono(bytes.NewReader(in)); err == nil {
+				t.Error("DecodeMono succeeded, want an error")
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+// What Mono writes reads back sample for sample.
+func TestMonoRoundTrip(t *testing.T) {
+	want := tone(800)
+	got, err := DecodeMono(bytes.NewReader(Mono(want)))
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("decoded %d samples (%v), want the %d written", len(got), err, len(want))
+	}
+}
+
+// A recording cut off mid-write, its header still saying it is empty,
+// plays up to its last whole frame once repaired.
+func TestRepair(t *testing.T) {
+	const frames = 800
+	path := filepath.Join(t.TempDir(), "cut.wav")
+	b := Header(2, 0)
+	for i := range frames {
+		b = append(b, byte(i), byte(i>>8), 0, 0)
+	}
+	b = append(b, 1, 2, 3) // a partial frame
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Repair(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	dec := wav.NewDecoder(f)
+	buf, err := dec.FullPCMBuffer()
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if dec.NumChans != 2 || buf.NumFrames() != frames {
+		t.Errorf("repaired file: %d channels, %d frames; want 2 and %d", dec.NumChans, buf.NumFrames(), frames)
+	}
+}
+
+func TestRepairRejectsAFileShorterThanItsHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "short.wav")
+	if err := os.WriteFile(path, []byte("RIFF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Repair(path, 2); err == nil {
+		t.Error("Repair succeeded on a 4-byte file")
+	}
+}
