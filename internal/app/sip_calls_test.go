@@ -27,7 +27,7 @@ import (
 
 // scenarioFile is a sipp scenario of the SIP engine's tests.
 func scenarioFile(name string) string {
-	return filepath.Join("..", "telephony", "sip", "testdata", name)
+	return filepath.Join("..", "telephony", "sip", "engine", "testdata", name)
 }
 
 // applyTrunk creates a SIPTrunk to the sipp at addr.
@@ -463,7 +463,7 @@ func TestSIPCallThroughProxyAuthentication(t *testing.T) {
 		"[last_CSeq:]\n      Contact:", "[last_CSeq:]\n      [last_Record-Route:]\n      Contact:")...)
 	// kamailio challenges every request with 407 until it carries these
 	// credentials, then relays INVITEs to the callee.
-	proxy := siptest.StartKamailio(t, filepath.Join("..", "telephony", "sip", "testdata", "kamailio.cfg"),
+	proxy := siptest.StartKamailio(t, filepath.Join("..", "telephony", "sip", "engine", "testdata", "kamailio.cfg"),
 		siptest.KamailioConfig{User: "acme", Password: "s3cret", Relay: callee.Addr})
 	o := sipOrg(t, proxy.Addr, func(s *switchboardv1.SIPTrunkSpec) {
 		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}

@@ -1,6 +1,6 @@
 // Package telephony defines how Switchboard places calls on a carrier. The
 // call reconciler drives every call through a Dialer: the simulated carrier
-// (package sim) or SIP trunks (package sipdial), chosen per call by Router.
+// (package sim) or SIP trunks (package sip), chosen per call by Router.
 package telephony
 
 import (

@@ -1,4 +1,4 @@
-package sipdial
+package sip
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -46,8 +46,8 @@ type ScriptRenderer struct {
 // script that cannot be prepared (a missing ConfigMap, text-to-speech
 // failing or not done within the timeout) fails the call with
 // dispatch_failed and says why.
-func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (sip.CallSpec, error) {
-	spec := sip.CallSpec{MaxDuration: DefaultMaxDuration}
+func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (engine.CallSpec, error) {
+	spec := engine.CallSpec{MaxDuration: DefaultMaxDuration}
 	agent := req.Agent
 	if agent == nil {
 		return spec, nil
@@ -65,7 +65,7 @@ func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (sip
 	return spec, nil
 }
 
-func (r *ScriptRenderer) render(ctx context.Context, spec sip.CallSpec, req telephony.Request) (sip.CallSpec, error) {
+func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req telephony.Request) (engine.CallSpec, error) {
 	agent := req.Agent
 	if agent.Spec.MaxDurationSeconds > 0 {
 		spec.MaxDuration = time.Duration(agent.Spec.MaxDurationSeconds) * time.Second
@@ -94,8 +94,8 @@ func scriptError(err error) error {
 }
 
 // steps renders the greeting (said first, when set) and the script.
-func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent *switchboardv1.Agent) ([]sip.Step, error) {
-	var steps []sip.Step
+func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent *switchboardv1.Agent) ([]engine.Step, error) {
+	var steps []engine.Step
 	if agent.Spec.Greeting != "" {
 		s, err := r.say(ctx, agent.Spec.Greeting, req.Variables)
 		if err != nil {
@@ -113,17 +113,17 @@ func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent
 	return steps, nil
 }
 
-func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (sip.Step, error) {
+func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
 	switch {
 	case st.Say != "":
 		return r.say(ctx, st.Say, vars)
 	case st.Play != nil:
 		ref := st.Play.ConfigMapKeyRef
 		audio, err := r.audio(ctx, ns, ref)
-		return sip.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
+		return engine.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
 	case st.Gather != nil:
 		g := st.Gather
-		s := sip.Step{Gather: &sip.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
+		s := engine.Step{Gather: &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
 			Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second}}
 		if g.Prompt == "" {
 			return s, nil
@@ -132,18 +132,18 @@ func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.S
 		s.Text, s.Audio = said.Text, said.Audio
 		return s, err
 	case st.Hangup != nil:
-		return sip.Step{Hangup: true}, nil
+		return engine.Step{Hangup: true}, nil
 	}
-	return sip.Step{}, fmt.Errorf("empty step")
+	return engine.Step{}, fmt.Errorf("empty step")
 }
 
-func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (sip.Step, error) {
+func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
 	filled := tts.Fill(text, vars)
 	audio, err := r.Speaker.Speak(ctx, filled)
 	if err != nil {
-		return sip.Step{}, fmt.Errorf("text-to-speech: %w", err)
+		return engine.Step{}, fmt.Errorf("text-to-speech: %w", err)
 	}
-	return sip.Step{Text: filled, Audio: audio}, nil
+	return engine.Step{Text: filled, Audio: audio}, nil
 }
 
 // audio reads a WAV from a ConfigMap key (binaryData, else data).

@@ -1,4 +1,4 @@
-package sipdial
+package sip
 
 import (
 	"sync"

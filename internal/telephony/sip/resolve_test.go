@@ -1,4 +1,4 @@
-package trunks
+package sip
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
-func trunk(address, secret string) *switchboardv1.SIPTrunk {
+func trunkObject(address, secret string) *switchboardv1.SIPTrunk {
 	t := &switchboardv1.SIPTrunk{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "org-a", Name: "carrier"},
 		Spec:       switchboardv1.SIPTrunkSpec{Address: address, Transport: switchboardv1.SIPTransportTCP},
@@ -41,42 +41,42 @@ func TestResolve(t *testing.T) {
 		secret("org-a", "empty", nil),
 		secret("org-b", "theirs", map[string]string{"username": "bob", "password": "x"}),
 	).Build()
-	tls := trunk("sip:carrier.example:5061", "")
+	tls := trunkObject("sip:carrier.example:5061", "")
 	tls.Spec.Transport = switchboardv1.SIPTransportTLS
-	withRing := trunk("sip:carrier.example:5060", "creds")
+	withRing := trunkObject("sip:carrier.example:5060", "creds")
 	withRing.Spec.RingTimeoutSeconds = 25
 
 	for _, tc := range []struct {
 		name    string
 		trunk   *switchboardv1.SIPTrunk
-		want    sip.Trunk
+		want    engine.Trunk
 		reason  string   // of the ConfigError, when one is wanted
 		mention []string // in its message
 	}{
-		{name: "no credentials", trunk: trunk("sip:carrier.example", ""),
-			want: sip.Trunk{Address: "sip:carrier.example", Transport: "tcp", RingTimeout: 60 * time.Second}},
+		{name: "no credentials", trunk: trunkObject("sip:carrier.example", ""),
+			want: engine.Trunk{Address: "sip:carrier.example", Transport: "tcp", RingTimeout: 60 * time.Second}},
 		{name: "credentials and ring timeout", trunk: withRing,
-			want: sip.Trunk{Address: "sip:carrier.example:5060", Transport: "tcp", Username: "alice", Password: "s3cret",
+			want: engine.Trunk{Address: "sip:carrier.example:5060", Transport: "tcp", Username: "alice", Password: "s3cret",
 				RingTimeout: 25 * time.Second}},
-		{name: "missing Secret", trunk: trunk("sip:carrier.example", "gone"),
+		{name: "missing Secret", trunk: trunkObject("sip:carrier.example", "gone"),
 			reason: switchboardv1.ReasonCredentialsMissing, mention: []string{"org-a/gone", "does not exist"}},
-		{name: "Secret in another namespace", trunk: trunk("sip:carrier.example", "theirs"),
+		{name: "Secret in another namespace", trunk: trunkObject("sip:carrier.example", "theirs"),
 			reason: switchboardv1.ReasonCredentialsMissing, mention: []string{"org-a/theirs"}},
-		{name: "missing password", trunk: trunk("sip:carrier.example", "no-password"),
+		{name: "missing password", trunk: trunkObject("sip:carrier.example", "no-password"),
 			reason: switchboardv1.ReasonCredentialsMissing, mention: []string{"org-a/no-password", "no password"}},
-		{name: "empty Secret", trunk: trunk("sip:carrier.example", "empty"),
+		{name: "empty Secret", trunk: trunkObject("sip:carrier.example", "empty"),
 			reason: switchboardv1.ReasonCredentialsMissing, mention: []string{"no username and no password"}},
-		{name: "sips scheme", trunk: trunk("sips:carrier.example", ""),
+		{name: "sips scheme", trunk: trunkObject("sips:carrier.example", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"must start with sip:", "transport"}},
-		{name: "no host", trunk: trunk("sip::5060", ""),
+		{name: "no host", trunk: trunkObject("sip::5060", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{`"sip::5060"`}},
-		{name: "transport in the address agrees", trunk: trunk("sip:10.0.0.1:5060;transport=TCP", ""),
-			want: sip.Trunk{Address: "sip:10.0.0.1:5060;transport=TCP", Transport: "tcp", RingTimeout: 60 * time.Second}},
-		{name: "transport in the address disagrees", trunk: trunk("sip:10.0.0.1:5060;transport=udp", ""),
+		{name: "transport in the address agrees", trunk: trunkObject("sip:10.0.0.1:5060;transport=TCP", ""),
+			want: engine.Trunk{Address: "sip:10.0.0.1:5060;transport=TCP", Transport: "tcp", RingTimeout: 60 * time.Second}},
+		{name: "transport in the address disagrees", trunk: trunkObject("sip:10.0.0.1:5060;transport=udp", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"transport=udp", "spec.transport is tcp"}},
 		{name: "tls is not supported yet", trunk: tls,
 			reason: switchboardv1.ReasonTransportUnsupported, mention: []string{"tls is not supported", "udp or tcp"}},
-		{name: "bad port", trunk: trunk("sip:carrier.example:99999", ""),
+		{name: "bad port", trunk: trunkObject("sip:carrier.example:99999", ""),
 			reason: switchboardv1.ReasonInvalidAddress, mention: []string{"sip:host[:port]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

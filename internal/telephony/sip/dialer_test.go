@@ -1,4 +1,4 @@
-package sipdial
+package sip
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
 // slowSpeaker speaks once release is closed (or fails with err then).
@@ -31,16 +31,16 @@ func (s *slowSpeaker) Speak(ctx context.Context, _ string) ([]int16, error) {
 
 type oneTrunk struct{ limits Limits }
 
-func (t oneTrunk) Trunk(context.Context, string, string) (sip.Trunk, Limits, error) {
-	return sip.Trunk{}, t.limits, nil
+func (t oneTrunk) Trunk(context.Context, string, string) (engine.Trunk, Limits, error) {
+	return engine.Trunk{}, t.limits, nil
 }
 
 // placer records the calls placed; each ends at once, unanswered.
 type placer struct{ placed atomic.Int32 }
 
-func (p *placer) Place(context.Context, sip.Trunk, sip.CallSpec) (sip.Result, error) {
+func (p *placer) Place(context.Context, engine.Trunk, engine.CallSpec) (engine.Result, error) {
 	p.placed.Add(1)
-	return sip.Result{}, nil
+	return engine.Result{}, nil
 }
 
 func newTestDialer(t *testing.T, speaker *slowSpeaker, limits Limits) (*Dialer, *placer, *wakes) {

@@ -1,4 +1,12 @@
-// Package sip holds building blocks of a SIP trunk dialer.
+// Package engine places one outbound SIP call end to end: the INVITE and
+// its dialog (signalling), RTP and the recording (media), the agent's
+// script with DTMF gathers and answering-machine detection, and OPTIONS
+// probes of trunks. Package sip drives it for the call reconciler.
+//
+// Signalling, media and the script runner stay one package: the runner
+// plays and listens through the call's media frame by frame, and the media
+// answers for the dialog's lifetime, so splitting them would export their
+// internals for no reader's benefit.
 //
 // # Dispositions
 //
@@ -32,7 +40,7 @@
 // A final response other than 487 that crosses our CANCEL is what ended the
 // call, so it decides; a ring timeout with no final response at all (the
 // 487 never came) is no_answer.
-package sip
+package engine
 
 import (
 	"strings"

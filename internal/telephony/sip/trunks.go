@@ -1,4 +1,4 @@
-package sipdial
+package sip
 
 import (
 	"context"
@@ -11,8 +11,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
-	"github.com/switchboard-dev/switchboard/internal/trunks"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
 // ClusterTrunks reads SIPTrunks from the informer cache and their
@@ -26,21 +25,21 @@ var _ TrunkSource = ClusterTrunks{}
 
 // Trunk resolves namespace/name; a missing or misconfigured trunk is a
 // dispatch failure that says what to fix.
-func (c ClusterTrunks) Trunk(ctx context.Context, namespace, name string) (sip.Trunk, Limits, error) {
+func (c ClusterTrunks) Trunk(ctx context.Context, namespace, name string) (engine.Trunk, Limits, error) {
 	var t switchboardv1.SIPTrunk
 	if err := c.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &t); apierrors.IsNotFound(err) {
-		return sip.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+		return engine.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
 			Reason: fmt.Sprintf("the agent's SIP trunk %q does not exist", name)}
 	} else if err != nil {
-		return sip.Trunk{}, Limits{}, fmt.Errorf("reading SIP trunk %s: %w", name, err)
+		return engine.Trunk{}, Limits{}, fmt.Errorf("reading SIP trunk %s: %w", name, err)
 	}
-	st, err := trunks.Resolve(ctx, c.Secrets, &t)
-	var ce *trunks.ConfigError
+	st, err := Resolve(ctx, c.Secrets, &t)
+	var ce *ConfigError
 	if errors.As(err, &ce) {
-		return sip.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+		return engine.Trunk{}, Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
 			Reason: fmt.Sprintf("SIP trunk %q: %s", name, ce.Message)}
 	} else if err != nil {
-		return sip.Trunk{}, Limits{}, err
+		return engine.Trunk{}, Limits{}, err
 	}
 	var lim Limits
 	if t.Spec.MaxConcurrentCalls != nil {

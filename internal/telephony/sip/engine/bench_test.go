@@ -1,4 +1,4 @@
-package sip
+package engine
 
 // Benchmarks of the call engine against sipp on this machine (make
 // bench-sip). sipp shares the CPU with the engine, so its CPU time is read

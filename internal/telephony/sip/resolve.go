@@ -1,5 +1,4 @@
-// Package trunks turns SIPTrunk resources into what the SIP engine dials.
-package trunks
+package sip
 
 import (
 	"context"
@@ -14,7 +13,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
 // DefaultRingTimeout applies when spec.ringTimeoutSeconds is unset (the API
@@ -36,8 +35,8 @@ func (e *ConfigError) Error() string { return e.Message }
 // Resolve reads the trunk's credentials Secret from secrets and returns the
 // engine's Trunk. A problem in the configuration is a *ConfigError; any
 // other error (the API server failing) is worth a retry.
-func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTrunk) (sip.Trunk, error) {
-	out := sip.Trunk{
+func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTrunk) (engine.Trunk, error) {
+	out := engine.Trunk{
 		Address:     t.Spec.Address,
 		Transport:   string(t.Spec.Transport),
 		RingTimeout: DefaultRingTimeout,
@@ -47,18 +46,18 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 	}
 	if t.Spec.Transport == switchboardv1.SIPTransportTLS {
 		// The engine speaks SIP over UDP and TCP; TLS (and SRTP) come later.
-		return sip.Trunk{}, &ConfigError{Reason: switchboardv1.ReasonTransportUnsupported,
+		return engine.Trunk{}, &ConfigError{Reason: switchboardv1.ReasonTransportUnsupported,
 			Message: "spec.transport tls is not supported yet: use udp or tcp"}
 	}
 	if err := checkAddress(t.Spec.Address, out.Transport); err != nil {
-		return sip.Trunk{}, err
+		return engine.Trunk{}, err
 	}
 	if t.Spec.CredentialsSecretRef == nil {
 		return out, nil
 	}
 	user, pass, err := credentials(ctx, secrets, t.Namespace, t.Spec.CredentialsSecretRef.Name)
 	if err != nil {
-		return sip.Trunk{}, err
+		return engine.Trunk{}, err
 	}
 	out.Username, out.Password = user, pass
 	return out, nil

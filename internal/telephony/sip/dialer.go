@@ -1,6 +1,7 @@
-// Package sipdial places the calls of Agents bound to SIPTrunks: it is the
+// Package sip places the calls of Agents bound to SIPTrunks: it is the
 // telephony.Dialer of real telephony, on top of the SIP call engine
-// (package sip).
+// (package engine). It also turns SIPTrunk resources into what the engine
+// dials (Resolve), for the Dialer and the SIPTrunk reconciler alike.
 //
 // A SIP call is a live session in this process. Dial starts it (once the
 // trunk's queue lets it go) and Progress reads it; the engine's news (the
@@ -20,7 +21,7 @@
 // with disconnection_reason operator_restart: answered when the Call's
 // status recorded an answer (its recording, if the spool survived, is kept
 // up to the cut), carrier_failure otherwise.
-package sipdial
+package sip
 
 import (
 	"context"
@@ -37,18 +38,18 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
 // Placer places one call and blocks until it ended: the SIP engine.
 type Placer interface {
-	Place(ctx context.Context, t sip.Trunk, c sip.CallSpec) (sip.Result, error)
+	Place(ctx context.Context, t engine.Trunk, c engine.CallSpec) (engine.Result, error)
 }
 
 // TrunkSource resolves a SIPTrunk. A configuration problem (no such trunk,
 // missing credentials) is a *telephony.DispatchError.
 type TrunkSource interface {
-	Trunk(ctx context.Context, namespace, name string) (sip.Trunk, Limits, error)
+	Trunk(ctx context.Context, namespace, name string) (engine.Trunk, Limits, error)
 }
 
 // Backlog lists the queued calls of a trunk (from the informer cache).
@@ -134,9 +135,9 @@ type session struct {
 	answeredAt *time.Time
 	ended      bool
 	endedAt    time.Time
-	result     sip.Result
+	result     engine.Result
 	err        error
-	script     []sip.Step
+	script     []engine.Step
 	// stop is closed, once, to hang the call up.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -256,7 +257,7 @@ func (d *Dialer) spoolPath(callID string) string {
 
 // run renders the call's script, waits for the reconciler's answer, then
 // places the call. Rendering is bounded by the renderer's timeout.
-func (d *Dialer) run(s *session, trunk sip.Trunk, req telephony.Request) {
+func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 	spec, err := d.cfg.Script.Render(d.ctx, req)
 	if err != nil {
 		s.renderErr = err
@@ -305,7 +306,7 @@ func (d *Dialer) claimed(s *session) bool {
 }
 
 // place places the call and records how it ended.
-func (d *Dialer) place(s *session, trunk sip.Trunk, spec sip.CallSpec) {
+func (d *Dialer) place(s *session, trunk engine.Trunk, spec engine.CallSpec) {
 	spec.OnAnswer = func(at time.Time) {
 		s.mu.Lock()
 		s.answeredAt = &at
@@ -357,17 +358,17 @@ func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.
 
 // hangupReasons are the disconnection reasons of answered calls.
 var hangupReasons = map[string]string{
-	sip.HangupByCallee:      "user_hangup",
-	sip.HangupByAgent:       "agent_hangup",
-	sip.HangupByMaxDuration: "max_duration",
-	sip.HangupByVoicemail:   "voicemail",
-	sip.HangupByAPI:         telephony.APIHangup,
+	engine.HangupByCallee:      "user_hangup",
+	engine.HangupByAgent:       "agent_hangup",
+	engine.HangupByMaxDuration: "max_duration",
+	engine.HangupByVoicemail:   "voicemail",
+	engine.HangupByAPI:         telephony.APIHangup,
 }
 
-func endedProgress(res sip.Result, endedAt time.Time) telephony.Progress {
+func endedProgress(res engine.Result, endedAt time.Time) telephony.Progress {
 	if !res.Answered {
 		return telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
-			DisconnectionReason: sip.DisconnectionReason(res.Outcome)}
+			DisconnectionReason: engine.DisconnectionReason(res.Outcome)}
 	}
 	d := telephony.Answered
 	if res.Machine {

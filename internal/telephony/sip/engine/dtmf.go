@@ -1,4 +1,4 @@
-package sip
+package engine
 
 // dtmfDecoder turns RFC 4733 telephone-event packets into key presses.
 //

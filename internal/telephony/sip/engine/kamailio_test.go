@@ -1,4 +1,4 @@
-package sip
+package engine
 
 import (
 	"path/filepath"
