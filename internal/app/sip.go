@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -74,11 +75,11 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
 		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
-		Backlog: func(ctx context.Context, ns, trunk string) ([]sip.Waiter, error) {
+		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
-			waiters := make([]sip.Waiter, 0, len(calls))
+			waiters := make([]gate.Waiter, 0, len(calls))
 			for i := range calls {
-				waiters = append(waiters, sip.Waiter{Order: calls[i].QueueOrder(),
+				waiters = append(waiters, gate.Waiter{Order: calls[i].QueueOrder(),
 					Call: types.NamespacedName{Namespace: calls[i].Namespace, Name: calls[i].Name}})
 			}
 			return waiters, err

@@ -39,6 +39,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 )
 
 // Placer places one call and blocks until it ended: the SIP engine.
@@ -49,11 +50,11 @@ type Placer interface {
 // TrunkSource resolves a SIPTrunk. A configuration problem (no such trunk,
 // missing credentials) is a *telephony.DispatchError.
 type TrunkSource interface {
-	Trunk(ctx context.Context, namespace, name string) (engine.Trunk, Limits, error)
+	Trunk(ctx context.Context, namespace, name string) (engine.Trunk, gate.Limits, error)
 }
 
 // Backlog lists the queued calls of a trunk (from the informer cache).
-type Backlog func(ctx context.Context, namespace, trunk string) ([]Waiter, error)
+type Backlog func(ctx context.Context, namespace, trunk string) ([]gate.Waiter, error)
 
 // Config configures a Dialer.
 type Config struct {
@@ -93,8 +94,8 @@ const unclaimed = time.Minute
 type Dialer struct {
 	cfg      Config
 	ctx      context.Context
-	gate     *gate
-	notifier *throttle
+	gate     *gate.Gate
+	notifier *gate.Throttle
 
 	mu       sync.Mutex
 	sessions map[string]*session // by call id
@@ -109,8 +110,8 @@ func New(ctx context.Context, cfg Config) (*Dialer, error) {
 		return nil, fmt.Errorf("recording spool: %w", err)
 	}
 	d := &Dialer{cfg: cfg, ctx: ctx, sessions: map[string]*session{}}
-	d.notifier = newThrottle(cfg.TrunkChangedEvery, cfg.TrunkChanged)
-	d.gate = newGate(func(call types.NamespacedName) { cfg.WakeCall(call) }, time.Now)
+	d.notifier = gate.NewThrottle(cfg.TrunkChangedEvery, cfg.TrunkChanged)
+	d.gate = gate.New(func(call types.NamespacedName) { cfg.WakeCall(call) }, time.Now)
 	return d, nil
 }
 
@@ -151,7 +152,7 @@ func (d *Dialer) session(callID string) *session {
 
 // Usage reports a trunk's calls in flight and waiting.
 func (d *Dialer) Usage(namespace, name string) (active, queued int) {
-	return d.gate.usage(types.NamespacedName{Namespace: namespace, Name: name})
+	return d.gate.Usage(types.NamespacedName{Namespace: namespace, Name: name})
 }
 
 // Admit checks that the call's trunk exists and is configured; it takes no
@@ -173,14 +174,14 @@ func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) e
 	}
 	call := types.NamespacedName{Namespace: req.Namespace, Name: req.CallName}
 	trunkKey := types.NamespacedName{Namespace: req.Namespace, Name: req.Trunk}
-	var backlog []Waiter
-	if !limits.unbounded() {
+	var backlog []gate.Waiter
+	if !limits.Unbounded() {
 		if backlog, err = d.cfg.Backlog(ctx, req.Namespace, req.Trunk); err != nil {
 			return err
 		}
 	}
-	if wait := d.gate.admit(trunkKey, limits, Waiter{Call: call, Order: req.Order}, backlog); wait != nil {
-		d.notifier.touch(trunkKey)
+	if wait := d.gate.Admit(trunkKey, limits, gate.Waiter{Call: call, Order: req.Order}, backlog); wait != nil {
+		d.notifier.Touch(trunkKey)
 		return wait
 	}
 	// The script is rendered once the call may go (text-to-speech for
@@ -190,7 +191,7 @@ func (d *Dialer) Dial(ctx context.Context, req telephony.Request, _ time.Time) e
 	d.mu.Lock()
 	d.sessions[req.CallID] = s
 	d.mu.Unlock()
-	d.notifier.touch(trunkKey)
+	d.notifier.Touch(trunkKey)
 	d.calls.Go(func() { d.run(s, trunk, req) })
 	return d.goAhead(s, renderGrace)
 }
@@ -243,8 +244,8 @@ func (d *Dialer) drop(s *session) {
 		delete(d.sessions, s.callID)
 	}
 	d.mu.Unlock()
-	d.gate.release(s.trunk, s.call)
-	d.notifier.touch(s.trunk)
+	d.gate.Release(s.trunk, s.call)
+	d.notifier.Touch(s.trunk)
 }
 
 // Wait returns once every call has hung up and closed its recording, after
@@ -261,8 +262,8 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 	spec, err := d.cfg.Script.Render(d.ctx, req)
 	if err != nil {
 		s.renderErr = err
-		d.gate.release(s.trunk, s.call) // it will not go out: let the next one
-		d.notifier.touch(s.trunk)
+		d.gate.Release(s.trunk, s.call) // it will not go out: let the next one
+		d.notifier.Touch(s.trunk)
 	} else {
 		spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
 		spec.RecordPath, spec.Stop = s.recordPath, s.stop
@@ -325,8 +326,8 @@ func (d *Dialer) place(s *session, trunk engine.Trunk, spec engine.CallSpec) {
 	s.mu.Lock()
 	s.ended, s.endedAt, s.result, s.err = true, time.Now(), res, err
 	s.mu.Unlock()
-	d.gate.release(s.trunk, s.call)
-	d.notifier.touch(s.trunk)
+	d.gate.Release(s.trunk, s.call)
+	d.notifier.Touch(s.trunk)
 	d.cfg.WakeCall(s.call)
 }
 

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 )
 
 // slowSpeaker speaks once release is closed (or fails with err then).
@@ -29,9 +31,9 @@ func (s *slowSpeaker) Speak(ctx context.Context, _ string) ([]int16, error) {
 	}
 }
 
-type oneTrunk struct{ limits Limits }
+type oneTrunk struct{ limits gate.Limits }
 
-func (t oneTrunk) Trunk(context.Context, string, string) (engine.Trunk, Limits, error) {
+func (t oneTrunk) Trunk(context.Context, string, string) (engine.Trunk, gate.Limits, error) {
 	return engine.Trunk{}, t.limits, nil
 }
 
@@ -43,17 +45,22 @@ func (p *placer) Place(context.Context, engine.Trunk, engine.CallSpec) (engine.R
 	return engine.Result{}, nil
 }
 
-func newTestDialer(t *testing.T, speaker *slowSpeaker, limits Limits) (*Dialer, *placer, *wakes) {
+func newTestDialer(t *testing.T, speaker *slowSpeaker, limits gate.Limits) (*Dialer, *placer, *wakes) {
 	t.Helper()
 	p, wk := &placer{}, &wakes{}
 	d, err := New(t.Context(), Config{Engine: p, Trunks: oneTrunk{limits}, Script: &ScriptRenderer{Speaker: speaker},
-		Backlog:  func(context.Context, string, string) ([]Waiter, error) { return nil, nil },
+		Backlog:  func(context.Context, string, string) ([]gate.Waiter, error) { return nil, nil },
 		SpoolDir: t.TempDir(), WakeCall: wk.wake, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d, p, wk
 }
+
+// wakes counts the calls woken.
+type wakes struct{ n atomic.Int32 }
+
+func (w *wakes) wake(types.NamespacedName) { w.n.Add(1) }
 
 func scriptedCall(name string) telephony.Request {
 	return telephony.Request{CallID: "call_" + name, Namespace: "org", CallName: name, Trunk: "carrier",
@@ -74,7 +81,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // and is woken when its script is ready; it goes out on the Dial after.
 func TestDialPreparesTheScriptOffTheCallersGoroutine(t *testing.T) {
 	speaker := &slowSpeaker{release: make(chan struct{})}
-	d, p, wk := newTestDialer(t, speaker, Limits{})
+	d, p, wk := newTestDialer(t, speaker, gate.Limits{})
 	req := scriptedCall("a")
 	start := time.Now()
 	err := d.Dial(t.Context(), req, start)
@@ -89,7 +96,7 @@ func TestDialPreparesTheScriptOffTheCallersGoroutine(t *testing.T) {
 		t.Fatal("a second Dial let the call go before its script was ready")
 	}
 	close(speaker.release)
-	eventually(t, "the call is woken once its script is ready", func() bool { return len(wk.woken()) > 0 })
+	eventually(t, "the call is woken once its script is ready", func() bool { return wk.n.Load() > 0 })
 	if p.placed.Load() != 0 {
 		t.Fatal("the call went out before a Dial let it")
 	}
@@ -103,13 +110,13 @@ func TestDialPreparesTheScriptOffTheCallersGoroutine(t *testing.T) {
 // frees its place on the trunk at once.
 func TestDialReportsAScriptThatFailed(t *testing.T) {
 	speaker := &slowSpeaker{release: make(chan struct{}), err: errors.New("flite did not finish within 10s and was stopped")}
-	d, p, wk := newTestDialer(t, speaker, Limits{MaxConcurrent: 1})
+	d, p, wk := newTestDialer(t, speaker, gate.Limits{MaxConcurrent: 1})
 	req := scriptedCall("a")
 	if err := d.Dial(t.Context(), req, time.Now()); err == nil {
 		t.Fatal("Dial did not wait for the script")
 	}
 	close(speaker.release)
-	eventually(t, "the call is woken", func() bool { return len(wk.woken()) > 0 })
+	eventually(t, "the call is woken", func() bool { return wk.n.Load() > 0 })
 	if active, _ := d.Usage("org", "carrier"); active != 0 {
 		t.Errorf("the failed call still holds %d slot(s) of the trunk", active)
 	}
@@ -127,7 +134,7 @@ func TestDialReportsAScriptThatFailed(t *testing.T) {
 // trunk slot is freed.
 func TestHangupWhilePreparingFreesTheTrunk(t *testing.T) {
 	speaker := &slowSpeaker{release: make(chan struct{})}
-	d, p, _ := newTestDialer(t, speaker, Limits{MaxConcurrent: 1})
+	d, p, _ := newTestDialer(t, speaker, gate.Limits{MaxConcurrent: 1})
 	req := scriptedCall("a")
 	if err := d.Dial(t.Context(), req, time.Now()); err == nil {
 		t.Fatal("Dial did not wait for the script")

@@ -1,4 +1,7 @@
-package sip
+// Package gate admits a SIP trunk's calls in queue order within its limits
+// (maxConcurrentCalls, callsPerSecond), and throttles the reports of a
+// trunk's usage changing.
+package gate
 
 import (
 	"cmp"
@@ -18,7 +21,8 @@ type Limits struct {
 	CallsPerSecond int
 }
 
-func (l Limits) unbounded() bool { return l.MaxConcurrent <= 0 && l.CallsPerSecond <= 0 }
+// Unbounded reports whether the trunk has no limit at all.
+func (l Limits) Unbounded() bool { return l.MaxConcurrent <= 0 && l.CallsPerSecond <= 0 }
 
 // Waiter is a queued call and its place in the queue.
 type Waiter struct {
@@ -35,14 +39,14 @@ func before(a, b Waiter) int {
 // (its predecessor failed before reaching the gate, say).
 const fallbackRetry = 5 * time.Second
 
-// gate admits calls onto trunks in queue order within their limits.
+// Gate admits calls onto trunks in queue order within their limits.
 //
 // The queue is not stored: each admission is given the trunk's backlog as
 // the cache sees it (the queued Calls), so a deleted or refused call never
 // blocks the line and the order survives a restart. Only the calls in
 // flight are remembered. A waiting call is woken (wake) when its turn may
 // have come: a call ended, or the pacing interval passed.
-type gate struct {
+type Gate struct {
 	mu    sync.Mutex
 	lanes map[types.NamespacedName]*lane // by trunk
 	wake  func(call types.NamespacedName)
@@ -61,11 +65,13 @@ type lane struct {
 	timer *time.Timer
 }
 
-func newGate(wake func(types.NamespacedName), now func() time.Time) *gate {
-	return &gate{lanes: map[types.NamespacedName]*lane{}, wake: wake, now: now}
+// New returns a Gate that wakes a waiting call through wake, on the clock
+// now.
+func New(wake func(types.NamespacedName), now func() time.Time) *Gate {
+	return &Gate{lanes: map[types.NamespacedName]*lane{}, wake: wake, now: now}
 }
 
-func (g *gate) lane(trunk types.NamespacedName) *lane {
+func (g *Gate) lane(trunk types.NamespacedName) *lane {
 	l := g.lanes[trunk]
 	if l == nil {
 		l = &lane{active: map[types.NamespacedName]bool{}}
@@ -74,9 +80,9 @@ func (g *gate) lane(trunk types.NamespacedName) *lane {
 	return l
 }
 
-// admit decides whether w may start now on trunk, given the trunk's
+// Admit decides whether w may start now on trunk, given the trunk's
 // backlog. A call already admitted is admitted again (Dial is idempotent).
-func (g *gate) admit(trunk types.NamespacedName, lim Limits, w Waiter, backlog []Waiter) *telephony.WaitError {
+func (g *Gate) Admit(trunk types.NamespacedName, lim Limits, w Waiter, backlog []Waiter) *telephony.WaitError {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l := g.lane(trunk)
@@ -93,7 +99,7 @@ func (g *gate) admit(trunk types.NamespacedName, lim Limits, w Waiter, backlog [
 	slices.SortFunc(l.queue, before)
 	pos := slices.IndexFunc(l.queue, func(q Waiter) bool { return q.Call == w.Call })
 	now := g.now()
-	if lim.unbounded() || (pos < l.free() && (lim.CallsPerSecond <= 0 || (pos == 0 && !now.Before(l.next)))) {
+	if lim.Unbounded() || (pos < l.free() && (lim.CallsPerSecond <= 0 || (pos == 0 && !now.Before(l.next)))) {
 		l.active[w.Call] = true
 		l.queue = slices.Delete(l.queue, pos, pos+1)
 		if lim.CallsPerSecond > 0 {
@@ -106,8 +112,8 @@ func (g *gate) admit(trunk types.NamespacedName, lim Limits, w Waiter, backlog [
 	return l.waitError(trunk, pos, now)
 }
 
-// release frees w's place on trunk and wakes the next in line.
-func (g *gate) release(trunk types.NamespacedName, call types.NamespacedName) {
+// Release frees call's place on trunk and wakes the next in line.
+func (g *Gate) Release(trunk types.NamespacedName, call types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l := g.lanes[trunk]
@@ -118,8 +124,8 @@ func (g *gate) release(trunk types.NamespacedName, call types.NamespacedName) {
 	g.invite(l, g.now())
 }
 
-// usage reports the calls in flight and waiting on trunk.
-func (g *gate) usage(trunk types.NamespacedName) (active, queued int) {
+// Usage reports the calls in flight and waiting on trunk.
+func (g *Gate) Usage(trunk types.NamespacedName) (active, queued int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if l := g.lanes[trunk]; l != nil {
@@ -138,7 +144,7 @@ func (l *lane) free() int {
 
 // invite wakes the calls whose turn has come: the first free ones, or
 // under pacing the head of the queue once the interval has passed.
-func (g *gate) invite(l *lane, now time.Time) {
+func (g *Gate) invite(l *lane, now time.Time) {
 	n := min(l.free(), len(l.queue))
 	if n <= 0 {
 		return

@@ -1,4 +1,4 @@
-package sip
+package gate
 
 import (
 	"sync"
@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// throttle reports a key at most once per interval, and always reports its
+// Throttle reports a key at most once per interval, and always reports its
 // last change (trailing edge), so a trunk's status follows its usage
 // without a write per call.
-type throttle struct {
+type Throttle struct {
 	every  time.Duration
 	report func(types.NamespacedName)
 
@@ -18,14 +18,17 @@ type throttle struct {
 	pending map[types.NamespacedName]bool
 }
 
-func newThrottle(every time.Duration, report func(types.NamespacedName)) *throttle {
+// NewThrottle returns a Throttle calling report at most every interval
+// per key (two seconds when every is zero); a nil report reports nothing.
+func NewThrottle(every time.Duration, report func(types.NamespacedName)) *Throttle {
 	if every <= 0 {
 		every = 2 * time.Second
 	}
-	return &throttle{every: every, report: report, pending: map[types.NamespacedName]bool{}}
+	return &Throttle{every: every, report: report, pending: map[types.NamespacedName]bool{}}
 }
 
-func (t *throttle) touch(key types.NamespacedName) {
+// Touch notes that key changed.
+func (t *Throttle) Touch(key types.NamespacedName) {
 	if t.report == nil {
 		return
 	}
