@@ -31,6 +31,22 @@ const (
 // conversation to analyze.
 func (d Disposition) Connected() bool { return d == Answered || d == AnsweringMachine }
 
+// unconnectedReasons are the REST API's disconnection reasons of calls that
+// never connected: every carrier reports the same for the same disposition.
+var unconnectedReasons = map[Disposition]string{
+	NoAnswer:       "no_answer",
+	Busy:           "dial_busy",
+	Rejected:       "dial_rejected",
+	Unreachable:    "dial_failed",
+	InvalidNumber:  "invalid_destination",
+	CarrierFailure: "carrier_error",
+}
+
+// UnconnectedReason is the disconnection_reason of a call that ended with
+// d without connecting, and "" for a connected one, whose reason says who
+// hung up.
+func (d Disposition) UnconnectedReason() string { return unconnectedReasons[d] }
+
 // Field is one value the agent's post-call analysis extracts.
 type Field struct {
 	Name        string

@@ -357,27 +357,14 @@ func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.
 	return endedProgress(s.result, s.endedAt), nil
 }
 
-// hangupReasons are the disconnection reasons of answered calls.
-var hangupReasons = map[string]string{
-	engine.HangupByCallee:      "user_hangup",
-	engine.HangupByAgent:       "agent_hangup",
-	engine.HangupByMaxDuration: "max_duration",
-	engine.HangupByVoicemail:   "voicemail",
-	engine.HangupByAPI:         telephony.APIHangup,
-}
-
 func endedProgress(res engine.Result, endedAt time.Time) telephony.Progress {
-	if !res.Answered {
-		return telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
-			DisconnectionReason: engine.DisconnectionReason(res.Outcome)}
+	p := telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
+		DisconnectionReason: res.DisconnectionReason()}
+	if res.Answered {
+		answeredAt, end := res.AnsweredAt, res.EndedAt
+		p.AnsweredAt, p.EndedAt, p.Duration = &answeredAt, &end, end.Sub(answeredAt)
 	}
-	d := telephony.Answered
-	if res.Machine {
-		d = telephony.AnsweringMachine
-	}
-	answeredAt, end := res.AnsweredAt, res.EndedAt
-	return telephony.Progress{Phase: telephony.Ended, AnsweredAt: &answeredAt, EndedAt: &end, Disposition: d,
-		DisconnectionReason: hangupReasons[res.HangupBy], Duration: end.Sub(answeredAt)}
+	return p
 }
 
 // lost is the end of a call this process never placed or no longer has:

@@ -129,25 +129,47 @@ func Disposition(o Outcome) telephony.Disposition {
 	return telephony.CarrierFailure
 }
 
-// disconnectionReasons are the REST API's disconnection reasons of calls
-// that never connected; the simulated carrier (package sim) reports the same.
-var disconnectionReasons = map[telephony.Disposition]string{
-	telephony.NoAnswer:       "no_answer",
-	telephony.Busy:           "dial_busy",
-	telephony.Rejected:       "dial_rejected",
-	telephony.Unreachable:    "dial_failed",
-	telephony.InvalidNumber:  "invalid_destination",
-	telephony.CarrierFailure: "carrier_error",
-}
-
 // DisconnectionReason is the REST API's disconnection_reason of an outcome
 // that never connected, and "" for an answered one, whose reason depends on
 // who hangs up and on answering-machine detection.
 func DisconnectionReason(o Outcome) string {
-	if o.Stopped && Disposition(o) == telephony.NoAnswer {
+	d := Disposition(o)
+	if o.Stopped && d == telephony.NoAnswer {
 		return telephony.APIHangup
 	}
-	return disconnectionReasons[Disposition(o)]
+	return d.UnconnectedReason()
+}
+
+// hangupReasons are the disconnection reasons of answered calls, by who
+// hung up.
+var hangupReasons = map[string]string{
+	HangupByCallee:      "user_hangup",
+	HangupByAgent:       "agent_hangup",
+	HangupByMaxDuration: "max_duration",
+	HangupByVoicemail:   "voicemail",
+	HangupByAPI:         telephony.APIHangup,
+}
+
+// Disposition is the REST API's disposition of the call: AnsweringMachine
+// when the detector said MACHINE, Answered for any other answered call,
+// else what the INVITE's outcome says.
+func (r Result) Disposition() telephony.Disposition {
+	switch {
+	case r.Machine:
+		return telephony.AnsweringMachine
+	case r.Answered:
+		return telephony.Answered
+	}
+	return Disposition(r.Outcome)
+}
+
+// DisconnectionReason is the REST API's disconnection_reason of the call:
+// who hung up an answered call, else what the INVITE's outcome says.
+func (r Result) DisconnectionReason() string {
+	if r.Answered {
+		return hangupReasons[r.HangupBy]
+	}
+	return DisconnectionReason(r.Outcome)
 }
 
 // ParseReasonCause returns the first Q.850 cause found in Reason header

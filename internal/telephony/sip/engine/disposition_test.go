@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 )
 
 func q850(cause int) []string { return []string{fmt.Sprintf("Q.850;cause=%d", cause)} }
@@ -257,27 +254,27 @@ func TestDisconnectionReason(t *testing.T) {
 	}
 }
 
-// TestDisconnectionReasonsMatchSim keeps the reasons here in step with the
-// ones the simulated carrier reports, number plan 0001 to 0007.
-func TestDisconnectionReasonsMatchSim(t *testing.T) {
-	c := sim.New(sim.Timings{})
-	placedAt := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	seen := map[telephony.Disposition]bool{}
-	for i := 1; i <= 7; i++ {
-		req := telephony.Request{CallID: "c", From: "+15550000000", To: fmt.Sprintf("+1555123%04d", i)}
-		p, err := c.Progress(context.Background(), req, placedAt, placedAt)
-		if err != nil {
-			t.Fatalf("sim Progress(%s): %v", req.To, err)
+// A call's disposition and reason: who hung up decides for an answered
+// call, the INVITE's outcome for one that never was.
+func TestResultDispositionAndReason(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		res    Result
+		want   telephony.Disposition
+		reason string
+	}{
+		{"callee hung up", Result{Answered: true, HangupBy: HangupByCallee, Outcome: Outcome{StatusCode: 200}},
+			telephony.Answered, "user_hangup"},
+		{"machine", Result{Answered: true, Machine: true, HangupBy: HangupByVoicemail, Outcome: Outcome{StatusCode: 200}},
+			telephony.AnsweringMachine, "voicemail"},
+		{"stopped while answered", Result{Answered: true, HangupBy: HangupByAPI, Outcome: Outcome{StatusCode: 200}},
+			telephony.Answered, telephony.APIHangup},
+		{"busy", Result{Outcome: Outcome{StatusCode: 486}}, telephony.Busy, "dial_busy"},
+		{"stopped while ringing", Result{Outcome: Outcome{StatusCode: 487, Stopped: true}},
+			telephony.NoAnswer, telephony.APIHangup},
+	} {
+		if got, reason := tt.res.Disposition(), tt.res.DisconnectionReason(); got != tt.want || reason != tt.reason {
+			t.Errorf("%s: %s, %q; want %s, %q", tt.name, got, reason, tt.want, tt.reason)
 		}
-		if p.Disposition.Connected() {
-			continue
-		}
-		seen[p.Disposition] = true
-		if got := disconnectionReasons[p.Disposition]; got != p.DisconnectionReason {
-			t.Errorf("reason for %s = %q, sim says %q", p.Disposition, got, p.DisconnectionReason)
-		}
-	}
-	if len(seen) != len(disconnectionReasons) {
-		t.Errorf("sim covers %v, this package %v", seen, disconnectionReasons)
 	}
 }

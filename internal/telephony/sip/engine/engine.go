@@ -14,7 +14,6 @@ import (
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
 
-	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 )
 
@@ -164,15 +163,6 @@ type Result struct {
 	Digits map[string]string
 	// Events is the transcript, in order.
 	Events []Event
-}
-
-// Disposition is the REST API's disposition of the call: AnsweringMachine
-// when the detector said MACHINE, else what the INVITE's outcome says.
-func (r Result) Disposition() telephony.Disposition {
-	if r.Machine {
-		return telephony.AnsweringMachine
-	}
-	return Disposition(r.Outcome)
 }
 
 // EngineConfig configures an Engine.
