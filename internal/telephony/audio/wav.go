@@ -96,14 +96,21 @@ func Repair(path string, channels int) error {
 	return err
 }
 
-// FormatError is a WAV that is not 8 kHz mono 16-bit PCM.
+// FormatError is a WAV that is PCM but not 8 kHz 16-bit with the expected
+// number of channels.
 type FormatError struct {
 	SampleRate, Channels, BitDepth int
+	// Want is the number of channels expected.
+	Want int
 }
 
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("wav: %d Hz, %d channels, %d bits: want 8000 Hz mono 16-bit",
-		e.SampleRate, e.Channels, e.BitDepth)
+	want := "mono"
+	if e.Want == 2 {
+		want = "stereo"
+	}
+	return fmt.Sprintf("wav: %d Hz, %d channels, %d bits: want 8000 Hz %s 16-bit",
+		e.SampleRate, e.Channels, e.BitDepth, want)
 }
 
 // DecodeMono reads an 8 kHz mono 16-bit PCM WAV, the audio format of
@@ -111,6 +118,25 @@ func (e *FormatError) Error() string {
 // error (a *FormatError when it is PCM at another rate or width) rather
 // than audio at the wrong speed.
 func DecodeMono(r io.Reader) ([]int16, error) {
+	return decode(r, 1)
+}
+
+// DecodeStereo reads back a recording Recorder wrote, split into its
+// agent (left) and callee (right) channels.
+func DecodeStereo(r io.Reader) (left, right []int16, err error) {
+	pcm, err := decode(r, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	left, right = make([]int16, len(pcm)/2), make([]int16, len(pcm)/2)
+	for i := range left {
+		left[i], right[i] = pcm[2*i], pcm[2*i+1]
+	}
+	return left, right, nil
+}
+
+// decode reads an 8 kHz 16-bit PCM WAV of channels interleaved channels.
+func decode(r io.Reader, channels int) ([]int16, error) {
 	rs, ok := r.(io.ReadSeeker)
 	if !ok {
 		// The WAV decoder seeks between chunks.
@@ -124,8 +150,9 @@ func DecodeMono(r io.Reader) ([]int16, error) {
 	if !dec.IsValidFile() || dec.WavAudioFormat != 1 {
 		return nil, errors.New("wav: not a PCM WAV file")
 	}
-	if dec.SampleRate != SampleRate || dec.NumChans != 1 || dec.BitDepth != 16 {
-		return nil, &FormatError{SampleRate: int(dec.SampleRate), Channels: int(dec.NumChans), BitDepth: int(dec.BitDepth)}
+	if dec.SampleRate != SampleRate || int(dec.NumChans) != channels || dec.BitDepth != 16 {
+		return nil, &FormatError{SampleRate: int(dec.SampleRate), Channels: int(dec.NumChans), BitDepth: int(dec.BitDepth),
+			Want: channels}
 	}
 	buf, err := dec.FullPCMBuffer()
 	if err != nil && !errors.Is(err, io.EOF) {

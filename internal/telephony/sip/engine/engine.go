@@ -15,6 +15,7 @@ import (
 	sipmsg "github.com/emiago/sipgo/sip"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -351,14 +352,14 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 
 	// Create the recording before dialing: a call answered only to be hung
 	// up at once because its recording cannot be written is a ghost call.
-	rec, err := newRecorder(c.RecordPath)
+	rec, err := audio.NewRecorder(c.RecordPath)
 	if err != nil {
 		return Result{}, err
 	}
 	recording := false // converse owns the recording
 	defer func() {
 		if !recording {
-			rec.discard()
+			rec.Discard()
 		}
 	}()
 
@@ -382,7 +383,7 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		return res, errors.Join(fmt.Errorf("ack: %w", err), e.bye(d))
 	}
 	recording = true
-	rec.start = res.AnsweredAt
+	rec.Begin(res.AnsweredAt)
 	cerr := e.converse(ctx, d, c, rec, &res)
 	return res, cerr
 }

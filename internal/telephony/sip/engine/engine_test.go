@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-audio/wav"
-
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
@@ -322,20 +321,12 @@ func readRecording(t *testing.T, path string) (left, right []int) {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	dec := wav.NewDecoder(f)
-	if !dec.IsValidFile() {
-		t.Fatalf("%s is not a WAV file", path)
-	}
-	if dec.NumChans != 2 || dec.SampleRate != 8000 || dec.BitDepth != 16 {
-		t.Fatalf("recording is %d channels, %d Hz, %d bits: want 2, 8000, 16", dec.NumChans, dec.SampleRate, dec.BitDepth)
-	}
-	buf, err := dec.FullPCMBuffer()
+	l, r, err := audio.DecodeStereo(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	for i := 0; i+1 < len(buf.Data); i += 2 {
-		left = append(left, buf.Data[i])
-		right = append(right, buf.Data[i+1])
+	for i := range l {
+		left, right = append(left, int(l[i])), append(right, int(r[i]))
 	}
 	return left, right
 }

@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,19 +25,19 @@ const (
 // converse runs an answered call until someone hangs up: it records both
 // directions into rec (which it closes), runs AMD and the script (see
 // run) and hangs up.
-func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *recorder, res *Result) error {
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result) error {
 	var wprops diago.MediaProps
 	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
 	if err != nil {
-		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent), rec.close())
+		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent), rec.Close())
 	}
 	r, err := d.AudioReader()
 	if err != nil {
-		return errors.Join(fmt.Errorf("audio reader: %w", err), e.hangup(d, res, HangupByAgent), rec.close())
+		return errors.Join(fmt.Errorf("audio reader: %w", err), e.hangup(d, res, HangupByAgent), rec.Close())
 	}
 	enc, err := encoder(wprops.Codec)
 	if err != nil {
-		return errors.Join(err, e.hangup(d, res, HangupByAgent), rec.close())
+		return errors.Join(err, e.hangup(d, res, HangupByAgent), rec.Close())
 	}
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
@@ -64,7 +61,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
-	recErr := m.rec.close()
+	recErr := m.rec.Close()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
@@ -131,7 +128,7 @@ func telephoneEventPT(codecs []media.Codec) uint8 {
 // sends what the script queues, silence otherwise; a reader goroutine
 // (listen) records the callee, decodes their keys and feeds the detector.
 type callMedia struct {
-	rec  *recorder
+	rec  *audio.Recorder
 	stop chan struct{}
 
 	// plays hands playbacks to the writer; writerGone is closed when it
@@ -165,7 +162,7 @@ type playback struct {
 	done chan struct{}
 }
 
-func newCallMedia(rec *recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
+func newCallMedia(rec *audio.Recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
 	m := &callMedia{
 		rec:        rec,
 		stop:       make(chan struct{}),
@@ -216,7 +213,7 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 			// nothing more is played.
 			return
 		}
-		m.rec.add(agentChannel, frame, now)
+		m.rec.Add(audio.AgentChannel, frame, now)
 		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
 			close(cur.done)
 			cur = nil
@@ -256,7 +253,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 			continue // comfort noise, unknown payload types...
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
-		m.rec.add(calleeChannel, pcm, started)
+		m.rec.Add(audio.CalleeChannel, pcm, started)
 		if m.detector != nil {
 			if loud(pcm, m.voiceThreshold) {
 				m.lastVoiceAt.Store(now.UnixNano())
@@ -360,122 +357,4 @@ func abs(x int) int {
 		return -x
 	}
 	return x
-}
-
-// recorder writes both directions of a call, on one timeline starting at
-// the answer, to a stereo WAV file as the call goes: it keeps only the
-// last seconds in memory, so that late packets still land in place.
-type recorder struct {
-	mu    sync.Mutex
-	start time.Time
-	f     *os.File // nil: record nothing
-	w     *bufio.Writer
-	// base is the number of samples per channel already written; left and
-	// right hold the samples from base on.
-	base        int
-	left, right []int16
-	err         error // the first write error
-}
-
-// Recording channels.
-const (
-	agentChannel = iota
-	calleeChannel
-)
-
-// flushAfter is how much audio a channel buffers before the recorder writes
-// all but the last second of it.
-const flushAfter = 3 * sampleRate
-
-// newRecorder creates the WAV file at path; an empty path records nothing.
-// Set start before the first add.
-func newRecorder(path string) (*recorder, error) {
-	r := &recorder{}
-	if path == "" {
-		return r, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("recording: %w", err)
-	}
-	r.f, r.w = f, bufio.NewWriterSize(f, 32<<10)
-	if _, err := r.w.Write(audio.Header(2, 0)); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("recording: %w", err)
-	}
-	return r, nil
-}
-
-// add puts pcm, which started playing at t, on a channel. A frame later
-// than the channel's end by more than two frames is preceded by silence;
-// frames never overlap.
-func (r *recorder) add(channel int, pcm []int16, t time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	buf := &r.left
-	if channel == calleeChannel {
-		buf = &r.right
-	}
-	pos := int(t.Sub(r.start)*sampleRate/time.Second) - r.base
-	if gap := pos - len(*buf); gap > 2*frameSamples {
-		*buf = append(*buf, make([]int16, gap)...)
-	}
-	*buf = append(*buf, pcm...)
-	if len(*buf) > flushAfter {
-		r.flushLocked(len(*buf) - sampleRate)
-	}
-}
-
-// flushLocked writes the first n samples of both channels, padding the
-// shorter one with silence.
-func (r *recorder) flushLocked(n int) {
-	for _, buf := range []*[]int16{&r.left, &r.right} {
-		if len(*buf) < n {
-			*buf = append(*buf, make([]int16, n-len(*buf))...)
-		}
-	}
-	if r.w != nil && r.err == nil {
-		var frame [4]byte
-		for i := range n {
-			binary.LittleEndian.PutUint16(frame[0:], uint16(r.left[i]))  //nolint:gosec // intended reinterpretation
-			binary.LittleEndian.PutUint16(frame[2:], uint16(r.right[i])) //nolint:gosec // intended reinterpretation
-			if _, err := r.w.Write(frame[:]); err != nil {
-				r.err = err
-				break
-			}
-		}
-	}
-	r.left = append(r.left[:0], r.left[n:]...)
-	r.right = append(r.right[:0], r.right[n:]...)
-	r.base += n
-}
-
-// close writes what is left and completes the WAV header.
-func (r *recorder) close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.flushLocked(max(len(r.left), len(r.right)))
-	if r.f == nil {
-		return nil
-	}
-	err := r.err
-	if err == nil {
-		err = r.w.Flush()
-	}
-	if err == nil {
-		_, err = r.f.WriteAt(audio.Header(2, r.base), 0)
-	}
-	err = errors.Join(err, r.f.Close())
-	if err != nil {
-		return fmt.Errorf("recording: %w", err)
-	}
-	return nil
-}
-
-// discard closes and removes the file of a recording that never started.
-func (r *recorder) discard() {
-	if r.f != nil {
-		_ = r.f.Close()
-		_ = os.Remove(r.f.Name())
-	}
 }
