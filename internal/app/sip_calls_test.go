@@ -21,6 +21,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
@@ -294,23 +295,11 @@ func TestSIPTrunkPacesCalls(t *testing.T) {
 // toneWAV is a 16-bit 8 kHz mono WAV of a loud 440 Hz tone.
 func toneWAV(d time.Duration) []byte {
 	n := int(d.Seconds() * 8000)
-	b := []byte("RIFF")
-	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*n)) //nolint:gosec // short
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16) // fmt chunk size
-	b = binary.LittleEndian.AppendUint16(b, 1)
-	b = binary.LittleEndian.AppendUint16(b, 1)
-	b = binary.LittleEndian.AppendUint32(b, 8000)
-	b = binary.LittleEndian.AppendUint32(b, 16000)
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(2*n)) //nolint:gosec // short
-	for i := range n {
-		v := int16(12000 * math.Sin(2*math.Pi*440*float64(i)/8000))
-		b = binary.LittleEndian.AppendUint16(b, uint16(v)) //nolint:gosec // PCM
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = int16(12000 * math.Sin(2*math.Pi*440*float64(i)/8000))
 	}
-	return b
+	return audio.Mono(pcm)
 }
 
 func TestSIPCallPlaysAudioFromConfigMap(t *testing.T) {

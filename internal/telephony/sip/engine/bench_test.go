@@ -753,16 +753,11 @@ func resumesInPhase(pcm []int16, start, end int) bool {
 
 // readCalleeChannel reads the right channel of a stereo 16-bit WAV.
 func readCalleeChannel(path string) ([]int16, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) < 44 || string(data[:4]) != "RIFF" {
-		return nil, fmt.Errorf("not a WAV file")
-	}
-	right := make([]int16, 0, (len(data)-44)/4)
-	for i := 44; i+4 <= len(data); i += 4 {
-		right = append(right, int16(uint16(data[i+2])|uint16(data[i+3])<<8)) //nolint:gosec // intended reinterpretation
-	}
-	return right, nil
+	defer func() { _ = f.Close() }()
+	_, right, err := audio.DecodeStereo(f)
+	return right, err
 }
