@@ -80,7 +80,7 @@ func TestDecodeMonoRejects(t *testing.T) {
 	}
 	for name, in := range map[string][]byte{
 		"empty":      nil,
-		"not a WAV":  []byte("package sip\n"),
+		"not a WAV":  []byte("package audio\n"),
 		"stereo WAV": stereo,
 	} {
 		t.Run(name, func(t *testing.T) {
