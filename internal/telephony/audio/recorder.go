@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -31,6 +32,8 @@ type Recorder struct {
 const (
 	AgentChannel = iota
 	CalleeChannel
+
+	recordingChannels
 )
 
 // frameSamples is one 20 ms RTP packet of audio.
@@ -52,7 +55,7 @@ func NewRecorder(path string) (*Recorder, error) {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
 	r.f, r.w = f, bufio.NewWriterSize(f, 32<<10)
-	if _, err := r.w.Write(Header(2, 0)); err != nil {
+	if _, err := r.w.Write(Header(recordingChannels, 0)); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("recording: %w", err)
 	}
@@ -123,7 +126,7 @@ func (r *Recorder) Close() error {
 		err = r.w.Flush()
 	}
 	if err == nil {
-		_, err = r.f.WriteAt(Header(2, r.base), 0)
+		_, err = r.f.WriteAt(Header(recordingChannels, r.base), 0)
 	}
 	err = errors.Join(err, r.f.Close())
 	if err != nil {
@@ -138,4 +141,39 @@ func (r *Recorder) Discard() {
 		_ = r.f.Close()
 		_ = os.Remove(r.f.Name())
 	}
+}
+
+// Repair fixes the sizes in the header of a recording whose Recorder was
+// cut off (a crash, a restart) before Close rewrote them, so the audio
+// written until then plays. A trailing partial frame is dropped.
+func Repair(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size < HeaderSize {
+		return errors.New("recording shorter than its header")
+	}
+	data := size - HeaderSize
+	data -= data % (recordingChannels * bytesPerSample) // whole frames
+	if data > math.MaxUint32-36 {
+		return errors.New("recording too large for a WAV file")
+	}
+	if err := f.Truncate(HeaderSize + data); err != nil {
+		return err
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(36+data)) //nolint:gosec // bounded above
+	if _, err := f.WriteAt(b[:], 4); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(b[:], uint32(data)) //nolint:gosec // bounded above
+	_, err = f.WriteAt(b[:], 40)
+	return err
 }

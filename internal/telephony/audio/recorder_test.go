@@ -79,3 +79,40 @@ func TestRecorderWithoutPath(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A recording cut off mid-write, its header still saying it is empty,
+// plays up to its last whole frame once repaired.
+func TestRepair(t *testing.T) {
+	const frames = 800
+	path := filepath.Join(t.TempDir(), "cut.wav")
+	b := Header(2, 0)
+	for i := range frames {
+		b = append(b, byte(i), byte(i>>8), 0, 0)
+	}
+	b = append(b, 1, 2, 3) // a partial frame
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Repair(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	left, _, err := DecodeStereo(f)
+	if err != nil || len(left) != frames {
+		t.Errorf("repaired file: %d frames (%v), want %d", len(left), err, frames)
+	}
+}
+
+func TestRepairRejectsAFileShorterThanItsHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "short.wav")
+	if err := os.WriteFile(path, []byte("RIFF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Repair(path); err == nil {
+		t.Error("Repair succeeded on a 4-byte file")
+	}
+}

@@ -1,13 +1,14 @@
 // Package audio reads and writes the WAV files of calls: 8 kHz 16-bit PCM,
-// the narrowband audio carriers deliver, mono for speech and prompts and
-// stereo (agent left, callee right) for SIP recordings.
+// the narrowband audio carriers deliver, mono for speech and prompts
+// (Mono, DecodeMono) and stereo for call recordings (Recorder,
+// DecodeStereo).
 //
 // Reading uses github.com/go-audio/wav. Writing does not: its encoder
 // needs an io.WriteSeeker, encodes sample by sample through reflection on
 // the media path of every call, and cannot repair a file whose writer was
-// cut off. A recording is streamed to disk during the call with the
-// canonical 44-byte header (Header) written first and rewritten when the
-// call ends, and Repair completes the header of a file a crash left behind.
+// cut off. A Recorder streams a call to disk with the canonical 44-byte
+// header (Header) written first and rewritten when the call ends, and
+// Repair completes the header of a recording a crash left behind.
 package audio
 
 import (
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/go-audio/wav"
 )
@@ -59,41 +59,6 @@ func Mono(pcm []int16) []byte {
 		b = binary.LittleEndian.AppendUint16(b, uint16(s)) //nolint:gosec // intended reinterpretation
 	}
 	return b
-}
-
-// Repair fixes the sizes in the header of a WAV written with Header whose
-// writer was cut off before it rewrote them, so the audio written until
-// then plays. A trailing partial frame is dropped.
-func Repair(path string, channels int) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := fi.Size()
-	if size < HeaderSize {
-		return errors.New("recording shorter than its header")
-	}
-	data := size - HeaderSize
-	data -= data % int64(channels*bytesPerSample) // whole frames
-	if data > math.MaxUint32-36 {
-		return errors.New("recording too large for a WAV file")
-	}
-	if err := f.Truncate(HeaderSize + data); err != nil {
-		return err
-	}
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], uint32(36+data)) //nolint:gosec // bounded above
-	if _, err := f.WriteAt(b[:], 4); err != nil {
-		return err
-	}
-	binary.LittleEndian.PutUint32(b[:], uint32(data)) //nolint:gosec // bounded above
-	_, err = f.WriteAt(b[:], 40)
-	return err
 }
 
 // FormatError is a WAV that is PCM but not 8 kHz 16-bit with the expected

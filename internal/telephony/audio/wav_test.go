@@ -2,7 +2,6 @@ package audio
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -99,46 +98,5 @@ func TestMonoRoundTrip(t *testing.T) {
 	got, err := DecodeMono(bytes.NewReader(Mono(want)))
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("decoded %d samples (%v), want the %d written", len(got), err, len(want))
-	}
-}
-
-// A recording cut off mid-write, its header still saying it is empty,
-// plays up to its last whole frame once repaired.
-func TestRepair(t *testing.T) {
-	const frames = 800
-	path := filepath.Join(t.TempDir(), "cut.wav")
-	b := Header(2, 0)
-	for i := range frames {
-		b = append(b, byte(i), byte(i>>8), 0, 0)
-	}
-	b = append(b, 1, 2, 3) // a partial frame
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Repair(path, 2); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	dec := wav.NewDecoder(f)
-	buf, err := dec.FullPCMBuffer()
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.Fatal(err)
-	}
-	if dec.NumChans != 2 || buf.NumFrames() != frames {
-		t.Errorf("repaired file: %d channels, %d frames; want 2 and %d", dec.NumChans, buf.NumFrames(), frames)
-	}
-}
-
-func TestRepairRejectsAFileShorterThanItsHeader(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "short.wav")
-	if err := os.WriteFile(path, []byte("RIFF"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Repair(path, 2); err == nil {
-		t.Error("Repair succeeded on a 4-byte file")
 	}
 }

@@ -389,7 +389,7 @@ func (d *Dialer) lost(req telephony.Request, now time.Time) telephony.Progress {
 func (d *Dialer) Recording(_ context.Context, req telephony.Request, _ telephony.Progress) (io.ReadCloser, error) {
 	path := d.spoolPath(req.CallID)
 	if d.session(req.CallID) == nil {
-		if err := audio.Repair(path, 2); err != nil {
+		if err := audio.Repair(path); err != nil {
 			d.cfg.Log.Info("the recording of a call cut off by a restart is lost", "call", req.CallID, "error", err.Error())
 			return nil, telephony.ErrNoRecording
 		}
