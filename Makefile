@@ -110,8 +110,8 @@ SIP_BENCH_ATTEMPTS ?= 5000
 
 .PHONY: bench-sip
 bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded calls against sipp.
-	go test ./internal/telephony/sip/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
-	go test ./internal/telephony/sip/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
 
 WRITES_BENCH_CALLS ?= 300
 

@@ -31,7 +31,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
-	"github.com/switchboard-dev/switchboard/internal/trunks"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
 // DefaultProbeInterval is how often a SIPTrunk is sent OPTIONS.
@@ -46,9 +46,9 @@ type TrunkUsage interface {
 	Usage(namespace, name string) (active, queued int)
 }
 
-// TrunkProber sends a trunk OPTIONS; *sip.Engine is one.
+// TrunkProber sends a trunk OPTIONS; *engine.Engine is one.
 type TrunkProber interface {
-	Probe(context.Context, sip.Trunk) sip.ProbeResult
+	Probe(context.Context, engine.Trunk) engine.ProbeResult
 }
 
 // SIPTrunkReconciler reports whether each SIPTrunk works (Ready, from an
@@ -133,8 +133,8 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 // change (both are watched) rather than being retried.
 func (r *SIPTrunkReconciler) reconcileHealth(ctx context.Context, trunk *switchboardv1.SIPTrunk) (reconcile.Result, error) {
 	key := types.NamespacedName{Namespace: trunk.Namespace, Name: trunk.Name}
-	resolved, err := trunks.Resolve(ctx, r.Secrets, trunk)
-	var cerr *trunks.ConfigError
+	resolved, err := sip.Resolve(ctx, r.Secrets, trunk)
+	var cerr *sip.ConfigError
 	if errors.As(err, &cerr) {
 		r.probes.Delete(key)
 		setTrunkReady(trunk, metav1.ConditionFalse, cerr.Reason, cerr.Message)
@@ -171,7 +171,7 @@ func (r *SIPTrunkReconciler) untilDue(key types.NamespacedName, current lastProb
 }
 
 // probeCondition words a probe's result as the Ready condition.
-func probeCondition(res sip.ProbeResult) (metav1.ConditionStatus, string, string) {
+func probeCondition(res engine.ProbeResult) (metav1.ConditionStatus, string, string) {
 	switch {
 	case res.Healthy():
 		return metav1.ConditionTrue, switchboardv1.ReasonReachable,
@@ -185,7 +185,7 @@ func probeCondition(res sip.ProbeResult) (metav1.ConditionStatus, string, string
 	}
 }
 
-func errMessage(res sip.ProbeResult) string {
+func errMessage(res engine.ProbeResult) string {
 	if res.Err == nil {
 		return fmt.Sprintf("The trunk answered OPTIONS with %d %s.", res.StatusCode, res.Reason)
 	}
@@ -240,7 +240,7 @@ func setTrunkReady(trunk *switchboardv1.SIPTrunk, status metav1.ConditionStatus,
 }
 
 // digest fingerprints a resolved trunk without keeping its password.
-func digest(t sip.Trunk) [sha256.Size]byte {
+func digest(t engine.Trunk) [sha256.Size]byte {
 	return sha256.Sum256(fmt.Appendf(nil, "%q %q %q %q %d", t.Address, t.Transport, t.Username, t.Password, t.RingTimeout))
 }
 
@@ -260,7 +260,7 @@ func (r *SIPTrunkReconciler) clock() clock.PassiveClock {
 
 // SetupWithManager registers the reconciler. Spec changes (not status
 // writes) and changes of a Secret a trunk names wake the trunk; so do
-// UsageChanged events. Probes take up to sip.DefaultProbeTimeout, hence a
+// UsageChanged events. Probes take up to engine.DefaultProbeTimeout, hence a
 // few reconciles at once, so that one dead trunk does not hold up others.
 func (r *SIPTrunkReconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &switchboardv1.SIPTrunk{}, trunkSecretField, secretOfTrunk); err != nil {

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
@@ -29,15 +29,15 @@ type fakeProber struct{}
 
 var prober fakeProber
 
-func (fakeProber) Probe(_ context.Context, t sip.Trunk) sip.ProbeResult {
+func (fakeProber) Probe(_ context.Context, t engine.Trunk) engine.ProbeResult {
 	switch {
 	case strings.Contains(t.Address, "unreachable"):
-		return sip.ProbeResult{Err: errors.New("no answer to OPTIONS")}
+		return engine.ProbeResult{Err: errors.New("no answer to OPTIONS")}
 	case t.Username != "" && t.Password != "secret":
-		return sip.ProbeResult{Reachable: true, AuthFailed: true, StatusCode: 403, Reason: "Forbidden",
+		return engine.ProbeResult{Reachable: true, AuthFailed: true, StatusCode: 403, Reason: "Forbidden",
 			Err: errors.New("the trunk refused the credentials: 403 Forbidden")}
 	}
-	return sip.ProbeResult{Reachable: true, StatusCode: 200, Reason: "OK"}
+	return engine.ProbeResult{Reachable: true, StatusCode: 200, Reason: "OK"}
 }
 
 // trunkReady returns a function reading tr's Ready condition, for Eventually.

@@ -21,7 +21,8 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sipdial"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -49,8 +50,8 @@ type SIPOptions struct {
 // sipStack is the SIP side of the process: the engine, the dialer, and the
 // channels through which they wake the reconcilers.
 type sipStack struct {
-	engine    *sip.Engine
-	dialer    *sipdial.Dialer
+	engine    *engine.Engine
+	dialer    *sip.Dialer
 	callWake  chan event.GenericEvent
 	trunkWake chan event.GenericEvent
 }
@@ -59,7 +60,7 @@ type sipStack struct {
 func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts SIPOptions, log logr.Logger) (*sipStack, error) {
 	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
 	// it, and engineCloser closes it once they have.
-	engine, err := sip.NewEngine(context.WithoutCancel(ctx), sip.EngineConfig{BindHost: opts.BindHost, ExternalHost: opts.ExternalHost,
+	eng, err := engine.NewEngine(context.WithoutCancel(ctx), engine.EngineConfig{BindHost: opts.BindHost, ExternalHost: opts.ExternalHost,
 		Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1)))})
 	if err != nil {
 		return nil, err
@@ -68,17 +69,17 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	if spool == "" {
 		spool = filepath.Join(os.TempDir(), "switchboard-spool")
 	}
-	s := &sipStack{engine: engine, callWake: make(chan event.GenericEvent, 1024),
+	s := &sipStack{engine: eng, callWake: make(chan event.GenericEvent, 1024),
 		trunkWake: make(chan event.GenericEvent, 64)}
-	s.dialer, err = sipdial.New(ctx, sipdial.Config{
-		Engine: engine,
-		Trunks: sipdial.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
-		Script: &sipdial.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
-		Backlog: func(ctx context.Context, ns, trunk string) ([]sipdial.Waiter, error) {
+	s.dialer, err = sip.New(ctx, sip.Config{
+		Engine: eng,
+		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
+		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
+		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
-			waiters := make([]sipdial.Waiter, 0, len(calls))
+			waiters := make([]gate.Waiter, 0, len(calls))
 			for i := range calls {
-				waiters = append(waiters, sipdial.Waiter{Order: calls[i].QueueOrder(),
+				waiters = append(waiters, gate.Waiter{Order: calls[i].QueueOrder(),
 					Call: types.NamespacedName{Namespace: calls[i].Namespace, Name: calls[i].Name}})
 			}
 			return waiters, err
@@ -89,11 +90,11 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Log:          log.WithName("sipdial"),
 	})
 	if err != nil {
-		_ = engine.Close()
+		_ = eng.Close()
 		return nil, fmt.Errorf("SIP dialer: %w", err)
 	}
-	if err := mgr.Add(engineCloser{engine: engine, dialer: s.dialer}); err != nil {
-		_ = engine.Close()
+	if err := mgr.Add(engineCloser{engine: eng, dialer: s.dialer}); err != nil {
+		_ = eng.Close()
 		return nil, err
 	}
 	return s, nil
@@ -139,8 +140,8 @@ func setupTrunkReconciler(mgr manager.Manager, secrets *organizations.Secrets, s
 // replica (the engine listens on all of them), once the calls in progress
 // have hung up and closed their recordings.
 type engineCloser struct {
-	engine *sip.Engine
-	dialer *sipdial.Dialer
+	engine *engine.Engine
+	dialer *sip.Dialer
 }
 
 func (c engineCloser) NeedLeaderElection() bool { return false }

@@ -21,13 +21,14 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // scenarioFile is a sipp scenario of the SIP engine's tests.
 func scenarioFile(name string) string {
-	return filepath.Join("..", "telephony", "sip", "testdata", name)
+	return filepath.Join("..", "telephony", "sip", "engine", "testdata", name)
 }
 
 // applyTrunk creates a SIPTrunk to the sipp at addr.
@@ -294,23 +295,11 @@ func TestSIPTrunkPacesCalls(t *testing.T) {
 // toneWAV is a 16-bit 8 kHz mono WAV of a loud 440 Hz tone.
 func toneWAV(d time.Duration) []byte {
 	n := int(d.Seconds() * 8000)
-	b := []byte("RIFF")
-	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*n)) //nolint:gosec // short
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16) // fmt chunk size
-	b = binary.LittleEndian.AppendUint16(b, 1)
-	b = binary.LittleEndian.AppendUint16(b, 1)
-	b = binary.LittleEndian.AppendUint32(b, 8000)
-	b = binary.LittleEndian.AppendUint32(b, 16000)
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(2*n)) //nolint:gosec // short
-	for i := range n {
-		v := int16(12000 * math.Sin(2*math.Pi*440*float64(i)/8000))
-		b = binary.LittleEndian.AppendUint16(b, uint16(v)) //nolint:gosec // PCM
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = int16(12000 * math.Sin(2*math.Pi*440*float64(i)/8000))
 	}
-	return b
+	return audio.Mono(pcm)
 }
 
 func TestSIPCallPlaysAudioFromConfigMap(t *testing.T) {
@@ -463,7 +452,7 @@ func TestSIPCallThroughProxyAuthentication(t *testing.T) {
 		"[last_CSeq:]\n      Contact:", "[last_CSeq:]\n      [last_Record-Route:]\n      Contact:")...)
 	// kamailio challenges every request with 407 until it carries these
 	// credentials, then relays INVITEs to the callee.
-	proxy := siptest.StartKamailio(t, filepath.Join("..", "telephony", "sip", "testdata", "kamailio.cfg"),
+	proxy := siptest.StartKamailio(t, filepath.Join("..", "telephony", "sip", "engine", "testdata", "kamailio.cfg"),
 		siptest.KamailioConfig{User: "acme", Password: "s3cret", Relay: callee.Addr})
 	o := sipOrg(t, proxy.Addr, func(s *switchboardv1.SIPTrunkSpec) {
 		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}

@@ -94,7 +94,7 @@ func TestSDKStatuses(t *testing.T) {
 }
 
 // The disconnection reasons Switchboard's carriers report (packages sim,
-// sip, sipdial) are all among the SDK's (its DisconnectionReason enum).
+// sip and its engine) are all among the SDK's (its DisconnectionReason enum).
 func TestSDKReasons(t *testing.T) {
 	sdkEnum := map[string]bool{}
 	for _, r := range strings.Fields(`user_hangup agent_hangup call_transfer voicemail_reached ivr_reached inactivity

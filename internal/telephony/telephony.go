@@ -1,6 +1,6 @@
 // Package telephony defines how Switchboard places calls on a carrier. The
 // call reconciler drives every call through a Dialer: the simulated carrier
-// (package sim) or SIP trunks (package sipdial), chosen per call by Router.
+// (package sim) or SIP trunks (package sip), chosen per call by Router.
 package telephony
 
 import (
@@ -30,6 +30,22 @@ const (
 // Connected reports whether audio flowed, so there is a recording and a
 // conversation to analyze.
 func (d Disposition) Connected() bool { return d == Answered || d == AnsweringMachine }
+
+// unconnectedReasons are the REST API's disconnection reasons of calls that
+// never connected: every carrier reports the same for the same disposition.
+var unconnectedReasons = map[Disposition]string{
+	NoAnswer:       "no_answer",
+	Busy:           "dial_busy",
+	Rejected:       "dial_rejected",
+	Unreachable:    "dial_failed",
+	InvalidNumber:  "invalid_destination",
+	CarrierFailure: "carrier_error",
+}
+
+// UnconnectedReason is the disconnection_reason of a call that ended with
+// d without connecting, and "" for a connected one, whose reason says who
+// hung up.
+func (d Disposition) UnconnectedReason() string { return unconnectedReasons[d] }
 
 // Field is one value the agent's post-call analysis extracts.
 type Field struct {

@@ -3,19 +3,17 @@ package sim
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"math"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 // Recording format: what carriers commonly deliver for narrowband calls.
 const (
-	SampleRate     = 8000
-	bitsPerSample  = 16
-	wavHeaderBytes = 44
+	SampleRate = audio.SampleRate
 
 	// MaxRecording caps the generated audio so a misconfigured Talk cannot
 	// exhaust memory.
@@ -50,35 +48,16 @@ func (c *Carrier) Recording(_ context.Context, _ telephony.Request, p telephony.
 	if p.Disposition == telephony.AnsweringMachine {
 		first, second = calleeHz, agentHz
 	}
-	wav := header(make([]byte, 0, wavHeaderBytes+2*n), n)
-	for i := range n {
-		// PCM samples are two's complement: the bit pattern is what is written.
-		wav = binary.LittleEndian.AppendUint16(wav, uint16(sample(i, first, second))) //nolint:gosec // intended reinterpretation
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = sample(i, first, second)
 	}
-	return io.NopCloser(bytes.NewReader(wav)), nil
+	return io.NopCloser(bytes.NewReader(audio.Mono(pcm))), nil
 }
 
 // samples is the number of samples in d, rounded to the nearest one.
 func samples(d time.Duration) int {
 	return int((d*SampleRate + time.Second/2) / time.Second)
-}
-
-// header appends the canonical 44-byte RIFF/WAVE header for n samples.
-func header(b []byte, n int) []byte {
-	le := binary.LittleEndian
-	data := uint32(2 * n) //nolint:gosec // n is capped by MaxRecording (10 min = 9.6 MB)
-	b = append(b, "RIFF"...)
-	b = le.AppendUint32(b, 36+data) // everything after this field
-	b = append(b, "WAVEfmt "...)
-	b = le.AppendUint32(b, 16) // fmt chunk size
-	b = le.AppendUint16(b, 1)  // PCM
-	b = le.AppendUint16(b, 1)  // mono
-	b = le.AppendUint32(b, SampleRate)
-	b = le.AppendUint32(b, SampleRate*bitsPerSample/8) // byte rate
-	b = le.AppendUint16(b, bitsPerSample/8)            // block align
-	b = le.AppendUint16(b, bitsPerSample)
-	b = append(b, "data"...)
-	return le.AppendUint32(b, data)
 }
 
 // sample is the i-th sample: a tone of the current speaker's pitch during an

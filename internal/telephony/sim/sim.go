@@ -110,16 +110,11 @@ var dispatchCodes = map[string]string{
 	"0009": telephony.CodeDispatchFailed,
 }
 
-// reasons are the disconnection reasons the REST API reports.
-var reasons = map[telephony.Disposition]string{
+// connectedReasons are the disconnection reasons of the connected calls
+// the simulated carrier plays: the agent hangs up, or leaves a voicemail.
+var connectedReasons = map[telephony.Disposition]string{
 	telephony.Answered:         "agent_hangup",
 	telephony.AnsweringMachine: "voicemail",
-	telephony.NoAnswer:         "no_answer",
-	telephony.Busy:             "dial_busy",
-	telephony.Rejected:         "dial_rejected",
-	telephony.Unreachable:      "dial_failed",
-	telephony.InvalidNumber:    "invalid_destination",
-	telephony.CarrierFailure:   "carrier_error",
 }
 
 func suffix(to string) string {
@@ -226,12 +221,16 @@ func (c *Carrier) talk(d telephony.Disposition) time.Duration {
 }
 
 func ended(d telephony.Disposition, endedAt time.Time, talk time.Duration, answeredAt *time.Time) telephony.Progress {
+	reason := d.UnconnectedReason()
+	if d.Connected() {
+		reason = connectedReasons[d]
+	}
 	return telephony.Progress{
 		Phase:               telephony.Ended,
 		AnsweredAt:          answeredAt,
 		EndedAt:             &endedAt,
 		Disposition:         d,
-		DisconnectionReason: reasons[d],
+		DisconnectionReason: reason,
 		Duration:            talk,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -17,10 +16,12 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 // SampleRate of the speech Speak returns: G.711's.
-const SampleRate = 8000
+const SampleRate = audio.SampleRate
 
 // DefaultCacheEntries bounds Flite's cache when CacheEntries is zero.
 const DefaultCacheEntries = 256
@@ -217,58 +218,18 @@ func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flite: %w: %s", err, strings.TrimSpace(string(msg)))
 	}
-	wav, err := os.ReadFile(out)
+	wav, err := os.Open(out)
 	if err != nil {
 		return nil, fmt.Errorf("flite wrote no audio: %w", err)
 	}
-	return decodeWAV(wav)
-}
-
-// decodeWAV returns the samples of an 8 kHz 16-bit mono PCM WAV, and a
-// clear error for any other format rather than audio at the wrong speed.
-func decodeWAV(b []byte) ([]int16, error) {
-	if len(b) < 12 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
-		return nil, errors.New("flite output is not a WAV file")
+	defer func() { _ = wav.Close() }()
+	pcm, err := audio.DecodeMono(wav)
+	var fe *audio.FormatError
+	if errors.As(err, &fe) {
+		return nil, fmt.Errorf("flite output: %w (is the voice an 8 kHz one?)", err)
 	}
-	var formatSeen bool
-	for rest := b[12:]; len(rest) >= 8; {
-		id, size := string(rest[0:4]), int(binary.LittleEndian.Uint32(rest[4:8]))
-		body := rest[8:]
-		if size > len(body) {
-			size = len(body) // flite may leave the size of a streamed data chunk unset
-		}
-		switch id {
-		case "fmt ":
-			if err := checkFormat(body[:size]); err != nil {
-				return nil, err
-			}
-			formatSeen = true
-		case "data":
-			if !formatSeen {
-				return nil, errors.New("flite output has audio before its format")
-			}
-			samples := make([]int16, size/2)
-			for i := range samples {
-				samples[i] = int16(binary.LittleEndian.Uint16(body[2*i:])) //nolint:gosec // PCM bits
-			}
-			return samples, nil
-		}
-		rest = body[min(len(body), size+size%2):]
+	if err != nil {
+		return nil, fmt.Errorf("flite output: %w", err)
 	}
-	return nil, errors.New("flite output has no audio")
-}
-
-func checkFormat(fmtChunk []byte) error {
-	if len(fmtChunk) < 16 {
-		return errors.New("flite output has a truncated format chunk")
-	}
-	format := binary.LittleEndian.Uint16(fmtChunk[0:])
-	channels := binary.LittleEndian.Uint16(fmtChunk[2:])
-	rate := binary.LittleEndian.Uint32(fmtChunk[4:])
-	bits := binary.LittleEndian.Uint16(fmtChunk[14:])
-	if format != 1 || channels != 1 || rate != SampleRate || bits != 16 {
-		return fmt.Errorf("flite wrote %d Hz, %d-bit, %d-channel audio (format %d): want %d Hz 16-bit mono PCM (is the voice an 8 kHz one?)",
-			rate, bits, channels, format, SampleRate)
-	}
-	return nil
+	return pcm, nil
 }

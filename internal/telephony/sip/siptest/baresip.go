@@ -2,7 +2,6 @@ package siptest
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 // Baresip is one running baresip (Debian package baresip-core) playing a
@@ -96,26 +97,8 @@ func baresipModules(t testing.TB) string {
 // folder and returns its path.
 func writeMonoWAV(t testing.TB, pcm []int16) string {
 	t.Helper()
-	const rate = 8000
-	size := uint32(2 * len(pcm)) //nolint:gosec // test audio is short
-	b := make([]byte, 0, 44+size)
-	b = append(b, "RIFF"...)
-	b = binary.LittleEndian.AppendUint32(b, 36+size)
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16)
-	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
-	b = binary.LittleEndian.AppendUint16(b, 1) // mono
-	b = binary.LittleEndian.AppendUint32(b, rate)
-	b = binary.LittleEndian.AppendUint32(b, 2*rate)
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, size)
-	for _, s := range pcm {
-		b = binary.LittleEndian.AppendUint16(b, uint16(s)) //nolint:gosec // PCM reinterpretation
-	}
 	path := filepath.Join(t.TempDir(), "voice.wav")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := os.WriteFile(path, audio.Mono(pcm), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

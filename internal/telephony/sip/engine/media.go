@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/diago/media"
+	"github.com/zaf/g711"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+)
+
+const (
+	sampleRate   = audio.SampleRate
+	frameSamples = sampleRate / 50 // 20 ms
+)
+
+// converse runs an answered call until someone hangs up: it records both
+// directions into rec (which it closes), runs AMD and the script (see
+// run) and hangs up.
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result) error {
+	var wprops diago.MediaProps
+	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
+	if err != nil {
+		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent), rec.Close())
+	}
+	r, err := d.AudioReader()
+	if err != nil {
+		return errors.Join(fmt.Errorf("audio reader: %w", err), e.hangup(d, res, HangupByAgent), rec.Close())
+	}
+	enc, err := encoder(wprops.Codec)
+	if err != nil {
+		return errors.Join(err, e.hangup(d, res, HangupByAgent), rec.Close())
+	}
+
+	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.play(w, enc) })
+	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
+
+	callCtx, stop := e.callContext(ctx, d, c, res.AnsweredAt)
+	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
+	stop()
+	close(m.stop)
+	var byeErr error
+	if hangupBy == HangupByCallee {
+		res.EndedAt, res.HangupBy = time.Now(), HangupByCallee
+	} else if byeErr = e.hangup(d, res, hangupBy); byeErr != nil {
+		byeErr = fmt.Errorf("bye: %w", byeErr)
+	}
+	// Closing the media unblocks the reader and the writer.
+	closeErr := d.DialogMedia.Close()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("close media: %w", closeErr)
+	}
+	wg.Wait()
+	recErr := m.rec.Close()
+	return errors.Join(ctxErr, byeErr, recErr, closeErr)
+}
+
+// endedBy says who ends the call, given who the script says (hangupBy, ""
+// when callCtx ended it), and returns ctx's error when ctx ended it. A BYE
+// from the callee that came first wins: there is no call left to hang up.
+func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
+	switch cause := context.Cause(callCtx); {
+	case errors.Is(cause, errCalleeHangup):
+		return HangupByCallee, nil
+	case hangupBy != "":
+		return hangupBy, nil
+	case errors.Is(cause, errMaxDuration):
+		return HangupByMaxDuration, nil
+	case errors.Is(cause, errStopped):
+		return HangupByAPI, nil
+	default:
+		return HangupByAgent, ctx.Err()
+	}
+}
+
+// Causes of the end of a call context other than ctx's.
+var (
+	errCalleeHangup = errors.New("callee hung up")
+	errMaxDuration  = errors.New("max duration")
+)
+
+// callContext is done when the callee hangs up, at c.MaxDuration after the
+// answer, when c.Stop is closed, or when ctx ends, with errCalleeHangup,
+// errMaxDuration, errStopped or ctx's error as its cause. Call stop once
+// done with it.
+func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, c CallSpec, answeredAt time.Time) (context.Context, func()) {
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopBye := context.AfterFunc(d.Context(), func() { cancel(errCalleeHangup) })
+	stopCtx := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	stopped, release := stopContext(c.Stop)
+	stopAPI := context.AfterFunc(stopped, func() { cancel(errStopped) })
+	stopMax := func() bool { return false }
+	if c.MaxDuration > 0 {
+		stopMax = time.AfterFunc(time.Until(answeredAt.Add(c.MaxDuration)), func() { cancel(errMaxDuration) }).Stop
+	}
+	return callCtx, func() {
+		stopBye()
+		stopCtx()
+		stopAPI()
+		release()
+		stopMax()
+		cancel(nil)
+	}
+}
+
+// telephoneEventPT is the payload type of telephone-event/8000 negotiated
+// in SDP, else the one we offer (diago offers 101).
+func telephoneEventPT(codecs []media.Codec) uint8 {
+	for _, c := range codecs {
+		if c.Name == media.CodecTelephoneEvent8000.Name && c.SampleRate == 8000 {
+			return c.PayloadType
+		}
+	}
+	return media.CodecTelephoneEvent8000.PayloadType
+}
+
+// callMedia is the audio of one answered call: a writer goroutine (play)
+// sends what the script queues, silence otherwise; a reader goroutine
+// (listen) records the callee, decodes their keys and feeds the detector.
+type callMedia struct {
+	rec  *audio.Recorder
+	stop chan struct{}
+
+	// plays hands playbacks to the writer; writerGone is closed when it
+	// stopped (the media closed or broke).
+	plays      chan *playback
+	writerGone chan struct{}
+
+	eventPT uint8
+	// keys receives the callee's key presses; when full, keys are dropped.
+	keys chan keyPress
+	// detector is nil when AMD is off.
+	detector *amdFeed
+	// With AMD on, voiceThreshold is the detector's silence threshold and
+	// lastVoiceAt is when the callee's last voiced frame arrived (UnixNano,
+	// 0 before any), to tell when a machine's greeting ended.
+	voiceThreshold int
+	lastVoiceAt    atomic.Int64
+}
+
+type keyPress struct {
+	key byte
+	at  time.Time
+}
+
+// playback is audio queued for the writer.
+type playback struct {
+	pcm []int16
+	// cut stops it at the next frame (barge-in).
+	cut atomic.Bool
+	// done is closed once it played or was cut, or the writer stopped.
+	done chan struct{}
+}
+
+func newCallMedia(rec *audio.Recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
+	m := &callMedia{
+		rec:        rec,
+		stop:       make(chan struct{}),
+		plays:      make(chan *playback),
+		writerGone: make(chan struct{}),
+		eventPT:    eventPT,
+		keys:       make(chan keyPress, 64),
+	}
+	if p != nil {
+		m.voiceThreshold = p.SilenceThreshold
+		m.detector = newAMDFeed(*p, answeredAt)
+	}
+	return m
+}
+
+// play sends the queued playbacks, and silence between them, paced by the
+// RTP writer's clock, until stop or until the media closes.
+func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
+	defer close(m.writerGone)
+	var cur *playback
+	pos := 0
+	defer func() {
+		if cur != nil {
+			close(cur.done)
+		}
+	}()
+	frame := make([]int16, frameSamples)
+	for {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if cur == nil {
+			select {
+			case cur = <-m.plays:
+				pos = 0
+			default:
+			}
+		}
+		clear(frame)
+		if cur != nil && !cur.cut.Load() {
+			pos += copy(frame, cur.pcm[pos:])
+		}
+		now := time.Now()
+		if _, err := w.Write(enc(frame)); err != nil {
+			// The media closed (the call is over) or broke: either way
+			// nothing more is played.
+			return
+		}
+		m.rec.Add(audio.AgentChannel, frame, now)
+		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
+			close(cur.done)
+			cur = nil
+		}
+	}
+}
+
+// listen records the callee's audio, decodes their keys and, with AMD on,
+// feeds the detector and notes when they last spoke, until the media
+// closes.
+func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
+	buf := make([]byte, media.RTPBufSize)
+	pcm := make([]int16, 0, frameSamples)
+	var dtmf dtmfDecoder
+	var clock rtpClock
+	for {
+		n, err := r.Read(buf)
+		if err != nil {
+			return
+		}
+		if n == 0 {
+			continue
+		}
+		h := packets.PacketHeader
+		now := time.Now()
+		if h.PayloadType == m.eventPT {
+			if key, ok := dtmf.decode(h.SSRC, h.Timestamp, buf[:n]); ok {
+				select {
+				case m.keys <- keyPress{key: key, at: now}:
+				default:
+				}
+			}
+			continue
+		}
+		pcm = decode(pcm[:0], h.PayloadType, buf[:n])
+		if len(pcm) == 0 {
+			continue // comfort noise, unknown payload types...
+		}
+		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
+		m.rec.Add(audio.CalleeChannel, pcm, started)
+		if m.detector != nil {
+			if loud(pcm, m.voiceThreshold) {
+				m.lastVoiceAt.Store(now.UnixNano())
+			}
+			m.detector.feed(pcm, started)
+		}
+	}
+}
+
+// rtpClock places the callee's audio on the call's timeline by RTP
+// timestamp rather than by arrival time, so that a packet delayed by the
+// network or by a busy machine keeps its place and only audio that never
+// came leaves silence in the recording. The stream is anchored at the
+// arrival of its first packet, and anchored again when a packet comes
+// earlier than its place (the anchor packet itself was late), when the
+// source changes, or when the timestamps jump (a packet seemingly more
+// than maxLate late).
+type rtpClock struct {
+	anchored bool
+	ssrc     uint32
+	ts       uint32
+	at       time.Time
+}
+
+// maxLate is the most a packet may be late and still be placed by its
+// timestamp.
+const maxLate = 2 * time.Second
+
+// place returns when the audio of a packet with this source and timestamp
+// started, given when it would have started by its arrival.
+func (c *rtpClock) place(ssrc, ts uint32, byArrival time.Time) time.Time {
+	if c.anchored && ssrc == c.ssrc {
+		byTimestamp := c.at.Add(samplesDuration(int(int32(ts - c.ts)))) //nolint:gosec // RTP timestamps wrap
+		if late := byArrival.Sub(byTimestamp); late >= 0 && late <= maxLate {
+			return byTimestamp
+		}
+	}
+	c.anchored, c.ssrc, c.ts, c.at = true, ssrc, ts, byArrival
+	return byArrival
+}
+
+// samplesDuration is how long n samples play.
+func samplesDuration(n int) time.Duration { return time.Duration(n) * time.Second / sampleRate }
+
+// hangup sends BYE and records who hung up.
+func (e *Engine) hangup(d *diago.DialogClientSession, res *Result, by string) error {
+	res.EndedAt, res.HangupBy = time.Now(), by
+	return e.bye(d)
+}
+
+// encoder returns the G.711 encoder of codec.
+func encoder(codec media.Codec) (func([]int16) []byte, error) {
+	var f func(int16) uint8
+	switch codec.PayloadType {
+	case media.CodecAudioUlaw.PayloadType:
+		f = g711.EncodeUlawFrame
+	case media.CodecAudioAlaw.PayloadType:
+		f = g711.EncodeAlawFrame
+	default:
+		return nil, fmt.Errorf("negotiated codec %s: want PCMU or PCMA", codec.Name)
+	}
+	out := make([]byte, frameSamples)
+	return func(pcm []int16) []byte {
+		for i, s := range pcm {
+			out[i] = f(s)
+		}
+		return out[:len(pcm)]
+	}, nil
+}
+
+// decode appends the PCM of a G.711 payload of payload type pt to pcm; other
+// payload types decode to nothing.
+func decode(pcm []int16, pt uint8, payload []byte) []int16 {
+	var f func(uint8) int16
+	switch pt {
+	case media.CodecAudioUlaw.PayloadType:
+		f = g711.DecodeUlawFrame
+	case media.CodecAudioAlaw.PayloadType:
+		f = g711.DecodeAlawFrame
+	default:
+		return pcm
+	}
+	for _, b := range payload {
+		pcm = append(pcm, f(b))
+	}
+	return pcm
+}
+
+// loud reports whether a frame is voice rather than silence: its mean
+// absolute amplitude reaches threshold.
+func loud(pcm []int16, threshold int) bool {
+	var sum int
+	for _, s := range pcm {
+		sum += abs(int(s))
+	}
+	return sum >= threshold*len(pcm)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

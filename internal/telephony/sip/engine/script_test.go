@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// The callee (baresip) types 1234# during the PIN prompt: the gather stops
+// the prompt at the first key, keeps 1234, and the script goes on.
+func TestGatherDigitsFromBaresip(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	b := startBaresip(t, make([]int16, 20*sampleRate)) // 20 s of silence
+	typed := make(chan error, 1)
+	res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{
+		Script: []Step{
+			{Text: "Enter your PIN, then hash.", Audio: tone(4 * time.Second),
+				Gather: &Gather{Field: "pin", FinishOnKey: "#", Timeout: 3 * time.Second}},
+			{Text: "Thank you.", Audio: tone(300 * time.Millisecond)},
+		},
+		OnAnswer: func(time.Time) {
+			go func() {
+				time.Sleep(time.Second) // baresip got our ACK
+				typed <- b.command("sndcode", "1234#")
+			}()
+		},
+	})
+	select {
+	case err := <-typed:
+		if err != nil {
+			t.Fatalf("baresip sndcode: %v", err)
+		}
+	default:
+		t.Fatalf("result %+v: the call ended before we typed", res)
+	}
+	b.waitCallEnded(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup after the script", res)
+	}
+	if got := res.Digits["pin"]; got != "1234" {
+		t.Errorf("pin %q, want 1234 (digits %v)", got, res.Digits)
+	}
+	want := []Event{{Speaker: SpeakerAgent, Text: "Enter your PIN, then hash."}, {Speaker: SpeakerCallee, Text: "pressed 1234#"}, {Speaker: SpeakerAgent, Text: "Thank you."}}
+	assertTranscript(t, res, want)
+	if ev := res.Events[1]; ev.Field != "pin" || ev.Digits != "1234" {
+		t.Errorf("the gather's event carries field %q digits %q, want pin 1234", ev.Field, ev.Digits)
+	}
+	// The keys cut the 4 s prompt.
+	if d := res.EndedAt.Sub(res.AnsweredAt); d > 3500*time.Millisecond {
+		t.Errorf("connected for %s, want the prompt cut by the keys (under 3.5 s)", d)
+	}
+}
+
+// assertTranscript checks the speakers and texts of res.Events, and that
+// their times are in order within the call.
+func assertTranscript(t *testing.T, res Result, want []Event) {
+	t.Helper()
+	ok := len(res.Events) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = res.Events[i].Speaker == want[i].Speaker && res.Events[i].Text == want[i].Text
+	}
+	if !ok {
+		t.Errorf("transcript %+v, want %+v", res.Events, want)
+	}
+	last := res.AnsweredAt
+	for _, ev := range res.Events {
+		if ev.At.Before(last) || ev.At.After(res.EndedAt) {
+			t.Errorf("event %+v out of order or outside the call (%s to %s)", ev, res.AnsweredAt, res.EndedAt)
+		}
+		last = ev.At
+	}
+}
+
+// A gather without a key times out, leaves no digits, and the script goes
+// on.
+func TestGatherTimesOut(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: []Step{
+		{Text: "Press 1.", Audio: tone(500 * time.Millisecond), Gather: &Gather{Field: "choice", NumDigits: 1, Timeout: time.Second}},
+		{Text: "Goodbye."},
+	}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent || res.Digits != nil {
+		t.Fatalf("result %+v: want agent hangup, no digits", res)
+	}
+	if d := res.EndedAt.Sub(res.AnsweredAt); d < 1500*time.Millisecond || d > 4*time.Second {
+		t.Errorf("connected for %s, want the 0.5 s prompt and the 1 s timeout", d)
+	}
+	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Press 1."}, {Speaker: SpeakerAgent, Text: "Goodbye."}})
+}
+
+func TestGatherInput(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		g      Gather
+		keys   string
+		used   int // keys taken before the input was complete
+		digits string
+		event  string
+	}{
+		{"finish key", Gather{FinishOnKey: "#"}, "1234#9", 5, "1234", "pressed 1234#"},
+		{"finish key alone", Gather{FinishOnKey: "#"}, "#", 1, "", "pressed #"},
+		{"number of digits", Gather{NumDigits: 2}, "123", 2, "12", "pressed 12"},
+		{"finish key before the number", Gather{NumDigits: 4, FinishOnKey: "*"}, "12*3", 3, "12", "pressed 12*"},
+		{"star kept without a finish key", Gather{NumDigits: 3}, "*0#", 3, "*0#", "pressed *0#"},
+		{"timed out after keys", Gather{}, "42", 2, "42", "pressed 42"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.g.Field = "f"
+			in := &input{g: tc.g}
+			used := 0
+			for i := range len(tc.keys) {
+				used++
+				if in.press(keyPress{key: tc.keys[i], at: time.Now()}) {
+					break
+				}
+			}
+			var res Result
+			in.record(&res)
+			if used != tc.used || res.Digits["f"] != tc.digits || len(res.Events) != 1 || res.Events[0].Text != tc.event {
+				t.Errorf("took %d keys, digits %v, events %+v: want %d keys, %q, %q", used, res.Digits, res.Events, tc.used, tc.digits, tc.event)
+			}
+		})
+	}
+}

@@ -1,0 +1,195 @@
+package sip
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+)
+
+// DefaultMaxDuration bounds a connected call whose agent sets no
+// maxDurationSeconds (the CRD defaults it to the same).
+const DefaultMaxDuration = time.Hour
+
+// DefaultRenderTimeout bounds the preparation of one call's script when
+// ScriptRenderer.Timeout is zero.
+const DefaultRenderTimeout = time.Minute
+
+// ScriptRenderer turns an Agent's script into the audio the engine plays:
+// say steps and prompts through text-to-speech with the call's variables
+// filled in, play steps from ConfigMaps.
+type ScriptRenderer struct {
+	Speaker tts.Speaker
+	// ConfigMaps reads the audio of play steps (a live reader: the
+	// manager caches no ConfigMaps, and may only get them in organization
+	// namespaces, per config/rbac/organization_role.yaml).
+	ConfigMaps client.Reader
+	// Timeout bounds the preparation of one call's script, all its steps;
+	// DefaultRenderTimeout when zero.
+	Timeout time.Duration
+}
+
+// Render prepares the call's script, voicemail behaviour and limits. A
+// script that cannot be prepared (a missing ConfigMap, text-to-speech
+// failing or not done within the timeout) fails the call with
+// dispatch_failed and says why.
+func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (engine.CallSpec, error) {
+	spec := engine.CallSpec{MaxDuration: DefaultMaxDuration}
+	agent := req.Agent
+	if agent == nil {
+		return spec, nil
+	}
+	timeout := cmp.Or(r.Timeout, DefaultRenderTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	spec, err := r.render(ctx, spec, req)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("not ready within %s (%w)", timeout, err)
+	}
+	if err != nil {
+		return spec, scriptError(err)
+	}
+	return spec, nil
+}
+
+func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req telephony.Request) (engine.CallSpec, error) {
+	agent := req.Agent
+	if agent.Spec.MaxDurationSeconds > 0 {
+		spec.MaxDuration = time.Duration(agent.Spec.MaxDurationSeconds) * time.Second
+	}
+	var err error
+	if spec.Script, err = r.steps(ctx, req, agent); err != nil {
+		return spec, err
+	}
+	if vm := agent.Spec.Voicemail; vm != nil {
+		params := amdParams(agent.Spec.AnsweringMachineDetection)
+		spec.AMD = &params
+		spec.Voicemail.LeaveMessage = vm.Action == switchboardv1.VoicemailLeaveMessage
+		if spec.Voicemail.LeaveMessage {
+			spec.Voicemail.MessageText = tts.Fill(vm.Message, req.Variables)
+			if spec.Voicemail.Message, err = r.Speaker.Speak(ctx, spec.Voicemail.MessageText); err != nil {
+				return spec, fmt.Errorf("voicemail message: %w", err)
+			}
+		}
+	}
+	return spec, nil
+}
+
+func scriptError(err error) error {
+	return &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+		Reason: "the agent's script could not be prepared: " + err.Error()}
+}
+
+// steps renders the greeting (said first, when set) and the script.
+func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent *switchboardv1.Agent) ([]engine.Step, error) {
+	var steps []engine.Step
+	if agent.Spec.Greeting != "" {
+		s, err := r.say(ctx, agent.Spec.Greeting, req.Variables)
+		if err != nil {
+			return nil, fmt.Errorf("greeting: %w", err)
+		}
+		steps = append(steps, s)
+	}
+	for i, st := range agent.Spec.Script {
+		s, err := r.step(ctx, req.Namespace, st, req.Variables)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
+	switch {
+	case st.Say != "":
+		return r.say(ctx, st.Say, vars)
+	case st.Play != nil:
+		ref := st.Play.ConfigMapKeyRef
+		audio, err := r.audio(ctx, ns, ref)
+		return engine.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
+	case st.Gather != nil:
+		g := st.Gather
+		s := engine.Step{Gather: &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
+			Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second}}
+		if g.Prompt == "" {
+			return s, nil
+		}
+		said, err := r.say(ctx, g.Prompt, vars)
+		s.Text, s.Audio = said.Text, said.Audio
+		return s, err
+	case st.Hangup != nil:
+		return engine.Step{Hangup: true}, nil
+	}
+	return engine.Step{}, fmt.Errorf("empty step")
+}
+
+func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
+	filled := tts.Fill(text, vars)
+	audio, err := r.Speaker.Speak(ctx, filled)
+	if err != nil {
+		return engine.Step{}, fmt.Errorf("text-to-speech: %w", err)
+	}
+	return engine.Step{Text: filled, Audio: audio}, nil
+}
+
+// audio reads a WAV from a ConfigMap key (binaryData, else data).
+func (r *ScriptRenderer) audio(ctx context.Context, ns string, ref switchboardv1.ConfigMapKeyReference) ([]int16, error) {
+	var cm corev1.ConfigMap
+	if err := r.ConfigMaps.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &cm); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: %w", ref.Name, err)
+	}
+	raw, ok := cm.BinaryData[ref.Key]
+	if !ok {
+		s, ok := cm.Data[ref.Key]
+		if !ok {
+			return nil, fmt.Errorf("ConfigMap %s has no key %q", ref.Name, ref.Key)
+		}
+		raw = []byte(s)
+	}
+	pcm, err := audio.DecodeMono(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s key %s: %w", ref.Name, ref.Key, err)
+	}
+	return pcm, nil
+}
+
+// amdParams are the detector's defaults overridden by the Agent's.
+func amdParams(s *switchboardv1.AMDSpec) amd.Params {
+	p := amd.DefaultParams()
+	if s == nil {
+		return p
+	}
+	ms := func(dst *time.Duration, v *int32) {
+		if v != nil {
+			*dst = time.Duration(*v) * time.Millisecond
+		}
+	}
+	ms(&p.InitialSilence, s.InitialSilenceMS)
+	ms(&p.Greeting, s.GreetingMS)
+	ms(&p.AfterGreetingSilence, s.AfterGreetingSilenceMS)
+	ms(&p.TotalAnalysisTime, s.TotalAnalysisTimeMS)
+	ms(&p.MinWordLength, s.MinWordLengthMS)
+	ms(&p.BetweenWordsSilence, s.BetweenWordsSilenceMS)
+	ms(&p.MaximumWordLength, s.MaximumWordLengthMS)
+	if s.MaximumNumberOfWords != nil {
+		p.MaximumNumberOfWords = int(*s.MaximumNumberOfWords)
+	}
+	if s.SilenceThreshold != nil {
+		p.SilenceThreshold = int(*s.SilenceThreshold)
+	}
+	return p
+}

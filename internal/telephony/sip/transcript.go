@@ -1,0 +1,17 @@
+package sip
+
+import (
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+)
+
+// transcript turns the engine's record of a call into turns. A callee's
+// turn of a gather keeps the field it answered and the digits, so the
+// analysis can fill the field.
+func transcript(res engine.Result) []telephony.Turn {
+	turns := make([]telephony.Turn, 0, len(res.Events))
+	for _, e := range res.Events {
+		turns = append(turns, telephony.Turn{Speaker: e.Speaker, Text: e.Text, Field: e.Field, Digits: e.Digits})
+	}
+	return turns
+}
