@@ -311,7 +311,12 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		RenewDeadline:           ptr.To(lease * 7 / 10),
 		RetryPeriod:             ptr.To(lease / 5),
 		Logger:                  opts.Log,
-		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
+		Controller: config.Controller{SkipNameValidation: &opts.SkipNameValidation,
+			// controller-runtime v0.24's priority queue can deadlock when it
+			// shuts down (kubernetes-sigs/controller-runtime#3538, fixed in
+			// v0.25.2): a stopping replica then holds the leader lease for
+			// the whole 30 s grace period instead of handing it over at once.
+			UsePriorityQueue: ptr.To(false)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
