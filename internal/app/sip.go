@@ -87,7 +87,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		SpoolDir:     spool,
 		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
 		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
-		Log:          log.WithName("sipdial"),
+		Log:          log.WithName("sip-dialer"),
 	})
 	if err != nil {
 		_ = eng.Close()
