@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // scenarioFile is a sipp scenario of the SIP engine's tests.
@@ -40,6 +41,7 @@ func applyTrunk(t testing.TB, ns, name, addr string, mutate func(*switchboardv1.
 		mutate(&tr.Spec)
 	}
 	NewWithT(t).Expect(k8s.Create(context.Background(), tr)).To(Succeed())
+	testsupport.DeleteOnCleanup(t, k8s, tr)
 	return tr
 }
 

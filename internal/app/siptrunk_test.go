@@ -240,6 +240,7 @@ func testTrunkAddressChanged(t *testing.T) {
 		Spec: switchboardv1.SIPTrunkSpec{Address: "sip:127.0.0.1:" + strconv.Itoa(siptest.FreePort(t, "tcp")),
 			Transport: switchboardv1.SIPTransportTCP}}
 	g.Expect(k8s.Create(context.Background(), dead)).To(Succeed())
+	testsupport.DeleteOnCleanup(t, k8s, dead)
 	down := waitTrunkReady(t, ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonUnreachable)
 	g.Expect(testsupport.Ready(g, down.Status.Conditions).Message).To(ContainSubstring("refused"))
 

@@ -101,5 +101,18 @@ func CreateTrunk(t testing.TB, c client.Client, ns, name, address, secret string
 		tr.Spec.CredentialsSecretRef = &switchboardv1.SecretReference{Name: secret}
 	}
 	gomega.NewWithT(t).Expect(c.Create(context.Background(), tr)).To(gomega.Succeed())
+	DeleteOnCleanup(t, c, tr)
 	return tr
+}
+
+// DeleteOnCleanup deletes obj when the test ends. A SIPTrunk left behind
+// is probed for the rest of the suite, and its probes, each waiting for
+// an answer that never comes once the test's peer is gone, would delay the
+// probes of the trunks later tests create.
+func DeleteOnCleanup(t testing.TB, c client.Client, obj client.Object) {
+	t.Cleanup(func() {
+		if err := c.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
+		}
+	})
 }
