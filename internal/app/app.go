@@ -310,7 +310,14 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaseDuration:           &lease,
 		RenewDeadline:           ptr.To(lease * 7 / 10),
 		RetryPeriod:             ptr.To(lease / 5),
-		Logger:                  opts.Log,
+		// A leader stopped on purpose (a rollout, a drained node) hands the
+		// lease over as soon as its reconcilers and workers have stopped,
+		// instead of leaving the others to wait for it to lapse. Safe: the
+		// manager releases it only after every leader's runnable ended, and
+		// the process does nothing after the manager returns but close the
+		// store.
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        opts.Log,
 		Controller: config.Controller{SkipNameValidation: &opts.SkipNameValidation,
 			// controller-runtime v0.24's priority queue can deadlock when it
 			// shuts down (kubernetes-sigs/controller-runtime#3538, fixed in
