@@ -309,7 +309,10 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		LeaseDuration:           &lease,
 		RenewDeadline:           ptr.To(lease * 7 / 10),
-		RetryPeriod:             ptr.To(lease / 5),
+		// Followers look for a free lease every 2 s whatever its length
+		// (controller-runtime's default), so that a handed-over lease is
+		// taken at once.
+		RetryPeriod: ptr.To(min(lease/5, 2*time.Second)),
 		// A leader stopped on purpose (a rollout, a drained node) hands the
 		// lease over as soon as its reconcilers and workers have stopped,
 		// instead of leaving the others to wait for it to lapse. Safe: the

@@ -28,7 +28,10 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 )
 
-const failoverCalls = 200
+const (
+	failoverCalls = 200
+	failoverLease = 30 * time.Second
+)
 
 func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	g := NewWithT(t)
@@ -50,12 +53,12 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	replica := func(o *app.Options) {
 		o.History = store
 		o.LeaderElection, o.LeaderElectionNamespace = true, devenv.LeaderElectionNamespace
-		// The default lease: a shorter one, renewed within 70 % of itself,
-		// is lost when the new leader's first burst of reconciles (every
-		// Call in the cluster) slows the apiserver on a loaded machine,
-		// and a replica that loses its lease stops for good here, with
-		// no kubelet to restart it.
-		o.LeaderElectionLease = app.DefaultLeaderElectionLease
+		// A long lease: only a handover can bring the survivor in within
+		// the bound below, and the new leader's first burst of reconciles
+		// (every Call in the cluster, on a loaded machine under -race)
+		// cannot delay its renewals past the deadline. A replica that loses
+		// its lease stops, and here no kubelet would restart it.
+		o.LeaderElectionLease = failoverLease
 		o.SimTimings = sim.Timings{Ring: 2 * time.Second, Talk: 6 * time.Second, Voicemail: 6 * time.Second}
 		o.MaxConcurrentCalls = 64
 	}
@@ -93,11 +96,10 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 		Should(Equal(len(ids)))
 	failures := unavailable()
 	t.Logf("leader stopped with %d calls in flight: REST unavailable for %d of the survivor's requests; "+
-		"reconciling resumed %.1f s after the stop (lease %s)", failoverCalls, failures, resumed.Seconds(),
-		app.DefaultLeaderElectionLease)
+		"reconciling resumed %.1f s after the stop (lease %s)", failoverCalls, failures, resumed.Seconds(), failoverLease)
 	g.Expect(failures).To(BeZero(), "the survivor's REST API failed during the failover")
-	// The stopped leader released its lease: the survivor did not wait for
-	// it to lapse.
+	// The stopped leader released its lease: the survivor took over sooner
+	// than even the default lease would lapse after a crash.
 	g.Expect(resumed).To(BeNumerically("<", app.DefaultLeaderElectionLease),
 		"the survivor waited for the lease to lapse instead of being handed it")
 
