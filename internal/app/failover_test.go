@@ -81,6 +81,7 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	unavailable := watchAvailability(httpc, survivor.baseURL, o.key)
 	stoppedAt := time.Now()
 	leader.stop()
+	stopTook := time.Since(stoppedAt)
 	late, err := placeCall(httpc, survivor.baseURL, o, "+14155559999")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() switchboardv1.CallPhase {
@@ -96,7 +97,8 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 		Should(Equal(len(ids)))
 	failures := unavailable()
 	t.Logf("leader stopped with %d calls in flight: REST unavailable for %d of the survivor's requests; "+
-		"reconciling resumed %.1f s after the stop (lease %s)", failoverCalls, failures, resumed.Seconds(), failoverLease)
+		"the leader took %.1f s to stop; reconciling resumed %.1f s after the stop (lease %s)",
+		failoverCalls, failures, stopTook.Seconds(), resumed.Seconds(), failoverLease)
 	g.Expect(failures).To(BeZero(), "the survivor's REST API failed during the failover")
 	// The stopped leader released its lease: the survivor took over sooner
 	// than even the default lease would lapse after a crash.
