@@ -124,7 +124,7 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// As the operator runs them (see internal/app's newManager).
-		Controller: config.Controller{UsePriorityQueue: ptr.To(false)},
+		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
 		// Secrets and ConfigMaps are read live: the role may not list them
 		// across the cluster, which a cached read would.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},

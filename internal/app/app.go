@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -322,11 +323,12 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        opts.Log,
 		Controller: config.Controller{SkipNameValidation: &opts.SkipNameValidation,
-			// controller-runtime v0.24's priority queue can deadlock when it
-			// shuts down (kubernetes-sigs/controller-runtime#3538, fixed in
-			// v0.25.2): a stopping replica then holds the leader lease for
-			// the whole 30 s grace period instead of handing it over at once.
-			UsePriorityQueue: ptr.To(false)},
+			// The priority queue serves a fresh change ahead of a backlog
+			// and of a new leader's initial list. It needs controller-runtime
+			// v0.25.2 or later: before, it could deadlock when it shut down
+			// (kubernetes-sigs/controller-runtime#3538), and a stopping
+			// replica then held the lease for the whole 30 s grace period.
+			UsePriorityQueue: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -388,7 +390,9 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, dir *
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("numberlist controller: %w", err)
 	}
-	recorder := mgr.GetEventRecorder("switchboard")
+	// The reconcilers record through client-go's interface; the manager's
+	// recorder also offers annotated Events, which nothing here sends.
+	var recorder events.EventRecorder = mgr.GetEventRecorder("switchboard")
 	if !opts.CallNormalEvents {
 		recorder = controllers.WarningsOnly{EventRecorder: recorder}
 	}
@@ -422,7 +426,9 @@ func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, p
 	store recording.Store, admission *quota.Admission, opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
-	recorder := mgr.GetEventRecorder("switchboard")
+	// The reconcilers record through client-go's interface; the manager's
+	// recorder also offers annotated Events, which nothing here sends.
+	var recorder events.EventRecorder = mgr.GetEventRecorder("switchboard")
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
 		DisableAfter: hooks.DisableAfter, Quota: admission}).SetupWithManager(mgr); err != nil {
