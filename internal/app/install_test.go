@@ -17,9 +17,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
@@ -76,7 +80,7 @@ func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 			out := dryRunApply(t, kubectl, rendered)
 			for _, kind := range []string{"customresourcedefinition", "deployment.apps/sb-switchboard-manager",
 				"clusterrole.rbac.authorization.k8s.io/sb-switchboard-manager", "validatingadmissionpolicy",
-				"networkpolicy"} {
+				"networkpolicy", "flowschema.flowcontrol.apiserver.k8s.io/sb-switchboard-leader-election"} {
 				NewWithT(t).Expect(out).To(ContainSubstring(kind), "rendered chart lacks %s", kind)
 			}
 			if name == "production" {
@@ -109,7 +113,8 @@ func TestInstallYAMLAppliesServerSide(t *testing.T) {
 			out := dryRunApply(t, kubectl, []byte(rendered))
 			NewWithT(t).Expect(out).To(And(ContainSubstring("deployment.apps/switchboard-manager"),
 				ContainSubstring("validatingadmissionpolicy.admissionregistration.k8s.io/switchboard-call-source"),
-				ContainSubstring("networkpolicy.networking.k8s.io/switchboard-manager")))
+				ContainSubstring("networkpolicy.networking.k8s.io/switchboard-manager"),
+				ContainSubstring("flowschema.flowcontrol.apiserver.k8s.io/switchboard-leader-election")))
 			if dir == "production" {
 				NewWithT(t).Expect(out).To(ContainSubstring("poddisruptionbudget.policy/switchboard-manager"))
 			}
@@ -138,4 +143,59 @@ func ensureNamespace(t *testing.T, ns string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+}
+
+// The FlowSchema config/default installs puts the operator's lease
+// requests, and only those, in the apiserver's leader-election priority
+// level: the apiserver names the schema and level that classified a
+// request in the response's X-Kubernetes-PF-* headers.
+func TestLeaseRequestsGoToTheLeaderElectionLevel(t *testing.T) {
+	g := NewWithT(t)
+	kubectl := controlPlane.Kubectl(t)
+	ensureNamespace(t, devenv.LeaderElectionNamespace)
+	var schema []byte
+	for _, doc := range strings.Split(kubectl.MustRun(t, "kustomize", "../../config/default").Stdout, "\n---\n") {
+		if strings.Contains(doc, "\nkind: FlowSchema\n") {
+			schema = []byte(doc)
+		}
+	}
+	g.Expect(schema).NotTo(BeEmpty(), "config/default installs no FlowSchema")
+	f := filepath.Join(t.TempDir(), "flowschema.yaml")
+	g.Expect(os.WriteFile(f, schema, 0o600)).To(Succeed())
+	kubectl.MustRun(t, "apply", "--server-side", "-f", f)
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "switchboard-leader-election"}}
+	testsupport.DeleteOnCleanup(t, k8s, fs)
+
+	// The level exists (the schema is not dangling) and the apiserver has
+	// taken the schema in.
+	g.Eventually(func() metav1.ConditionStatus {
+		_ = k8s.Get(context.Background(), client.ObjectKeyFromObject(fs), fs)
+		for _, c := range fs.Status.Conditions {
+			if c.Type == flowcontrolv1.FlowSchemaConditionDangling {
+				return metav1.ConditionStatus(c.Status)
+			}
+		}
+		return ""
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionFalse))
+	lease := "/apis/coordination.k8s.io/v1/namespaces/" + devenv.LeaderElectionNamespace + "/leases/switchboard.dev"
+	g.Eventually(func() string { return matchedFlowSchema(t, lease) }, 30*time.Second, 100*time.Millisecond).
+		Should(Equal(string(fs.UID)), "the operator's lease request was not classified by %s", fs.Name)
+	g.Expect(matchedFlowSchema(t, "/apis/switchboard.dev/v1alpha1/calls")).NotTo(Equal(string(fs.UID)),
+		"the operator's other requests belong to their own level")
+}
+
+// matchedFlowSchema GETs path as the operator's service account and
+// returns the UID of the FlowSchema the apiserver classified it by.
+func matchedFlowSchema(t *testing.T, path string) string {
+	t.Helper()
+	httpc, err := rest.HTTPClientFor(managerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpc.Get(strings.TrimSuffix(managerConfig.Host, "/") + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID)
 }

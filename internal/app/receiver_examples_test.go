@@ -115,10 +115,9 @@ func testReceiverExample(t *testing.T, argv ...string) {
 		"call.analyzed=succeeded code=204 attempts=1 logged=true"))
 
 	// At least once: a redelivery (same webhook-id) is acknowledged but not
-	// processed again.
-	// The receiver logs before it answers, but its output reaches the test
-	// through a pipe: a later event, once logged, shows that everything
-	// before it has been read.
+	// processed again. The receiver logs before it answers, but its output
+	// reaches the test through a pipe: a later event, once logged, shows
+	// that everything before it has been read.
 	again := `{"event":"call.ended","call":{"call_id":"call_redelivered","status":"ended","disposition":"answered"}}`
 	for range 2 {
 		g.Expect(post(secret, "dlv_redelivered", time.Now(), again, again)).To(Equal(http.StatusNoContent))
