@@ -30,11 +30,7 @@ func TestLocalRunContract(t *testing.T) {
 	if assets == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`")
 	}
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	devDir, addr, metricsAddr := t.TempDir(), testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	base := "http://" + addr
 

@@ -37,7 +37,8 @@ type ControlPlane struct {
 	// template.
 	RBACDir string
 
-	env *envtest.Environment
+	env         *envtest.Environment
+	managerUser *envtest.AuthenticatedUser
 }
 
 // StartControlPlane starts the control plane. root is the module's root as
@@ -81,9 +82,25 @@ func (cp *ControlPlane) installIdentities(scheme *runtime.Scheme) error {
 	if err != nil {
 		return fmt.Errorf("the manager's identity: %w", err)
 	}
-	cp.Manager = user.Config()
+	cp.Manager, cp.managerUser = user.Config(), user
 	cp.Manager.QPS, cp.Manager.Burst = -1, 0
 	return nil
+}
+
+// ManagerKubeconfig writes a kubeconfig for Switchboard's identity into a
+// folder of t's and returns its path: what a Switchboard process started
+// by a test reads, as a pod reads its service account.
+func (cp *ControlPlane) ManagerKubeconfig(t testing.TB) string {
+	t.Helper()
+	kubeconfig, err := cp.managerUser.KubeConfig()
+	if err != nil {
+		t.Fatalf("the manager's kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Stop stops kube-apiserver and etcd.
