@@ -17,9 +17,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -43,7 +41,7 @@ func TestLeaderCrash(t *testing.T) {
 	replica := replicaCommand(bin, cp.ManagerKubeconfig(t), pgtest.NewServer(t).DSN(), t.TempDir())
 
 	leader, leaderLogs := replica(t)
-	holder := waitLeaseHolder(t, cp.Client, "", leaderLogs)
+	holder := testsupport.WaitLeaseHolder(t, cp.Client, "", func() string { return tail(leaderLogs.String()) })
 	_, followerLogs := replica(t)
 
 	ns := cp.NewOrganization(t, "crash-")
@@ -59,7 +57,7 @@ func TestLeaderCrash(t *testing.T) {
 	killed := time.Now()
 	_ = leader.Wait()
 
-	waitLeaseHolder(t, cp.Client, holder, followerLogs)
+	testsupport.WaitLeaseHolder(t, cp.Client, holder, func() string { return tail(followerLogs.String()) })
 	t.Logf("the follower took the lease %.1f s after the leader was killed (lease %s)", time.Since(killed).Seconds(), crashLease)
 	for i := range crashCalls {
 		c := testsupport.WaitCallFinished(t, cp.Client, ns, fmt.Sprintf("call-%02d", i))
@@ -105,21 +103,6 @@ func replicaCommand(bin, kubeconfig, dsn, dir string) func(t *testing.T) (*exec.
 		})
 		return cmd, logs
 	}
-}
-
-// waitLeaseHolder waits until the leader-election lease is held by a
-// replica other than previous, and returns who holds it.
-func waitLeaseHolder(t *testing.T, c client.Client, previous string, logs *testsupport.Buffer) string {
-	t.Helper()
-	var holder string
-	NewWithT(t).Eventually(func() string {
-		var lease coordinationv1.Lease
-		_ = c.Get(context.Background(), client.ObjectKey{Namespace: devenv.LeaderElectionNamespace, Name: "switchboard.dev"}, &lease)
-		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
-		return holder
-	}, time.Minute, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(previous))),
-		"no replica took the lease\n%s", tail(logs.String()))
-	return holder
 }
 
 // countPhase counts the Calls of ns in phase.

@@ -427,9 +427,7 @@ func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, p
 	store recording.Store, admission *quota.Admission, opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
-	// The reconcilers record through client-go's interface; the manager's
-	// recorder also offers annotated Events, which nothing here sends.
-	var recorder events.EventRecorder = mgr.GetEventRecorder("switchboard")
+	recorder := mgr.GetEventRecorder("switchboard")
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
 		DisableAfter: hooks.DisableAfter, Quota: admission}).SetupWithManager(mgr); err != nil {

@@ -15,9 +15,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -26,6 +24,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/history/pgtest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 const (
@@ -65,7 +64,7 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	leader, err := startOperator(true, replica)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(leader.stop)
-	waitLeaseHeld(t)
+	testsupport.WaitLeaseHolder(t, k8s, "", nil)
 	survivor, err := startOperator(true, replica)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(survivor.stop)
@@ -123,16 +122,6 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	for name, n := range dialed {
 		g.Expect(n).To(Equal(1), "%s was dialed %d times", name, n)
 	}
-}
-
-// waitLeaseHeld waits until a replica holds the leader-election lease.
-func waitLeaseHeld(t *testing.T) {
-	t.Helper()
-	NewWithT(t).Eventually(func() string {
-		var lease coordinationv1.Lease
-		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: devenv.LeaderElectionNamespace, Name: "switchboard.dev"}, &lease)
-		return ptr.Deref(lease.Spec.HolderIdentity, "")
-	}, 30*time.Second, 100*time.Millisecond).ShouldNot(BeEmpty())
 }
 
 // placeThrough places n calls through one replica's REST API, 16 at a time.
