@@ -58,6 +58,23 @@ func loadMigrations(dialect string) ([]migration, error) {
 	return all, nil
 }
 
+// migrateAll loads dialect's migrations and applies them with migrateOne,
+// one transaction each, until migrateOne reports the schema current. Each
+// dialect's migrateOne says how it keeps two processes from applying one
+// migration twice.
+func migrateAll(dialect string, migrateOne func([]migration) (done bool, err error)) error {
+	known, err := loadMigrations(dialect)
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := migrateOne(known)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
 // nextMigration compares the versions a database records with the known
 // migrations and returns the next one to apply, or nil when the schema is
 // current. A database migrated by a newer Switchboard is refused rather than

@@ -46,16 +46,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 // recorded versions, so replicas starting together apply every migration
 // exactly once, one after the other.
 func (s *postgresStore) migrate(ctx context.Context) error {
-	known, err := loadMigrations("postgres")
-	if err != nil {
-		return err
-	}
-	for {
-		done, err := s.migrateOne(ctx, known)
-		if err != nil || done {
-			return err
-		}
-	}
+	return migrateAll("postgres", func(known []migration) (bool, error) { return s.migrateOne(ctx, known) })
 }
 
 func (s *postgresStore) migrateOne(ctx context.Context, known []migration) (done bool, err error) {

@@ -97,16 +97,7 @@ func firstContact(ctx context.Context, db *sql.DB) error {
 // IMMEDIATE transaction holds the write lock from its start, so two
 // processes opening one file migrate one after the other.
 func (s *sqliteStore) migrate(ctx context.Context) error {
-	known, err := loadMigrations("sqlite")
-	if err != nil {
-		return err
-	}
-	for {
-		done, err := s.migrateOne(ctx, known)
-		if err != nil || done {
-			return err
-		}
-	}
+	return migrateAll("sqlite", func(known []migration) (bool, error) { return s.migrateOne(ctx, known) })
 }
 
 func (s *sqliteStore) migrateOne(ctx context.Context, known []migration) (done bool, err error) {
