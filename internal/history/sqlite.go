@@ -28,6 +28,9 @@ type sqliteStore struct {
 	// reader has several read-only connections, which WAL lets run
 	// alongside the writer.
 	reader *sql.DB
+	// writes and reads are their statements, prepared once (see
+	// statements); one cache when writer and reader are one handle.
+	writes, reads *statements
 	callLog
 	deliveryLog
 	idempotencyLog
@@ -50,6 +53,8 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 		}
 		db.SetMaxOpenConns(1)
 		s.writer, s.reader = db, db
+		s.writes = newStatements(db)
+		s.reads = s.writes
 	} else {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("history: creating the folder of %s: %w", path, err)
@@ -65,6 +70,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 			return nil, errors.Join(err, writer.Close())
 		}
 		s.writer, s.reader = writer, reader
+		s.writes, s.reads = newStatements(writer), newStatements(reader)
 		if err := firstContact(ctx, writer); err != nil {
 			return nil, errors.Join(fmt.Errorf("history: opening sqlite:%s: %w", path, err), s.Close())
 		}
@@ -148,15 +154,15 @@ func (s *sqliteStore) Ping(ctx context.Context) error { return s.writer.PingCont
 
 func (s *sqliteStore) Close() error {
 	if s.reader == s.writer {
-		return s.writer.Close()
+		return errors.Join(s.writes.close(), s.writer.Close())
 	}
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	return errors.Join(s.reads.close(), s.writes.close(), s.reader.Close(), s.writer.Close())
 }
 
 // The call and delivery logs' access to the database (see database).
 
 func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := s.writer.ExecContext(ctx, query, args...)
+	res, err := s.writes.execContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -166,13 +172,22 @@ func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int6
 // execAll's transaction is IMMEDIATE (see writer), so it never fails to
 // upgrade to a write lock half way.
 func (s *sqliteStore) execAll(ctx context.Context, query string, argLists [][]any) error {
+	// Prepared before the transaction takes the writer's one connection.
+	prepared, err := s.writes.prepared(ctx, query)
+	if err != nil {
+		return err
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	stmt, err := inTx(ctx, tx, prepared, query)
+	if err != nil {
+		return err
+	}
 	for _, args := range argLists {
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
@@ -183,11 +198,11 @@ func (s *sqliteStore) execAll(ctx context.Context, query string, argLists [][]an
 // lock before it reads, so UPDATE ... RETURNING is atomic even between
 // processes.
 func (s *sqliteStore) query(ctx context.Context, write bool, query string, args []any, scan func(rowScanner) error) error {
-	db := s.reader
+	stmts := s.reads
 	if write {
-		db = s.writer
+		stmts = s.writes
 	}
-	rows, err := db.QueryContext(ctx, query, args...)
+	rows, err := stmts.queryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
