@@ -74,6 +74,10 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
+.PHONY: screenshots
+screenshots: ## Retake the README's dashboard pictures (internal/dashboard/testdata/*.png) with the dashboard's end-to-end tests.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" go test ./internal/dashboard/ -count 1 -args -update-screenshots
+
 # The Node example receiver's dependencies, which its test runs against.
 hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
 	npm ci --prefix hack/receivers/node
