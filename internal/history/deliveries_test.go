@@ -1,7 +1,9 @@
 package history_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,6 +42,102 @@ func testDeliveryRoundTrip(t *testing.T, b backend) {
 	listed := listDeliveries(t, s, want.Namespace, history.DeliveryQuery{})
 	if len(listed) != 1 || history.DeliveryKeyOf(&listed[0]) != history.DeliveryKeyOf(want) {
 		t.Fatalf("listed %v, want the delivery at its exact key", listed)
+	}
+}
+
+// deliveryRecordJSON is richDelivery's record as the store writes it: the
+// shape of the WebhookDelivery resource it was (less apiVersion and kind),
+// which the rows already in users' databases hold. Whatever Go type holds
+// a delivery, it must write and read exactly this.
+const deliveryRecordJSON = `{
+	"metadata": {
+		"name": "dlv-4f2a9c0e1b3d5a7c",
+		"namespace": "org-a",
+		"uid": "7d1c1e0a-2b3c-4d5e-8f90-a1b2c3d4e5f6",
+		"creationTimestamp": "2026-03-01T12:00:00Z",
+		"labels": {
+			"switchboard.dev/call": "call-1",
+			"switchboard.dev/endpoint": "ep-a",
+			"switchboard.dev/event": "call.started"
+		},
+		"annotations": {
+			"example.com/note": "a \u003cnote\u003e \u0026 more"
+		}
+	},
+	"spec": {
+		"deliveryID": "dlv_4f2a9c0e1b3d5a7c",
+		"event": "call.started",
+		"endpointRef": {
+			"name": "ep-a"
+		},
+		"endpointID": "we_1",
+		"callRef": {
+			"name": "call-1"
+		},
+		"callID": "call_1"
+	},
+	"status": {
+		"phase": "failed",
+		"attemptCount": 3,
+		"scheduledAttempts": 2,
+		"attempts": [
+			{
+				"attemptedAt": "2026-03-01T12:00:01.123456Z",
+				"statusCode": 503,
+				"durationMS": 120,
+				"response": "busy",
+				"trigger": "scheduled"
+			},
+			{
+				"attemptedAt": "2026-03-01T12:01:00.123456Z",
+				"error": "dial tcp: connection refused",
+				"trigger": "scheduled"
+			},
+			{
+				"attemptedAt": "2026-03-01T13:00:00.123456Z",
+				"statusCode": 500,
+				"trigger": "manual"
+			}
+		],
+		"nextAttemptAt": "2026-03-01T12:01:00.123456Z",
+		"lastStatusCode": 500,
+		"lastError": "HTTP 500",
+		"completedAt": "2026-03-01T13:00:00Z",
+		"retryHandled": "2026-03-01T12:30:00Z"
+	}
+}`
+
+// testDeliveryStoredShape: a delivery is stored in the fixed shape, and a
+// record of that shape already stored reads back whole, with or without
+// the apiVersion and kind a resource carried.
+func testDeliveryStoredShape(t *testing.T, b backend) {
+	ctx := context.Background()
+	dsn := b.fresh(t)
+	s := open(t, dsn)
+	want := richDelivery()
+	enqueue(t, s, want)
+	want.ManagedFields = nil // not kept: the API server's bookkeeping
+	db := rawDB(t, dsn)
+	var object string
+	if err := db.QueryRow(`SELECT object FROM deliveries WHERE delivery_id = $1`, want.Spec.DeliveryID).Scan(&object); err != nil {
+		t.Fatal(err)
+	}
+	shape := compactJSON(t, deliveryRecordJSON)
+	if object != shape {
+		t.Errorf("stored record:\n%s\nwant:\n%s", object, shape)
+	}
+
+	for _, old := range []string{shape, `{"kind":"WebhookDelivery","apiVersion":"switchboard.dev/v1alpha1",` + shape[1:]} {
+		if _, err := db.Exec(`UPDATE deliveries SET object = $1 WHERE delivery_id = $2`, old, want.Spec.DeliveryID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetDelivery(ctx, want.Namespace, want.Spec.DeliveryID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("record %s read back as:\n%s\nwant:\n%s", old, toYAML(t, got), toYAML(t, want))
+		}
 	}
 }
 
@@ -442,6 +540,17 @@ func deliveryMatches(d *switchboardv1.WebhookDelivery, q history.DeliveryQuery) 
 }
 
 // Delivery helpers.
+
+// compactJSON is s without the spaces between its tokens, keys in the
+// order written.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
 
 func enqueue(t *testing.T, s history.Store, ds ...*switchboardv1.WebhookDelivery) {
 	t.Helper()
