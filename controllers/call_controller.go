@@ -232,7 +232,7 @@ func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) 
 		return false, err
 	}
 	id, now := callid.Of(c), metav1.NewTime(r.Clock.Now())
-	var queue []*switchboardv1.WebhookDelivery
+	var queue []*history.Delivery
 	for _, kind := range kinds {
 		for i := range endpoints {
 			if ep := &endpoints[i]; deliveries.Receives(ep, kind) {

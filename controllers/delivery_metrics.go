@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -27,7 +26,7 @@ var (
 func init() { metrics.Registry.MustRegister(deliveryAttempts, deliveryLagSeconds) }
 
 // observeAttempt counts an attempt and, when it succeeded, its event's lag.
-func observeAttempt(d *switchboardv1.WebhookDelivery, res webhook.Result, done time.Time) {
+func observeAttempt(d *history.Delivery, res webhook.Result, done time.Time) {
 	deliveryAttempts.WithLabelValues(attemptResult(res)).Inc()
 	if res.Succeeded() && !d.CreationTimestamp.IsZero() {
 		deliveryLagSeconds.Observe(max(done.Sub(d.CreationTimestamp.Time), 0).Seconds())

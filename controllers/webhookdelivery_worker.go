@@ -144,7 +144,7 @@ func (w *WebhookDeliveryWorker) Start(ctx context.Context) error {
 // claim leases up to free due deliveries, within the bounds per
 // organization and endpoint; a store error is logged and the loop tries
 // again later: deliveries wait, nothing is lost.
-func (w *WebhookDeliveryWorker) claim(ctx context.Context, now time.Time, free int) []*switchboardv1.WebhookDelivery {
+func (w *WebhookDeliveryWorker) claim(ctx context.Context, now time.Time, free int) []*history.Delivery {
 	if free <= 0 {
 		return nil
 	}
@@ -182,7 +182,7 @@ func (w *WebhookDeliveryWorker) sweep(ctx context.Context, now time.Time) {
 // The attempt is saved before what follows from it (disabling the
 // endpoint, announcing the failure), so that those never tell of an attempt
 // the log does not hold.
-func (w *WebhookDeliveryWorker) work(ctx context.Context, d *switchboardv1.WebhookDelivery) {
+func (w *WebhookDeliveryWorker) work(ctx context.Context, d *history.Delivery) {
 	log := w.Log.WithValues("namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
 	claimed := d.DeepCopy()
 	due, after, err := w.process(ctx, d)
@@ -213,7 +213,7 @@ func (w *WebhookDeliveryWorker) work(ctx context.Context, d *switchboardv1.Webho
 // followUp is what an attempt's outcome does once the attempt is saved.
 type followUp func(context.Context) error
 
-func (w *WebhookDeliveryWorker) process(ctx context.Context, d *switchboardv1.WebhookDelivery) (time.Time, followUp, error) {
+func (w *WebhookDeliveryWorker) process(ctx context.Context, d *history.Delivery) (time.Time, followUp, error) {
 	now := w.Clock.Now()
 	manual := retryRequested(d)
 	switch {
@@ -223,7 +223,7 @@ func (w *WebhookDeliveryWorker) process(ctx context.Context, d *switchboardv1.We
 		return w.abandon(d, "the test send was interrupted before its result was recorded")
 	case d.Spec.Event == webhook.EventTest && !manual:
 		return time.Time{}, nil, nil // sent once by the REST API
-	case d.CurrentPhase() != switchboardv1.DeliveryPending && !manual:
+	case d.CurrentPhase() != history.DeliveryPending && !manual:
 		return time.Time{}, nil, nil
 	case !manual && d.Status.NextAttemptAt != nil && now.Before(d.Status.NextAttemptAt.Time):
 		return d.Status.NextAttemptAt.Time, nil, nil
@@ -231,12 +231,12 @@ func (w *WebhookDeliveryWorker) process(ctx context.Context, d *switchboardv1.We
 	return w.attempt(ctx, d, manual)
 }
 
-func retryRequested(d *switchboardv1.WebhookDelivery) bool {
-	asked := d.Annotations[switchboardv1.DeliveryRetryAnnotation]
+func retryRequested(d *history.Delivery) bool {
+	asked := d.Annotations[history.DeliveryRetryAnnotation]
 	return asked != "" && asked != d.Status.RetryHandled
 }
 
-func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.WebhookDelivery, manual bool) (time.Time, followUp, error) {
+func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *history.Delivery, manual bool) (time.Time, followUp, error) {
 	var ep switchboardv1.WebhookEndpoint
 	err := w.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.EndpointRef.Name}, &ep)
 	switch {
@@ -264,10 +264,10 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.We
 		}
 	}
 	res, sentAt := w.send(ctx, d, call, &ep)
-	trigger := switchboardv1.TriggerScheduled
+	trigger := history.TriggerScheduled
 	if manual {
-		trigger = switchboardv1.TriggerManual
-		d.Status.RetryHandled = d.Annotations[switchboardv1.DeliveryRetryAnnotation]
+		trigger = history.TriggerManual
+		d.Status.RetryHandled = d.Annotations[history.DeliveryRetryAnnotation]
 	}
 	observeAttempt(d, res, sentAt.Add(res.Duration))
 	outcome := deliveries.Record(&d.Status, res, sentAt, trigger, w.Schedule)
@@ -282,7 +282,7 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *switchboardv1.We
 // a few milliseconds: a cached Call that has not reached the event is
 // looked at again in the cache for a while (free) before it is read live
 // (an apiserver request).
-func (w *WebhookDeliveryWorker) call(ctx context.Context, d *switchboardv1.WebhookDelivery) (*switchboardv1.Call, error) {
+func (w *WebhookDeliveryWorker) call(ctx context.Context, d *history.Delivery) (*switchboardv1.Call, error) {
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}
 	var call switchboardv1.Call
 	err := w.Client.Get(ctx, key, &call)
@@ -319,7 +319,7 @@ func (w *WebhookDeliveryWorker) awaitState(ctx context.Context, key client.Objec
 // send makes one signed POST of the call as it is now. The attempt's time
 // is taken when the request goes out, after the secrets and the body are
 // ready, so that the retry schedule counts from the request.
-func (w *WebhookDeliveryWorker) send(ctx context.Context, d *switchboardv1.WebhookDelivery,
+func (w *WebhookDeliveryWorker) send(ctx context.Context, d *history.Delivery,
 	call *switchboardv1.Call, ep *switchboardv1.WebhookEndpoint) (webhook.Result, time.Time) {
 	secrets, err := w.signingSecrets(ctx, ep, w.Clock.Now())
 	if err != nil {
@@ -346,7 +346,7 @@ func (w *WebhookDeliveryWorker) signingSecrets(ctx context.Context, ep *switchbo
 // written (see CallReconciler) until the call is seen in that state. A call
 // that finished without reaching it (the write was lost, and the retry took
 // another turn) never will: the delivery is abandoned.
-func (w *WebhookDeliveryWorker) waitForState(d *switchboardv1.WebhookDelivery, call *switchboardv1.Call) (time.Time, followUp, error) {
+func (w *WebhookDeliveryWorker) waitForState(d *history.Delivery, call *switchboardv1.Call) (time.Time, followUp, error) {
 	if finished(call) {
 		return w.abandon(d, "the call never reached "+d.Spec.Event)
 	}
@@ -360,7 +360,7 @@ func (w *WebhookDeliveryWorker) waitForState(d *switchboardv1.WebhookDelivery, c
 // endpoint: an event waits until the earlier events' deliveries have been
 // attempted once, but never longer than orderingWait, so a failing earlier
 // event does not hold later ones back.
-func (w *WebhookDeliveryWorker) waitForEarlier(ctx context.Context, d *switchboardv1.WebhookDelivery,
+func (w *WebhookDeliveryWorker) waitForEarlier(ctx context.Context, d *history.Delivery,
 	call *switchboardv1.Call, ep *switchboardv1.WebhookEndpoint) time.Duration {
 	if w.Clock.Since(d.CreationTimestamp.Time) > orderingWait {
 		return 0
@@ -377,7 +377,7 @@ func (w *WebhookDeliveryWorker) waitForEarlier(ctx context.Context, d *switchboa
 	return 0
 }
 
-func (w *WebhookDeliveryWorker) afterAttempt(ctx context.Context, d *switchboardv1.WebhookDelivery,
+func (w *WebhookDeliveryWorker) afterAttempt(ctx context.Context, d *history.Delivery,
 	ep *switchboardv1.WebhookEndpoint, outcome deliveries.Outcome) error {
 	switch {
 	case outcome.Gone:
@@ -392,16 +392,16 @@ func (w *WebhookDeliveryWorker) afterAttempt(ctx context.Context, d *switchboard
 
 // abandon ends a delivery without an attempt (its endpoint is gone or
 // disabled, or its call will never reach its event).
-func (w *WebhookDeliveryWorker) abandon(d *switchboardv1.WebhookDelivery, reason string) (time.Time, followUp, error) {
+func (w *WebhookDeliveryWorker) abandon(d *history.Delivery, reason string) (time.Time, followUp, error) {
 	deliveries.Abandon(&d.Status, w.Clock.Now(), reason)
-	d.Status.RetryHandled = d.Annotations[switchboardv1.DeliveryRetryAnnotation]
+	d.Status.RetryHandled = d.Annotations[history.DeliveryRetryAnnotation]
 	return time.Time{}, nil, nil
 }
 
 // nextDue is when a delivery's next scheduled attempt is due; zero when
 // it is finished.
-func nextDue(d *switchboardv1.WebhookDelivery) time.Time {
-	if d.Status.Phase == switchboardv1.DeliveryPending && d.Status.NextAttemptAt != nil {
+func nextDue(d *history.Delivery) time.Time {
+	if d.Status.Phase == history.DeliveryPending && d.Status.NextAttemptAt != nil {
 		return d.Status.NextAttemptAt.Time
 	}
 	return time.Time{}

@@ -157,7 +157,7 @@ func signingSecret(t testing.TB, ep *switchboardv1.WebhookEndpoint) string {
 }
 
 // deliveriesOf lists the deliveries of a call in the suite's history store.
-func deliveriesOf(t testing.TB, ns, callName string) []switchboardv1.WebhookDelivery {
+func deliveriesOf(t testing.TB, ns, callName string) []history.Delivery {
 	t.Helper()
 	ds, err := historyStore.ListDeliveries(context.Background(), ns, history.DeliveryQuery{CallName: callName, Limit: 1000})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

@@ -895,18 +895,18 @@ func TestWebhookAPI_TestEventURLNotAllowed(t *testing.T) {
 
 // wapiDelivery stores a delivery of a call event directly in the delivery
 // log, with the given final status (nil: pending, never due).
-func wapiDelivery(t *testing.T, ep *switchboardv1.WebhookEndpoint, event string, status *switchboardv1.WebhookDeliveryStatus) string {
+func wapiDelivery(t *testing.T, ep *switchboardv1.WebhookEndpoint, event string, status *history.DeliveryStatus) string {
 	t.Helper()
 	g := NewWithT(t)
 	hexID := randHex(16)
-	d := &switchboardv1.WebhookDelivery{
+	d := &history.Delivery{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ep.Namespace, Name: "dlv-" + hexID, Labels: map[string]string{
-			switchboardv1.DeliveryEndpointLabel: ep.Name, switchboardv1.DeliveryEventLabel: event,
-			switchboardv1.DeliveryCallLabel: "call-" + strings.Repeat("0", 32)}},
-		Spec: switchboardv1.WebhookDeliverySpec{DeliveryID: "dlv_" + hexID, Event: event,
-			EndpointRef: switchboardv1.ObjectName{Name: ep.Name}, EndpointID: ep.ResolvedID(),
+			history.DeliveryEndpointLabel: ep.Name, history.DeliveryEventLabel: event,
+			history.DeliveryCallLabel: "call-" + strings.Repeat("0", 32)}},
+		Spec: history.DeliverySpec{DeliveryID: "dlv_" + hexID, Event: event,
+			EndpointRef: history.ObjectName{Name: ep.Name}, EndpointID: ep.ResolvedID(),
 			// A call that does not exist: the delivery worker leaves it be.
-			CallRef: &switchboardv1.ObjectName{Name: "call-" + strings.Repeat("0", 32)}, CallID: "call_" + strings.Repeat("0", 32)},
+			CallRef: &history.ObjectName{Name: "call-" + strings.Repeat("0", 32)}, CallID: "call_" + strings.Repeat("0", 32)},
 	}
 	d.CreationTimestamp = metav1.NewTime(time.Now())
 	if status != nil {
@@ -923,13 +923,13 @@ func TestWebhookAPI_DeliveryLog(t *testing.T) {
 	id := createEndpoint(t, o.key, map[string]any{"url": closedPortURL(t)})["id"].(string)
 	ep := endpointResource(t, o.ns, id)
 	now := time.Now()
-	failed := &switchboardv1.WebhookDeliveryStatus{Phase: switchboardv1.DeliveryFailed, AttemptCount: 1, ScheduledAttempts: 1,
+	failed := &history.DeliveryStatus{Phase: history.DeliveryFailed, AttemptCount: 1, ScheduledAttempts: 1,
 		LastStatusCode: 500, LastError: "receiver answered 500", CompletedAt: &metav1.Time{Time: now},
-		Attempts: []switchboardv1.DeliveryAttempt{{AttemptedAt: metav1.MicroTime{Time: now}, StatusCode: 500, DurationMS: 7,
-			Response: "boom", Trigger: switchboardv1.TriggerScheduled}}}
-	succeeded := &switchboardv1.WebhookDeliveryStatus{Phase: switchboardv1.DeliverySucceeded, AttemptCount: 1,
+		Attempts: []history.DeliveryAttempt{{AttemptedAt: metav1.MicroTime{Time: now}, StatusCode: 500, DurationMS: 7,
+			Response: "boom", Trigger: history.TriggerScheduled}}}
+	succeeded := &history.DeliveryStatus{Phase: history.DeliverySucceeded, AttemptCount: 1,
 		LastStatusCode: 200, CompletedAt: &metav1.Time{Time: now},
-		Attempts: []switchboardv1.DeliveryAttempt{{AttemptedAt: metav1.MicroTime{Time: now}, StatusCode: 200, Trigger: switchboardv1.TriggerScheduled}}}
+		Attempts: []history.DeliveryAttempt{{AttemptedAt: metav1.MicroTime{Time: now}, StatusCode: 200, Trigger: history.TriggerScheduled}}}
 	byID := map[string]string{
 		wapiDelivery(t, ep, "call.started", succeeded): "call.started",
 		wapiDelivery(t, ep, "call.ended", failed):      "call.ended",
@@ -1045,8 +1045,8 @@ func TestWebhookAPI_DeliveryLog(t *testing.T) {
 		g.Expect(asked).To(BeTemporally(">", before))
 		d, err := historyStore.GetDelivery(context.Background(), o.ns, dlv)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(d.Annotations).To(HaveKey(switchboardv1.DeliveryRetryAnnotation))
-		at, err := time.Parse(time.RFC3339Nano, d.Annotations[switchboardv1.DeliveryRetryAnnotation])
+		g.Expect(d.Annotations).To(HaveKey(history.DeliveryRetryAnnotation))
+		at, err := time.Parse(time.RFC3339Nano, d.Annotations[history.DeliveryRetryAnnotation])
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(at).To(BeTemporally("~", asked, time.Millisecond))
 

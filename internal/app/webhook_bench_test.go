@@ -18,6 +18,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
@@ -88,7 +89,7 @@ func benchDeliveryStage(b *testing.B) {
 		c := &calls[i/3]
 		d := deliveries.ForCall(c, webhook.Kinds[i%3], ep, callid.Of(c))
 		d.CreationTimestamp = metav1.NewTime(time.Now())
-		return historyStore.EnqueueDeliveries(context.Background(), []*switchboardv1.WebhookDelivery{d})
+		return historyStore.EnqueueDeliveries(context.Background(), []*history.Delivery{d})
 	})
 	waitReceived(b, received, int64(n))
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "deliveries/s")
@@ -104,11 +105,11 @@ func benchStoreCeiling(b *testing.B) {
 		d := deliveries.ForCall(call, webhook.Kinds[i%3], ep, "call_0")
 		d.Name, d.Spec.DeliveryID = fmt.Sprintf("%s-%d", d.Name, i), fmt.Sprintf("%s-%d", d.Spec.DeliveryID, i)
 		d.CreationTimestamp = metav1.NewTime(time.Now())
-		if err := historyStore.EnqueueDeliveries(context.Background(), []*switchboardv1.WebhookDelivery{d}); err != nil {
+		if err := historyStore.EnqueueDeliveries(context.Background(), []*history.Delivery{d}); err != nil {
 			return err
 		}
 		deliveries.Record(&d.Status, webhook.Result{StatusCode: 200, Duration: time.Millisecond}, time.Now(),
-			switchboardv1.TriggerScheduled, webhook.DefaultSchedule)
+			history.TriggerScheduled, webhook.DefaultSchedule)
 		return historyStore.SaveDelivery(context.Background(), d, time.Time{})
 	})
 	b.StopTimer()

@@ -17,6 +17,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
 // TestWebhookEventsOfAnsweredCall follows an answered call: the receiver
@@ -181,11 +182,11 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 	g.Expect(got[1].at.Sub(got[0].at)).To(BeNumerically(">=", testSchedule[1]-50*time.Millisecond))
 	g.Expect(got[2].at.Sub(got[1].at)).To(BeNumerically(">=", testSchedule[2]-50*time.Millisecond))
 
-	var d switchboardv1.WebhookDelivery
-	g.Eventually(func() switchboardv1.DeliveryPhase {
+	var d history.Delivery
+	g.Eventually(func() history.DeliveryPhase {
 		d = deliveriesOf(t, o.ns, callName(id))[0]
 		return d.Status.Phase
-	}, 5*time.Second, 20*time.Millisecond).Should(Equal(switchboardv1.DeliverySucceeded))
+	}, 5*time.Second, 20*time.Millisecond).Should(Equal(history.DeliverySucceeded))
 	g.Expect(d.Status.AttemptCount).To(BeEquivalentTo(3))
 	g.Expect(d.Status.Attempts).To(HaveLen(3))
 	g.Expect(d.Status.Attempts[0].StatusCode).To(BeEquivalentTo(500))
@@ -208,13 +209,13 @@ func TestWebhookGivesUp(t *testing.T) {
 	})
 	id := o.createCall(t, "+14155551234", nil)
 
-	var d switchboardv1.WebhookDelivery
-	g.Eventually(func() switchboardv1.DeliveryPhase {
+	var d history.Delivery
+	g.Eventually(func() history.DeliveryPhase {
 		if ds := deliveriesOf(t, o.ns, callName(id)); len(ds) == 1 {
 			d = ds[0]
 		}
 		return d.Status.Phase
-	}, 15*time.Second, 50*time.Millisecond).Should(Equal(switchboardv1.DeliveryFailed))
+	}, 15*time.Second, 50*time.Millisecond).Should(Equal(history.DeliveryFailed))
 	g.Expect(d.Status.AttemptCount).To(BeEquivalentTo(len(testSchedule)))
 	g.Expect(d.Status.Attempts[0].StatusCode).To(BeZero())
 	g.Expect(d.Status.Attempts[0].Error).To(ContainSubstring("refused"))
@@ -258,7 +259,7 @@ func TestWebhookGoneDisablesEndpoint(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	g.Expect(events(rc.forCall(id))).To(Equal([]string{"call.started"}), "nothing after the 410")
 	for _, d := range deliveriesOf(t, o.ns, callName(id)) {
-		g.Expect(d.Status.Phase).To(Equal(switchboardv1.DeliveryFailed), d.Spec.Event)
+		g.Expect(d.Status.Phase).To(Equal(history.DeliveryFailed), d.Spec.Event)
 		if d.Spec.Event == "call.started" {
 			g.Expect(d.Status.AttemptCount).To(BeEquivalentTo(1))
 		}
@@ -314,7 +315,7 @@ func TestWebhookReceiverThatHangs(t *testing.T) {
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 20*time.Second, 50*time.Millisecond).Should(Equal(2))
 	got := rc.forCall(id)
 	g.Expect(got[1].at.Sub(got[0].at)).To(BeNumerically("~", 10*time.Second, 2*time.Second))
-	g.Eventually(func() []switchboardv1.DeliveryAttempt {
+	g.Eventually(func() []history.DeliveryAttempt {
 		return deliveriesOf(t, o.ns, callName(id))[0].Status.Attempts
 	}, 5*time.Second, 50*time.Millisecond).Should(HaveLen(2))
 	attempts := deliveriesOf(t, o.ns, callName(id))[0].Status.Attempts
@@ -447,7 +448,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 // succeededAt reports whether the delivery with id is recorded as succeeded.
 func succeededAt(t testing.TB, ns, id string) bool {
 	d, err := historyStore.GetDelivery(context.Background(), ns, id)
-	return err == nil && d.Status.Phase == switchboardv1.DeliverySucceeded
+	return err == nil && d.Status.Phase == history.DeliverySucceeded
 }
 
 // TestWebhookRotationSignsWithBoth: after rotate-secret, deliveries carry
@@ -495,13 +496,13 @@ func TestWebhookManualRetry(t *testing.T) {
 	})
 	rc.trust(secret)
 	id := o.createCall(t, "+14155551234", nil)
-	var failed switchboardv1.WebhookDelivery
-	g.Eventually(func() switchboardv1.DeliveryPhase {
+	var failed history.Delivery
+	g.Eventually(func() history.DeliveryPhase {
 		if ds := deliveriesOf(t, o.ns, callName(id)); len(ds) == 1 {
 			failed = ds[0]
 		}
 		return failed.Status.Phase
-	}, 15*time.Second, 50*time.Millisecond).Should(Equal(switchboardv1.DeliveryFailed))
+	}, 15*time.Second, 50*time.Millisecond).Should(Equal(history.DeliveryFailed))
 
 	down.Store(false)
 	path := "/v1/webhook-endpoints/" + ep.ResolvedID() + "/deliveries/" + failed.Spec.DeliveryID
@@ -532,7 +533,7 @@ func TestWebhookDeliveryRetention(t *testing.T) {
 	})
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
-	g.Eventually(func() []switchboardv1.WebhookDelivery { return deliveriesOf(t, o.ns, callName(id)) },
+	g.Eventually(func() []history.Delivery { return deliveriesOf(t, o.ns, callName(id)) },
 		10*time.Second, 100*time.Millisecond).Should(BeEmpty())
 	g.Expect(o.getCall(t, id)["status"]).NotTo(BeEmpty(), "the call itself stays")
 }

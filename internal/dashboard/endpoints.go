@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
@@ -198,8 +199,8 @@ func (d *dashboard) renderEndpoint(w http.ResponseWriter, r *http.Request, statu
 	ep *switchboardv1.WebhookEndpoint, data endpointData, flash string) {
 	data.Endpoint, data.Kinds = endpointRowOf(ep), webhook.Kinds
 	data.Events = append([]string{webhook.EventTest}, webhook.Kinds...)
-	data.Statuses = []string{string(switchboardv1.DeliveryPending), string(switchboardv1.DeliverySucceeded),
-		string(switchboardv1.DeliveryFailed)}
+	data.Statuses = []string{string(history.DeliveryPending), string(history.DeliverySucceeded),
+		string(history.DeliveryFailed)}
 	if data.Form == nil {
 		data.Form = url.Values{"url": {ep.Spec.URL}, "description": {ep.Spec.Description}}
 		for _, k := range ep.Spec.Events {
@@ -382,7 +383,7 @@ type attemptRow struct {
 	DurationMS               int64
 }
 
-func deliveryRows(ds []switchboardv1.WebhookDelivery) []deliveryRow {
+func deliveryRows(ds []history.Delivery) []deliveryRow {
 	rows := make([]deliveryRow, 0, len(ds))
 	for i := range ds {
 		dl := &ds[i]

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // Fair claiming: delivery capacity shared between organizations.
@@ -87,7 +85,7 @@ WHERE (SELECT COUNT(*) FROM {leased} WHERE lease_until > $13 AND namespace = $1)
   AND (SELECT COUNT(*) FROM {leased} WHERE lease_until > $13 AND namespace = $1 AND endpoint = $3) < $15
 ON CONFLICT (namespace, delivery_id) DO NOTHING`
 
-func (l deliveryLog) ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*switchboardv1.WebhookDelivery, error) {
+func (l deliveryLog) ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*Delivery, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
@@ -107,7 +105,7 @@ func (l deliveryLog) ClaimDeliveries(ctx context.Context, now time.Time, c Claim
 	// RETURNING gives rows in no particular order. A claimed row is due,
 	// so its due time is set.
 	slices.SortStableFunc(claimed, func(a, b storedDelivery) int { return cmp.Compare(*a.due, *b.due) })
-	ds := make([]*switchboardv1.WebhookDelivery, len(claimed))
+	ds := make([]*Delivery, len(claimed))
 	for i, c := range claimed {
 		ds[i] = c.d
 	}
@@ -188,7 +186,7 @@ WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
 RETURNING ` + deliveryColumns, args
 }
 
-func (l deliveryLog) ReserveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time,
+func (l deliveryLog) ReserveDelivery(ctx context.Context, d *Delivery, now time.Time,
 	lease time.Duration, limits InFlightLimits) (bool, error) {
 	leaseEnd := now.Add(lease).UnixNano()
 	r, err := deliveryRecordOf(d, &leaseEnd, now)

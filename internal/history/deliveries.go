@@ -3,13 +3,11 @@ package history
 import (
 	"context"
 	"time"
-
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // DeliveryLog is the durable queue and the log of webhook deliveries: one
 // record per (call, event, endpoint) or test event, with its attempts. A
-// delivery is kept whole (the WebhookDelivery record as JSON) beside the
+// delivery is kept whole (its Delivery record as JSON) beside the
 // columns the queue and the lists need. An event costs the cluster nothing.
 //
 // The queue is the delivery table itself: a pending delivery is due at a
@@ -23,13 +21,13 @@ type DeliveryLog interface {
 	// EnqueueDeliveries stores new deliveries, due at once. One whose
 	// (namespace, delivery id) is already stored is left as it is: an emit
 	// redone after a crash creates nothing twice.
-	EnqueueDeliveries(ctx context.Context, ds []*switchboardv1.WebhookDelivery) error
+	EnqueueDeliveries(ctx context.Context, ds []*Delivery) error
 	// SaveDelivery inserts or replaces d's record and ends any lease on it.
 	// due is when it is next to be worked on; zero: not until a retry is
 	// requested. A retry requested while d was being worked on (see
 	// RequestDeliveryRetry) and not handled in d (Status.RetryHandled
 	// differs from it) keeps it due at once, whatever due says.
-	SaveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, due time.Time) error
+	SaveDelivery(ctx context.Context, d *Delivery, due time.Time) error
 	// ClaimDeliveries leases up to c.Limit deliveries that are due at or
 	// before now and not leased (or whose lease has lapsed), until
 	// now+c.Lease, and returns them, earliest due first. It takes them
@@ -42,14 +40,14 @@ type DeliveryLog interface {
 	// queued. It finds something whenever a delivery is due and within
 	// the bounds. Concurrent claimers never get the same delivery while
 	// its lease runs.
-	ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*switchboardv1.WebhookDelivery, error)
+	ClaimDeliveries(ctx context.Context, now time.Time, c Claim) ([]*Delivery, error)
 	// ReserveDelivery stores d, a test delivery about to be sent, leased
 	// until now+lease so that it counts as an attempt in flight, if its
 	// organization and endpoint are within limits with it; false, and
 	// nothing stored, when they are not. Saving d ends the lease. A
 	// reservation never saved (its sender died) is due when its lease
 	// lapses, for the worker to close.
-	ReserveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time, lease time.Duration,
+	ReserveDelivery(ctx context.Context, d *Delivery, now time.Time, lease time.Duration,
 		limits InFlightLimits) (bool, error)
 	// NextDeliveryDue is the earliest time after after (zero: ever) at
 	// which an unleased delivery is due, or a lease lapses; ok is false
@@ -57,16 +55,16 @@ type DeliveryLog interface {
 	NextDeliveryDue(ctx context.Context, after time.Time) (next time.Time, ok bool, err error)
 	// GetDelivery returns the delivery of namespace whose id is id, or
 	// ErrNotFound.
-	GetDelivery(ctx context.Context, namespace, id string) (*switchboardv1.WebhookDelivery, error)
+	GetDelivery(ctx context.Context, namespace, id string) (*Delivery, error)
 	// ListDeliveries returns up to q.Limit deliveries of namespace matching
 	// q, newest first by (creation time, delivery id), strictly after
 	// q.After when set.
-	ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]switchboardv1.WebhookDelivery, error)
+	ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]Delivery, error)
 	// RequestDeliveryRetry asks for one more attempt of a delivery now: it
 	// becomes due at once, and the records returned from then on carry the
-	// annotation switchboardv1.DeliveryRetryAnnotation with at (RFC 3339,
-	// nanoseconds) until the next request. ErrNotFound when absent.
-	RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*switchboardv1.WebhookDelivery, error)
+	// annotation DeliveryRetryAnnotation with at (RFC 3339, nanoseconds)
+	// until the next request. ErrNotFound when absent.
+	RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*Delivery, error)
 	// DeleteDeliveriesCompletedBefore removes the deliveries that finished
 	// (Status.CompletedAt) before t and are not due, returning how many.
 	DeleteDeliveriesCompletedBefore(ctx context.Context, t time.Time) (int64, error)
@@ -100,7 +98,7 @@ type DeliveryQuery struct {
 	// id (or for none): an endpoint deleted and created again under the
 	// same name does not inherit its predecessor's log.
 	EndpointID string
-	// CallName is the Call resource's name (switchboardv1.DeliveryCallLabel).
+	// CallName is the Call resource's name (DeliveryCallLabel).
 	CallName string
 	Event    string // a call event kind or "test"
 	Phase    string // pending, succeeded, failed
@@ -116,6 +114,6 @@ type DeliveryKey struct {
 }
 
 // DeliveryKeyOf is d's place in the order.
-func DeliveryKeyOf(d *switchboardv1.WebhookDelivery) DeliveryKey {
+func DeliveryKeyOf(d *Delivery) DeliveryKey {
 	return DeliveryKey{CreatedAt: d.CreationTimestamp.UTC(), DeliveryID: d.Spec.DeliveryID}
 }

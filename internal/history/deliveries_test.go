@@ -1,7 +1,9 @@
 package history_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
@@ -43,6 +44,102 @@ func testDeliveryRoundTrip(t *testing.T, b backend) {
 	}
 }
 
+// deliveryRecordJSON is richDelivery's record as the store writes it: the
+// shape of the WebhookDelivery resource it was (less apiVersion and kind),
+// which the rows already in users' databases hold. Whatever Go type holds
+// a delivery, it must write and read exactly this.
+const deliveryRecordJSON = `{
+	"metadata": {
+		"name": "dlv-4f2a9c0e1b3d5a7c",
+		"namespace": "org-a",
+		"uid": "7d1c1e0a-2b3c-4d5e-8f90-a1b2c3d4e5f6",
+		"creationTimestamp": "2026-03-01T12:00:00Z",
+		"labels": {
+			"switchboard.dev/call": "call-1",
+			"switchboard.dev/endpoint": "ep-a",
+			"switchboard.dev/event": "call.started"
+		},
+		"annotations": {
+			"example.com/note": "a \u003cnote\u003e \u0026 more"
+		}
+	},
+	"spec": {
+		"deliveryID": "dlv_4f2a9c0e1b3d5a7c",
+		"event": "call.started",
+		"endpointRef": {
+			"name": "ep-a"
+		},
+		"endpointID": "we_1",
+		"callRef": {
+			"name": "call-1"
+		},
+		"callID": "call_1"
+	},
+	"status": {
+		"phase": "failed",
+		"attemptCount": 3,
+		"scheduledAttempts": 2,
+		"attempts": [
+			{
+				"attemptedAt": "2026-03-01T12:00:01.123456Z",
+				"statusCode": 503,
+				"durationMS": 120,
+				"response": "busy",
+				"trigger": "scheduled"
+			},
+			{
+				"attemptedAt": "2026-03-01T12:01:00.123456Z",
+				"error": "dial tcp: connection refused",
+				"trigger": "scheduled"
+			},
+			{
+				"attemptedAt": "2026-03-01T13:00:00.123456Z",
+				"statusCode": 500,
+				"trigger": "manual"
+			}
+		],
+		"nextAttemptAt": "2026-03-01T12:01:00.123456Z",
+		"lastStatusCode": 500,
+		"lastError": "HTTP 500",
+		"completedAt": "2026-03-01T13:00:00Z",
+		"retryHandled": "2026-03-01T12:30:00Z"
+	}
+}`
+
+// testDeliveryStoredShape: a delivery is stored in the fixed shape, and a
+// record of that shape already stored reads back whole, with or without
+// the apiVersion and kind a resource carried.
+func testDeliveryStoredShape(t *testing.T, b backend) {
+	ctx := context.Background()
+	dsn := b.fresh(t)
+	s := open(t, dsn)
+	want := richDelivery()
+	enqueue(t, s, want)
+	want.ManagedFields = nil // not kept: the API server's bookkeeping
+	db := rawDB(t, dsn)
+	var object string
+	if err := db.QueryRow(`SELECT object FROM deliveries WHERE delivery_id = $1`, want.Spec.DeliveryID).Scan(&object); err != nil {
+		t.Fatal(err)
+	}
+	shape := compactJSON(t, deliveryRecordJSON)
+	if object != shape {
+		t.Errorf("stored record:\n%s\nwant:\n%s", object, shape)
+	}
+
+	for _, old := range []string{shape, `{"kind":"WebhookDelivery","apiVersion":"switchboard.dev/v1alpha1",` + shape[1:]} {
+		if _, err := db.Exec(`UPDATE deliveries SET object = $1 WHERE delivery_id = $2`, old, want.Spec.DeliveryID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetDelivery(ctx, want.Namespace, want.Spec.DeliveryID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("record %s read back as:\n%s\nwant:\n%s", old, toYAML(t, got), toYAML(t, want))
+		}
+	}
+}
+
 // testEnqueueOnce: an emit redone after a crash neither duplicates nor
 // resets a delivery.
 func testEnqueueOnce(t *testing.T, b backend) {
@@ -50,7 +147,7 @@ func testEnqueueOnce(t *testing.T, b backend) {
 	s := open(t, b.fresh(t))
 	first := newDelivery("org-a", "dlv_01", deliveryBase, nil)
 	enqueue(t, s, first, newDelivery("org-a", "dlv_01", deliveryBase.Add(time.Hour), nil))
-	enqueue(t, s, newDelivery("org-a", "dlv_01", deliveryBase.Add(2*time.Hour), func(d *switchboardv1.WebhookDelivery) {
+	enqueue(t, s, newDelivery("org-a", "dlv_01", deliveryBase.Add(2*time.Hour), func(d *history.Delivery) {
 		d.Spec.Event = "call.ended"
 	}))
 	assertDeliveries(t, s, "org-a", history.DeliveryQuery{}, "dlv_01")
@@ -63,7 +160,7 @@ func testEnqueueOnce(t *testing.T, b backend) {
 	}
 
 	finished := first.DeepCopy()
-	finished.Status.Phase = switchboardv1.DeliverySucceeded
+	finished.Status.Phase = history.DeliverySucceeded
 	saveDelivery(t, s, finished, time.Time{})
 	enqueue(t, s, first)
 	assertClaimed(t, s, deliveryBase.Add(time.Hour))
@@ -99,7 +196,7 @@ func testSaveSetsDueTime(t *testing.T, b backend) {
 	assertClaimed(t, s, deliveryBase.Add(time.Minute-time.Nanosecond))
 	assertClaimed(t, s, deliveryBase.Add(time.Minute), "dlv_01")
 
-	d.Status.Phase = switchboardv1.DeliverySucceeded
+	d.Status.Phase = history.DeliverySucceeded
 	saveDelivery(t, s, d, time.Time{})
 	assertClaimed(t, s, deliveryBase.AddDate(100, 0, 0))
 	assertNoneDue(t, s)
@@ -131,13 +228,13 @@ func testRetryWhileLeased(t *testing.T, b backend) {
 	assertRetryAnnotation(t, requested, wantAnnotation)
 	assertClaimed(t, s, later) // still leased to the worker
 
-	d.Status.Phase = switchboardv1.DeliverySucceeded // the worker's attempt, begun before the request
+	d.Status.Phase = history.DeliverySucceeded // the worker's attempt, begun before the request
 	saveDelivery(t, s, d, time.Time{})
 	claimed := assertClaimed(t, s, later, "dlv_01")
 	assertRetryAnnotation(t, claimed[0], wantAnnotation)
 
 	handled := claimed[0].DeepCopy()
-	handled.Status.RetryHandled = handled.Annotations[switchboardv1.DeliveryRetryAnnotation]
+	handled.Status.RetryHandled = handled.Annotations[history.DeliveryRetryAnnotation]
 	saveDelivery(t, s, handled, time.Time{})
 	assertNoneDue(t, s)
 	got, err := s.GetDelivery(ctx, "org-a", "dlv_01")
@@ -178,7 +275,7 @@ func testConcurrentClaims(t *testing.T, b backend) {
 	dsn := b.fresh(t)
 	stores := []history.Store{open(t, dsn), open(t, dsn)}
 	const n = 300
-	var ds []*switchboardv1.WebhookDelivery
+	var ds []*history.Delivery
 	for i := range n {
 		ds = append(ds, newDelivery("org-a", fmt.Sprintf("dlv_%04d", i), deliveryBase.Add(time.Duration(i%7)*time.Millisecond), nil))
 	}
@@ -273,7 +370,7 @@ func testDeliveryFilters(t *testing.T, b backend) {
 func testDeliveryPaging(t *testing.T, b backend) {
 	s := open(t, b.fresh(t))
 	var keys []history.DeliveryKey
-	var ds []*switchboardv1.WebhookDelivery
+	var ds []*history.Delivery
 	for i := range 57 {
 		// Three deliveries share each instant, nanoseconds apart from the
 		// next, and ids do not follow insertion order.
@@ -318,14 +415,14 @@ func testDeliveryPaging(t *testing.T, b backend) {
 func testDeliveryRetention(t *testing.T, b backend) {
 	ctx := context.Background()
 	s := open(t, b.fresh(t))
-	completed := func(id string, at time.Duration) *switchboardv1.WebhookDelivery {
-		return newDelivery("org-a", id, deliveryBase, func(d *switchboardv1.WebhookDelivery) {
-			d.Status.Phase = switchboardv1.DeliveryFailed
+	completed := func(id string, at time.Duration) *history.Delivery {
+		return newDelivery("org-a", id, deliveryBase, func(d *history.Delivery) {
+			d.Status.Phase = history.DeliveryFailed
 			done := metav1.NewTime(deliveryBase.Add(at))
 			d.Status.CompletedAt = &done
 		})
 	}
-	for _, d := range []*switchboardv1.WebhookDelivery{completed("dlv_old", time.Minute), completed("dlv_new", 3*time.Minute), completed("dlv_retried", time.Minute)} {
+	for _, d := range []*history.Delivery{completed("dlv_old", time.Minute), completed("dlv_new", 3*time.Minute), completed("dlv_retried", time.Minute)} {
 		saveDelivery(t, s, d, time.Time{})
 	}
 	enqueue(t, s, newDelivery("org-a", "dlv_pending", deliveryBase, nil))
@@ -345,24 +442,24 @@ func testDeliveryRetention(t *testing.T, b backend) {
 
 // newDelivery is a delivery of a call.started event to endpoint ep-a,
 // created at at and not yet attempted; mutate adjusts it.
-func newDelivery(ns, id string, at time.Time, mutate func(*switchboardv1.WebhookDelivery)) *switchboardv1.WebhookDelivery {
-	d := &switchboardv1.WebhookDelivery{
+func newDelivery(ns, id string, at time.Time, mutate func(*history.Delivery)) *history.Delivery {
+	d := &history.Delivery{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:         ns,
 			Name:              strings.ReplaceAll(id, "_", "-"),
 			CreationTimestamp: metav1.NewTime(at),
 			Labels: map[string]string{
-				switchboardv1.DeliveryEndpointLabel: "ep-a",
-				switchboardv1.DeliveryCallLabel:     "call-1",
-				switchboardv1.DeliveryEventLabel:    "call.started",
+				history.DeliveryEndpointLabel: "ep-a",
+				history.DeliveryCallLabel:     "call-1",
+				history.DeliveryEventLabel:    "call.started",
 			},
 		},
-		Spec: switchboardv1.WebhookDeliverySpec{
+		Spec: history.DeliverySpec{
 			DeliveryID:  id,
 			Event:       "call.started",
-			EndpointRef: switchboardv1.ObjectName{Name: "ep-a"},
+			EndpointRef: history.ObjectName{Name: "ep-a"},
 			EndpointID:  "we_1",
-			CallRef:     &switchboardv1.ObjectName{Name: "call-1"},
+			CallRef:     &history.ObjectName{Name: "call-1"},
 			CallID:      "call_1",
 		},
 	}
@@ -373,24 +470,24 @@ func newDelivery(ns, id string, at time.Time, mutate func(*switchboardv1.Webhook
 }
 
 // richDelivery has every part of a delivery the REST API renders.
-func richDelivery() *switchboardv1.WebhookDelivery {
+func richDelivery() *history.Delivery {
 	micro := func(d time.Duration) metav1.MicroTime {
 		return metav1.NewMicroTime(deliveryBase.Add(d).Truncate(time.Microsecond))
 	}
 	next := micro(time.Minute)
 	completed := metav1.NewTime(deliveryBase.Add(time.Hour).Truncate(time.Second))
-	return newDelivery("org-a", "dlv_4f2a9c0e1b3d5a7c", deliveryBase, func(d *switchboardv1.WebhookDelivery) {
+	return newDelivery("org-a", "dlv_4f2a9c0e1b3d5a7c", deliveryBase, func(d *history.Delivery) {
 		d.UID = "7d1c1e0a-2b3c-4d5e-8f90-a1b2c3d4e5f6"
 		d.Annotations = map[string]string{"example.com/note": "a <note> & more"}
 		d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "switchboard", Operation: metav1.ManagedFieldsOperationApply}}
-		d.Status = switchboardv1.WebhookDeliveryStatus{
-			Phase:             switchboardv1.DeliveryFailed,
+		d.Status = history.DeliveryStatus{
+			Phase:             history.DeliveryFailed,
 			AttemptCount:      3,
 			ScheduledAttempts: 2,
-			Attempts: []switchboardv1.DeliveryAttempt{
-				{AttemptedAt: micro(time.Second), StatusCode: 503, DurationMS: 120, Response: "busy", Trigger: switchboardv1.TriggerScheduled},
-				{AttemptedAt: micro(time.Minute), Error: "dial tcp: connection refused", Trigger: switchboardv1.TriggerScheduled},
-				{AttemptedAt: micro(time.Hour), StatusCode: 500, Trigger: switchboardv1.TriggerManual},
+			Attempts: []history.DeliveryAttempt{
+				{AttemptedAt: micro(time.Second), StatusCode: 503, DurationMS: 120, Response: "busy", Trigger: history.TriggerScheduled},
+				{AttemptedAt: micro(time.Minute), Error: "dial tcp: connection refused", Trigger: history.TriggerScheduled},
+				{AttemptedAt: micro(time.Hour), StatusCode: 500, Trigger: history.TriggerManual},
 			},
 			NextAttemptAt:  &next,
 			LastStatusCode: 500,
@@ -403,34 +500,34 @@ func richDelivery() *switchboardv1.WebhookDelivery {
 
 // deliveryFixture is 40 deliveries of org-a a second apart, oldest first,
 // spread over every filtered column, and one of org-b.
-func deliveryFixture() []*switchboardv1.WebhookDelivery {
+func deliveryFixture() []*history.Delivery {
 	events := []string{"call.started", "call.ended", "call.analyzed", "test"}
-	phases := []switchboardv1.DeliveryPhase{"", "pending", "succeeded", "failed", "succeeded"}
+	phases := []history.DeliveryPhase{"", "pending", "succeeded", "failed", "succeeded"}
 	endpointIDs := []string{"we_1", "we_2", ""}
-	var ds []*switchboardv1.WebhookDelivery
+	var ds []*history.Delivery
 	for i := range 40 {
-		ds = append(ds, newDelivery("org-a", fmt.Sprintf("dlv_%02d", i), deliveryBase.Add(time.Duration(i)*time.Second), func(d *switchboardv1.WebhookDelivery) {
+		ds = append(ds, newDelivery("org-a", fmt.Sprintf("dlv_%02d", i), deliveryBase.Add(time.Duration(i)*time.Second), func(d *history.Delivery) {
 			d.Spec.Event = events[i%len(events)]
 			d.Status.Phase = phases[i%len(phases)]
 			d.Spec.EndpointID = endpointIDs[i%len(endpointIDs)]
 			if i%2 == 1 {
 				d.Spec.EndpointRef.Name = "ep-b"
 			}
-			d.Labels[switchboardv1.DeliveryCallLabel] = fmt.Sprintf("call-%d", i%6)
+			d.Labels[history.DeliveryCallLabel] = fmt.Sprintf("call-%d", i%6)
 			if i%10 == 9 { // built without labels: the call is its ref
 				d.Labels = nil
 				d.Spec.CallRef.Name = "call-ref"
 			}
 		}))
 	}
-	return append(ds, newDelivery("org-b", "dlv_00", deliveryBase, func(d *switchboardv1.WebhookDelivery) {
+	return append(ds, newDelivery("org-b", "dlv_00", deliveryBase, func(d *history.Delivery) {
 		d.Spec.EndpointRef.Name = "ep-other"
 	}))
 }
 
 // deliveryMatches is DeliveryQuery's documented meaning.
-func deliveryMatches(d *switchboardv1.WebhookDelivery, q history.DeliveryQuery) bool {
-	call := d.Labels[switchboardv1.DeliveryCallLabel]
+func deliveryMatches(d *history.Delivery, q history.DeliveryQuery) bool {
+	call := d.Labels[history.DeliveryCallLabel]
 	if call == "" {
 		call = d.Spec.CallRef.Name
 	}
@@ -443,14 +540,25 @@ func deliveryMatches(d *switchboardv1.WebhookDelivery, q history.DeliveryQuery) 
 
 // Delivery helpers.
 
-func enqueue(t *testing.T, s history.Store, ds ...*switchboardv1.WebhookDelivery) {
+// compactJSON is s without the spaces between its tokens, keys in the
+// order written.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func enqueue(t *testing.T, s history.Store, ds ...*history.Delivery) {
 	t.Helper()
 	if err := s.EnqueueDeliveries(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func saveDelivery(t *testing.T, s history.Store, d *switchboardv1.WebhookDelivery, due time.Time) {
+func saveDelivery(t *testing.T, s history.Store, d *history.Delivery, due time.Time) {
 	t.Helper()
 	if err := s.SaveDelivery(context.Background(), d, due); err != nil {
 		t.Fatal(err)
@@ -458,12 +566,12 @@ func saveDelivery(t *testing.T, s history.Store, d *switchboardv1.WebhookDeliver
 }
 
 // assertClaimed claims everything due at now, for a minute.
-func assertClaimed(t *testing.T, s history.Store, now time.Time, want ...string) []*switchboardv1.WebhookDelivery {
+func assertClaimed(t *testing.T, s history.Store, now time.Time, want ...string) []*history.Delivery {
 	t.Helper()
 	return assertClaimedN(t, s, now, 100, time.Minute, want...)
 }
 
-func assertClaimedN(t *testing.T, s history.Store, now time.Time, limit int, lease time.Duration, want ...string) []*switchboardv1.WebhookDelivery {
+func assertClaimedN(t *testing.T, s history.Store, now time.Time, limit int, lease time.Duration, want ...string) []*history.Delivery {
 	t.Helper()
 	ds, err := s.ClaimDeliveries(context.Background(), now, history.Claim{Limit: limit, Lease: lease})
 	if err != nil {
@@ -495,14 +603,14 @@ func assertNoneDue(t *testing.T, s history.Store) {
 	}
 }
 
-func assertRetryAnnotation(t *testing.T, d *switchboardv1.WebhookDelivery, want string) {
+func assertRetryAnnotation(t *testing.T, d *history.Delivery, want string) {
 	t.Helper()
-	if got := d.Annotations[switchboardv1.DeliveryRetryAnnotation]; got != want {
+	if got := d.Annotations[history.DeliveryRetryAnnotation]; got != want {
 		t.Fatalf("retry annotation = %q, want %q", got, want)
 	}
 }
 
-func listDeliveries(t *testing.T, s history.Store, ns string, q history.DeliveryQuery) []switchboardv1.WebhookDelivery {
+func listDeliveries(t *testing.T, s history.Store, ns string, q history.DeliveryQuery) []history.Delivery {
 	t.Helper()
 	ds, err := s.ListDeliveries(context.Background(), ns, q)
 	if err != nil {

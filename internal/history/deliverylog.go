@@ -10,8 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // database is what the call and delivery logs need of a database. Each
@@ -110,7 +108,7 @@ type deliveryRecord struct {
 
 // deliveryRecordOf is d's row, due at due (nil: not due). A record without
 // a creation time is created now.
-func deliveryRecordOf(d *switchboardv1.WebhookDelivery, due *int64, now time.Time) (deliveryRecord, error) {
+func deliveryRecordOf(d *Delivery, due *int64, now time.Time) (deliveryRecord, error) {
 	if d.Namespace == "" || d.Spec.DeliveryID == "" {
 		return deliveryRecord{}, errors.New("history: a delivery needs a namespace and a delivery id to be saved")
 	}
@@ -124,7 +122,7 @@ func deliveryRecordOf(d *switchboardv1.WebhookDelivery, due *int64, now time.Tim
 	if created.IsZero() {
 		created = now
 	}
-	callName := d.Labels[switchboardv1.DeliveryCallLabel]
+	callName := d.Labels[DeliveryCallLabel]
 	if callName == "" && d.Spec.CallRef != nil {
 		callName = d.Spec.CallRef.Name
 	}
@@ -155,7 +153,7 @@ func (r deliveryRecord) args() []any {
 
 // storedDelivery is a delivery read back, with when it is due.
 type storedDelivery struct {
-	d   *switchboardv1.WebhookDelivery
+	d   *Delivery
 	due *int64
 }
 
@@ -173,7 +171,7 @@ func scanDelivery(row rowScanner) (storedDelivery, error) {
 	if err := row.Scan(&object, &createdAt, &retry, &s.due); err != nil {
 		return s, err
 	}
-	s.d = &switchboardv1.WebhookDelivery{}
+	s.d = &Delivery{}
 	if err := json.Unmarshal(object, s.d); err != nil {
 		return s, fmt.Errorf("history: decoding a stored delivery: %w", err)
 	}
@@ -182,7 +180,7 @@ func scanDelivery(row rowScanner) (storedDelivery, error) {
 		if s.d.Annotations == nil {
 			s.d.Annotations = map[string]string{}
 		}
-		s.d.Annotations[switchboardv1.DeliveryRetryAnnotation] = *retry
+		s.d.Annotations[DeliveryRetryAnnotation] = *retry
 	}
 	return s, nil
 }
@@ -198,7 +196,7 @@ func (l deliveryLog) deliveries(ctx context.Context, write bool, query string, a
 	return all, err
 }
 
-func (l deliveryLog) EnqueueDeliveries(ctx context.Context, ds []*switchboardv1.WebhookDelivery) error {
+func (l deliveryLog) EnqueueDeliveries(ctx context.Context, ds []*Delivery) error {
 	now := time.Now()
 	argLists := make([][]any, 0, len(ds))
 	for _, d := range ds {
@@ -215,7 +213,7 @@ func (l deliveryLog) EnqueueDeliveries(ctx context.Context, ds []*switchboardv1.
 	return nil
 }
 
-func (l deliveryLog) SaveDelivery(ctx context.Context, d *switchboardv1.WebhookDelivery, due time.Time) error {
+func (l deliveryLog) SaveDelivery(ctx context.Context, d *Delivery, due time.Time) error {
 	var dueAt *int64
 	if !due.IsZero() {
 		ns := due.UnixNano()
@@ -244,16 +242,16 @@ func (l deliveryLog) NextDeliveryDue(ctx context.Context, after time.Time) (time
 	return time.Unix(0, *next), true, nil
 }
 
-func (l deliveryLog) GetDelivery(ctx context.Context, namespace, id string) (*switchboardv1.WebhookDelivery, error) {
+func (l deliveryLog) GetDelivery(ctx context.Context, namespace, id string) (*Delivery, error) {
 	return l.one(ctx, false, id, selectDelivery, namespace, id)
 }
 
-func (l deliveryLog) RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*switchboardv1.WebhookDelivery, error) {
+func (l deliveryLog) RequestDeliveryRetry(ctx context.Context, namespace, id string, at time.Time) (*Delivery, error) {
 	return l.one(ctx, true, id, requestRetry, namespace, id, at.UTC().Format(time.RFC3339Nano), time.Now().UnixNano())
 }
 
 // one runs a query for the delivery whose id is id.
-func (l deliveryLog) one(ctx context.Context, write bool, id, query string, args ...any) (*switchboardv1.WebhookDelivery, error) {
+func (l deliveryLog) one(ctx context.Context, write bool, id, query string, args ...any) (*Delivery, error) {
 	found, err := l.deliveries(ctx, write, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: delivery %s: %w", id, err)
@@ -264,13 +262,13 @@ func (l deliveryLog) one(ctx context.Context, write bool, id, query string, args
 	return found[0].d, nil
 }
 
-func (l deliveryLog) ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]switchboardv1.WebhookDelivery, error) {
+func (l deliveryLog) ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]Delivery, error) {
 	query, args := deliveryListQuery(namespace, q)
 	found, err := l.deliveries(ctx, false, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: listing deliveries: %w", err)
 	}
-	ds := make([]switchboardv1.WebhookDelivery, len(found))
+	ds := make([]Delivery, len(found))
 	for i, f := range found {
 		ds[i] = *f.d
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
@@ -43,7 +42,7 @@ func testClaimBoundsInFlight(t *testing.T, b backend) {
 	s := open(t, b.fresh(t))
 	const lease = time.Minute
 	bounds := history.InFlightLimits{PerOrganization: 5, PerEndpoint: 2}
-	queued := map[string]*switchboardv1.WebhookDelivery{}
+	queued := map[string]*history.Delivery{}
 	for i := range 4 {
 		for e := range 3 {
 			id := fmt.Sprintf("dlv_e%d_%d", e, i)
@@ -55,7 +54,7 @@ func testClaimBoundsInFlight(t *testing.T, b backend) {
 	queued["dlv_a"] = newDelivery("org-a", "dlv_a", deliveryBase.Add(time.Second), nil)
 	enqueue(t, s, queued["dlv_a"])
 	now := deliveryBase.Add(10 * time.Second)
-	claim := func(now time.Time, want ...string) []*switchboardv1.WebhookDelivery {
+	claim := func(now time.Time, want ...string) []*history.Delivery {
 		t.Helper()
 		return assertClaimedWithin(t, s, now, history.Claim{Limit: 100, Lease: lease, InFlight: bounds}, want...)
 	}
@@ -100,7 +99,7 @@ func testReserveSharesTheBounds(t *testing.T, b backend) {
 	enqueue(t, s, newDelivery("org-b", "dlv_1", deliveryBase, nil), newDelivery("org-b", "dlv_2", deliveryBase.Add(time.Millisecond), nil))
 	assertClaimedWithin(t, s, now, history.Claim{Limit: 10, Lease: lease, InFlight: bounds}, "dlv_1", "dlv_2")
 
-	reserve := func(ns, id, endpoint string, want bool) *switchboardv1.WebhookDelivery {
+	reserve := func(ns, id, endpoint string, want bool) *history.Delivery {
 		t.Helper()
 		d := newDelivery(ns, id, now, onEndpoint(endpoint))
 		d.Spec.Event = "test"
@@ -150,21 +149,21 @@ func testNextDeliveryDueAfter(t *testing.T, b backend) {
 
 // Helpers.
 
-func onEndpoint(name string) func(*switchboardv1.WebhookDelivery) {
-	return func(d *switchboardv1.WebhookDelivery) {
+func onEndpoint(name string) func(*history.Delivery) {
+	return func(d *history.Delivery) {
 		d.Spec.EndpointRef.Name = name
-		d.Labels[switchboardv1.DeliveryEndpointLabel] = name
+		d.Labels[history.DeliveryEndpointLabel] = name
 	}
 }
 
-func succeeded(d *switchboardv1.WebhookDelivery) *switchboardv1.WebhookDelivery {
+func succeeded(d *history.Delivery) *history.Delivery {
 	done := d.DeepCopy()
-	done.Status.Phase = switchboardv1.DeliverySucceeded
+	done.Status.Phase = history.DeliverySucceeded
 	return done
 }
 
 // assertClaimedWithin claims with c at now and expects want, in due order.
-func assertClaimedWithin(t *testing.T, s history.Store, now time.Time, c history.Claim, want ...string) []*switchboardv1.WebhookDelivery {
+func assertClaimedWithin(t *testing.T, s history.Store, now time.Time, c history.Claim, want ...string) []*history.Delivery {
 	t.Helper()
 	ds, err := s.ClaimDeliveries(context.Background(), now, c)
 	if err != nil {
@@ -178,7 +177,7 @@ func assertClaimedWithin(t *testing.T, s history.Store, now time.Time, c history
 
 // assertWithinBounds checks that the deliveries in flight, ds, are no more
 // per organization and per endpoint than bounds allow.
-func assertWithinBounds(t *testing.T, ds []*switchboardv1.WebhookDelivery, bounds history.InFlightLimits) {
+func assertWithinBounds(t *testing.T, ds []*history.Delivery, bounds history.InFlightLimits) {
 	t.Helper()
 	perOrg, perEndpoint := map[string]int{}, map[string]int{}
 	for _, d := range ds {
@@ -197,7 +196,7 @@ func assertWithinBounds(t *testing.T, ds []*switchboardv1.WebhookDelivery, bound
 	}
 }
 
-func idsOf(ds []*switchboardv1.WebhookDelivery) []string {
+func idsOf(ds []*history.Delivery) []string {
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.Spec.DeliveryID

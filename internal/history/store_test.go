@@ -66,6 +66,7 @@ func TestStoreContract(t *testing.T) {
 		{"RecordingStoredBefore", testRecordingStoredBefore},
 		{"RecordingStoredAtBackfilled", testRecordingStoredAtBackfilled},
 		{"DeliveryRoundTrip", testDeliveryRoundTrip},
+		{"DeliveryStoredShape", testDeliveryStoredShape},
 		{"EnqueueOnce", testEnqueueOnce},
 		{"ClaimOrderLimitAndLease", testClaimOrderLimitAndLease},
 		{"SaveSetsDueTime", testSaveSetsDueTime},

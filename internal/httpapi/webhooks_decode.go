@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -205,8 +206,8 @@ type deliveryQuery struct {
 }
 
 var (
-	deliveryStatuses = []string{string(switchboardv1.DeliveryPending), string(switchboardv1.DeliverySucceeded),
-		string(switchboardv1.DeliveryFailed)}
+	deliveryStatuses = []string{string(history.DeliveryPending), string(history.DeliverySucceeded),
+		string(history.DeliveryFailed)}
 	deliveryEvents = append(append([]string(nil), webhook.Kinds...), webhook.EventTest)
 )
 

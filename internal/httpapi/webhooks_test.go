@@ -19,6 +19,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
@@ -318,9 +319,9 @@ func TestRenderTestResult(t *testing.T) {
 
 func TestRenderDelivery(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	d := &switchboardv1.WebhookDelivery{
+	d := &history.Delivery{
 		ObjectMeta: metav1.ObjectMeta{Name: "dlv-ab", CreationTimestamp: metav1.NewTime(at)},
-		Spec:       switchboardv1.WebhookDeliverySpec{DeliveryID: "dlv_ab", Event: "call.ended", CallID: "call_1"},
+		Spec:       history.DeliverySpec{DeliveryID: "dlv_ab", Event: "call.ended", CallID: "call_1"},
 	}
 	got, _ := json.Marshal(renderDelivery(d, "we_1"))
 	want := `{"id":"dlv_ab","endpoint_id":"we_1","event":"call.ended","call_id":"call_1","status":"pending",` +
@@ -331,11 +332,11 @@ func TestRenderDelivery(t *testing.T) {
 	}
 
 	d.Spec.EndpointID, d.Spec.CallID = "we_2", ""
-	d.Annotations = map[string]string{switchboardv1.DeliveryRetryAnnotation: at.Add(time.Minute + time.Millisecond).Format(time.RFC3339Nano)}
-	d.Status = switchboardv1.WebhookDeliveryStatus{Phase: switchboardv1.DeliveryFailed, AttemptCount: 2,
+	d.Annotations = map[string]string{history.DeliveryRetryAnnotation: at.Add(time.Minute + time.Millisecond).Format(time.RFC3339Nano)}
+	d.Status = history.DeliveryStatus{Phase: history.DeliveryFailed, AttemptCount: 2,
 		LastError: "receiver answered 500", LastStatusCode: 500, CompletedAt: &metav1.Time{Time: at.Add(time.Hour)},
 		NextAttemptAt: &metav1.MicroTime{Time: at.Add(2 * time.Hour)},
-		Attempts: []switchboardv1.DeliveryAttempt{
+		Attempts: []history.DeliveryAttempt{
 			{AttemptedAt: metav1.MicroTime{Time: at}, Error: "connection refused", DurationMS: 3, Trigger: "scheduled"},
 			{AttemptedAt: metav1.MicroTime{Time: at.Add(time.Second)}, StatusCode: 500, DurationMS: 12, Response: "oops", Trigger: "manual"},
 		}}
@@ -372,10 +373,10 @@ func TestEndpointOrder(t *testing.T) {
 
 func TestDeliveryOrder(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	mk := func(name string, at time.Time) switchboardv1.WebhookDelivery {
-		return switchboardv1.WebhookDelivery{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(at)}}
+	mk := func(name string, at time.Time) history.Delivery {
+		return history.Delivery{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(at)}}
 	}
-	ds := []switchboardv1.WebhookDelivery{mk("dlv-b", t0), mk("dlv-c", t0.Add(time.Second)), mk("dlv-a", t0)}
+	ds := []history.Delivery{mk("dlv-b", t0), mk("dlv-c", t0.Add(time.Second)), mk("dlv-a", t0)}
 	sortDeliveries(ds)
 	var got []string
 	for _, d := range ds {

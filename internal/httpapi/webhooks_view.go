@@ -10,6 +10,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
@@ -112,9 +113,9 @@ type testResult struct {
 }
 
 func renderTestResult(deliveryID string, res webhook.Result) testResult {
-	out := testResult{DeliveryID: deliveryID, Status: string(switchboardv1.DeliveryFailed)}
+	out := testResult{DeliveryID: deliveryID, Status: string(history.DeliveryFailed)}
 	if res.Succeeded() {
-		out.Status = string(switchboardv1.DeliverySucceeded)
+		out.Status = string(history.DeliverySucceeded)
 	}
 	switch {
 	case res.StatusCode != 0:
@@ -161,7 +162,7 @@ type deliveryPage struct {
 
 // renderDelivery renders d, a delivery of the endpoint whose id is
 // endpointID (deliveries made before their endpoint had an id lack it).
-func renderDelivery(d *switchboardv1.WebhookDelivery, endpointID string) deliveryView {
+func renderDelivery(d *history.Delivery, endpointID string) deliveryView {
 	st := &d.Status
 	v := deliveryView{
 		ID:             d.Spec.DeliveryID,
@@ -181,7 +182,7 @@ func renderDelivery(d *switchboardv1.WebhookDelivery, endpointID string) deliver
 	if st.CompletedAt != nil {
 		v.CompletedAt = ptr(callview.Timestamp(st.CompletedAt.Time))
 	}
-	if at, err := time.Parse(time.RFC3339Nano, d.Annotations[switchboardv1.DeliveryRetryAnnotation]); err == nil {
+	if at, err := time.Parse(time.RFC3339Nano, d.Annotations[history.DeliveryRetryAnnotation]); err == nil {
 		v.RetryRequestedAt = ptr(callview.Timestamp(at))
 	}
 	for _, a := range st.Attempts {
@@ -198,15 +199,15 @@ func renderDelivery(d *switchboardv1.WebhookDelivery, endpointID string) deliver
 }
 
 // sortDeliveries orders deliveries newest first; the name breaks ties.
-func sortDeliveries(ds []switchboardv1.WebhookDelivery) {
-	slices.SortFunc(ds, func(a, b switchboardv1.WebhookDelivery) int {
+func sortDeliveries(ds []history.Delivery) {
+	slices.SortFunc(ds, func(a, b history.Delivery) int {
 		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 	})
 }
 
 // deliveryAfter reports whether d comes after the cursor delivery c in
 // newest-first order.
-func deliveryAfter(d, c *switchboardv1.WebhookDelivery) bool {
+func deliveryAfter(d, c *history.Delivery) bool {
 	return cmp.Or(c.CreationTimestamp.Compare(d.CreationTimestamp.Time), strings.Compare(d.Name, c.Name)) > 0
 }
 

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -27,63 +27,63 @@ type Outcome struct {
 // attempt uses up one step of the schedule; a manual one does not, and
 // leaves a pending delivery's schedule as it was. Success is final; so is
 // 410 Gone, and a test's single attempt.
-func Record(st *switchboardv1.WebhookDeliveryStatus, res webhook.Result, at time.Time, trigger string,
+func Record(st *history.DeliveryStatus, res webhook.Result, at time.Time, trigger string,
 	schedule webhook.Schedule) Outcome {
 	appendAttempt(st, res, at, trigger)
 	st.LastStatusCode, st.LastError = statusCode(res), FailureText(res)
-	if trigger == switchboardv1.TriggerScheduled {
+	if trigger == history.TriggerScheduled {
 		st.ScheduledAttempts++
 	}
 	switch {
 	case res.Succeeded():
-		finish(st, switchboardv1.DeliverySucceeded, at)
+		finish(st, history.DeliverySucceeded, at)
 		return Outcome{}
 	case res.StatusCode == http.StatusGone:
-		finish(st, switchboardv1.DeliveryFailed, at)
+		finish(st, history.DeliveryFailed, at)
 		return Outcome{Gone: true}
-	case trigger == switchboardv1.TriggerTest:
-		finish(st, switchboardv1.DeliveryFailed, at)
+	case trigger == history.TriggerTest:
+		finish(st, history.DeliveryFailed, at)
 		return Outcome{}
-	case trigger == switchboardv1.TriggerManual:
+	case trigger == history.TriggerManual:
 		if st.Phase == "" {
-			st.Phase = switchboardv1.DeliveryPending
+			st.Phase = history.DeliveryPending
 		}
 		return Outcome{}
 	}
 	delay, ok := schedule.Next(int(st.ScheduledAttempts), res.RetryAfter)
 	if !ok {
-		finish(st, switchboardv1.DeliveryFailed, at)
+		finish(st, history.DeliveryFailed, at)
 		st.LastError = fmt.Sprintf("gave up after %d attempts: %s", st.ScheduledAttempts, FailureText(res))
 		return Outcome{Exhausted: true}
 	}
 	// Delays count from the answer (Retry-After means "after this
 	// response"), not from when the request went out.
-	st.Phase = switchboardv1.DeliveryPending
+	st.Phase = history.DeliveryPending
 	st.NextAttemptAt = &metav1.MicroTime{Time: at.Add(res.Duration + delay)}
 	return Outcome{}
 }
 
 // Abandon ends a delivery without an attempt (its endpoint is gone or
 // disabled).
-func Abandon(st *switchboardv1.WebhookDeliveryStatus, at time.Time, reason string) {
-	finish(st, switchboardv1.DeliveryFailed, at)
+func Abandon(st *history.DeliveryStatus, at time.Time, reason string) {
+	finish(st, history.DeliveryFailed, at)
 	st.LastError = reason
 }
 
-func finish(st *switchboardv1.WebhookDeliveryStatus, phase switchboardv1.DeliveryPhase, at time.Time) {
+func finish(st *history.DeliveryStatus, phase history.DeliveryPhase, at time.Time) {
 	st.Phase = phase
 	st.NextAttemptAt = nil
 	st.CompletedAt = &metav1.Time{Time: at}
 }
 
-func appendAttempt(st *switchboardv1.WebhookDeliveryStatus, res webhook.Result, at time.Time, trigger string) {
+func appendAttempt(st *history.DeliveryStatus, res webhook.Result, at time.Time, trigger string) {
 	st.AttemptCount++
-	st.Attempts = append(st.Attempts, switchboardv1.DeliveryAttempt{
+	st.Attempts = append(st.Attempts, history.DeliveryAttempt{
 		AttemptedAt: metav1.MicroTime{Time: at}, StatusCode: statusCode(res), Error: res.Err,
 		DurationMS: res.Duration.Milliseconds(), Response: res.Response, Trigger: trigger,
 	})
 	if n := len(st.Attempts); n > maxAttemptsKept {
-		st.Attempts = append([]switchboardv1.DeliveryAttempt(nil), st.Attempts[n-maxAttemptsKept:]...)
+		st.Attempts = append([]history.DeliveryAttempt(nil), st.Attempts[n-maxAttemptsKept:]...)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package deliveries turns call events into WebhookDelivery records (kept
-// in the history store) and back into signed requests: which events a call
+// Package deliveries turns call events into delivery records (history.Delivery,
+// kept in the history store) and back into signed requests: which events a call
 // has reached, the delivery of each (call, event, endpoint) with its stable
 // id, the body as of sending, the signing secrets of an endpoint, and what
 // an attempt's result does to a delivery. The HTTP side (signing, sending,
@@ -18,6 +18,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -35,7 +36,8 @@ var idPattern = regexp.MustCompile(IDPattern)
 // ValidID reports whether id has the form of a delivery id.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
-// ResourceName is the name of the WebhookDelivery whose id is id.
+// ResourceName is the name (metadata.name) of the delivery record whose id
+// is id, as the WebhookDelivery resource was named.
 func ResourceName(id string) string { return namePrefix + strings.TrimPrefix(id, idPrefix) }
 
 // DueEvents lists, in lifecycle order, the events a call has reached:
@@ -89,12 +91,12 @@ func Receives(ep *switchboardv1.WebhookEndpoint, kind string) bool {
 // ForCall is the delivery of one call event to one endpoint. Its name and
 // id derive from (call, event, endpoint), so creating it twice after a crash
 // finds the first one: one delivery, one id, however many attempts.
-func ForCall(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoint, callID string) *switchboardv1.WebhookDelivery {
+func ForCall(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoint, callID string) *history.Delivery {
 	sum := sha256.Sum256([]byte(c.Namespace + "/" + string(c.UID) + "/" + kind + "/" + string(ep.UID)))
 	hexPart := hex.EncodeToString(sum[:16])
 	d := newDelivery(c.Namespace, hexPart, kind, ep)
-	d.Labels[switchboardv1.DeliveryCallLabel] = c.Name
-	d.Spec.CallRef = &switchboardv1.ObjectName{Name: c.Name}
+	d.Labels[history.DeliveryCallLabel] = c.Name
+	d.Spec.CallRef = &history.ObjectName{Name: c.Name}
 	d.Spec.CallID = callID
 	// Not owned by the Call: a Call leaves the cluster an hour after it
 	// ends (--call-retention), while its deliveries are retried for a day
@@ -104,7 +106,7 @@ func ForCall(c *switchboardv1.Call, kind string, ep *switchboardv1.WebhookEndpoi
 }
 
 // ForTest is the record of a test event sent to ep.
-func ForTest(ep *switchboardv1.WebhookEndpoint) *switchboardv1.WebhookDelivery {
+func ForTest(ep *switchboardv1.WebhookEndpoint) *history.Delivery {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -114,14 +116,14 @@ func ForTest(ep *switchboardv1.WebhookEndpoint) *switchboardv1.WebhookDelivery {
 	return d
 }
 
-func newDelivery(ns, hexPart, kind string, ep *switchboardv1.WebhookEndpoint) *switchboardv1.WebhookDelivery {
-	return &switchboardv1.WebhookDelivery{
+func newDelivery(ns, hexPart, kind string, ep *switchboardv1.WebhookEndpoint) *history.Delivery {
+	return &history.Delivery{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: namePrefix + hexPart, Labels: map[string]string{
-			switchboardv1.DeliveryEndpointLabel: ep.Name,
-			switchboardv1.DeliveryEventLabel:    kind,
+			history.DeliveryEndpointLabel: ep.Name,
+			history.DeliveryEventLabel:    kind,
 		}},
-		Spec: switchboardv1.WebhookDeliverySpec{DeliveryID: idPrefix + hexPart, Event: kind,
-			EndpointRef: switchboardv1.ObjectName{Name: ep.Name}, EndpointID: ep.ResolvedID()},
+		Spec: history.DeliverySpec{DeliveryID: idPrefix + hexPart, Event: kind,
+			EndpointRef: history.ObjectName{Name: ep.Name}, EndpointID: ep.ResolvedID()},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -74,7 +75,7 @@ func TestForCallIsStableAndDistinct(t *testing.T) {
 		t.Fatalf("id %q and name %q do not match", a.Spec.DeliveryID, a.Name)
 	}
 	seen := map[string]bool{a.Name: true}
-	for _, d := range []*switchboardv1.WebhookDelivery{
+	for _, d := range []*history.Delivery{
 		ForCall(call, webhook.EventCallStarted, ep, "call_1"), ForCall(call, webhook.EventCallEnded, other, "call_1"),
 	} {
 		if seen[d.Name] {
@@ -83,7 +84,7 @@ func TestForCallIsStableAndDistinct(t *testing.T) {
 		seen[d.Name] = true
 	}
 	// Not owned by the call: deliveries outlive its retention in the cluster.
-	if len(a.OwnerReferences) != 0 || a.Labels[switchboardv1.DeliveryEndpointLabel] != "hooks" {
+	if len(a.OwnerReferences) != 0 || a.Labels[history.DeliveryEndpointLabel] != "hooks" {
 		t.Fatalf("owner or labels wrong: %+v %v", a.OwnerReferences, a.Labels)
 	}
 }
@@ -91,54 +92,54 @@ func TestForCallIsStableAndDistinct(t *testing.T) {
 func TestRecord(t *testing.T) {
 	schedule := webhook.Schedule{0, 5 * time.Second, time.Minute}
 	fail := webhook.Result{StatusCode: 500}
-	var st switchboardv1.WebhookDeliveryStatus
+	var st history.DeliveryStatus
 
-	Record(&st, fail, t0, switchboardv1.TriggerScheduled, schedule)
-	if st.Phase != switchboardv1.DeliveryPending || !st.NextAttemptAt.Time.Equal(t0.Add(5*time.Second)) {
+	Record(&st, fail, t0, history.TriggerScheduled, schedule)
+	if st.Phase != history.DeliveryPending || !st.NextAttemptAt.Time.Equal(t0.Add(5*time.Second)) {
 		t.Fatalf("after the first failure: %s next %v", st.Phase, st.NextAttemptAt)
 	}
 	// A manual retry does not use up the schedule.
-	Record(&st, fail, t0.Add(time.Second), switchboardv1.TriggerManual, schedule)
+	Record(&st, fail, t0.Add(time.Second), history.TriggerManual, schedule)
 	if st.ScheduledAttempts != 1 || st.AttemptCount != 2 || !st.NextAttemptAt.Time.Equal(t0.Add(5*time.Second)) {
 		t.Fatalf("manual retry changed the schedule: %+v", st)
 	}
 	// Retry-After raises the delay.
 	Record(&st, webhook.Result{StatusCode: 429, RetryAfter: 10 * time.Minute}, t0.Add(5*time.Second),
-		switchboardv1.TriggerScheduled, schedule)
+		history.TriggerScheduled, schedule)
 	if !st.NextAttemptAt.Time.Equal(t0.Add(5*time.Second + 10*time.Minute)) {
 		t.Fatalf("Retry-After ignored: next %v", st.NextAttemptAt)
 	}
-	out := Record(&st, webhook.Result{Err: "timed out after 10s"}, t0.Add(time.Hour), switchboardv1.TriggerScheduled, schedule)
-	if !out.Exhausted || st.Phase != switchboardv1.DeliveryFailed || st.NextAttemptAt != nil || st.CompletedAt == nil {
+	out := Record(&st, webhook.Result{Err: "timed out after 10s"}, t0.Add(time.Hour), history.TriggerScheduled, schedule)
+	if !out.Exhausted || st.Phase != history.DeliveryFailed || st.NextAttemptAt != nil || st.CompletedAt == nil {
 		t.Fatalf("not exhausted after the schedule: %+v", st)
 	}
 	if st.LastError != "gave up after 3 attempts: timed out after 10s" {
 		t.Fatalf("last error %q", st.LastError)
 	}
 	// A manual retry of a failed delivery can still succeed.
-	Record(&st, webhook.Result{StatusCode: 200}, t0.Add(2*time.Hour), switchboardv1.TriggerManual, schedule)
-	if st.Phase != switchboardv1.DeliverySucceeded || st.LastError != "" || len(st.Attempts) != 5 {
+	Record(&st, webhook.Result{StatusCode: 200}, t0.Add(2*time.Hour), history.TriggerManual, schedule)
+	if st.Phase != history.DeliverySucceeded || st.LastError != "" || len(st.Attempts) != 5 {
 		t.Fatalf("manual success: %+v", st)
 	}
 }
 
 func TestRecordGoneAndTest(t *testing.T) {
-	var st switchboardv1.WebhookDeliveryStatus
-	if out := Record(&st, webhook.Result{StatusCode: http.StatusGone}, t0, switchboardv1.TriggerScheduled,
-		webhook.DefaultSchedule); !out.Gone || st.Phase != switchboardv1.DeliveryFailed {
+	var st history.DeliveryStatus
+	if out := Record(&st, webhook.Result{StatusCode: http.StatusGone}, t0, history.TriggerScheduled,
+		webhook.DefaultSchedule); !out.Gone || st.Phase != history.DeliveryFailed {
 		t.Fatalf("410: %+v %+v", out, st)
 	}
-	var test switchboardv1.WebhookDeliveryStatus
-	Record(&test, webhook.Result{StatusCode: 503}, t0, switchboardv1.TriggerTest, nil)
-	if test.Phase != switchboardv1.DeliveryFailed || test.NextAttemptAt != nil || test.AttemptCount != 1 {
+	var test history.DeliveryStatus
+	Record(&test, webhook.Result{StatusCode: 503}, t0, history.TriggerTest, nil)
+	if test.Phase != history.DeliveryFailed || test.NextAttemptAt != nil || test.AttemptCount != 1 {
 		t.Fatalf("a test is one attempt: %+v", test)
 	}
 }
 
 func TestRecordKeepsTheLatestAttempts(t *testing.T) {
-	var st switchboardv1.WebhookDeliveryStatus
+	var st history.DeliveryStatus
 	for i := range 25 {
-		Record(&st, webhook.Result{StatusCode: 500}, t0.Add(time.Duration(i)*time.Second), switchboardv1.TriggerManual, nil)
+		Record(&st, webhook.Result{StatusCode: 500}, t0.Add(time.Duration(i)*time.Second), history.TriggerManual, nil)
 	}
 	if st.AttemptCount != 25 || len(st.Attempts) != maxAttemptsKept ||
 		!st.Attempts[maxAttemptsKept-1].AttemptedAt.Time.Equal(t0.Add(24*time.Second)) {

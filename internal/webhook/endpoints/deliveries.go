@@ -70,7 +70,7 @@ const testSendRetryAfter = 5 * time.Second
 // reserveTestSend takes a slot for test delivery d under the bounds on
 // attempts in flight per organization and endpoint, which test sends share
 // with the delivery worker, so that sending tests is no way around them.
-func (s *Service) reserveTestSend(ctx context.Context, d *switchboardv1.WebhookDelivery, now time.Time) error {
+func (s *Service) reserveTestSend(ctx context.Context, d *history.Delivery, now time.Time) error {
 	d.CreationTimestamp = metav1.NewTime(now)
 	reserved, err := s.DeliveryLog.ReserveDelivery(ctx, d, now, s.Lease, s.InFlight)
 	switch {
@@ -113,9 +113,9 @@ func (s *Service) signingSecrets(ctx context.Context, ep *switchboardv1.WebhookE
 }
 
 // recordTest writes a sent test event to the delivery log.
-func (s *Service) recordTest(ctx context.Context, d *switchboardv1.WebhookDelivery, res webhook.Result, sentAt time.Time) {
+func (s *Service) recordTest(ctx context.Context, d *history.Delivery, res webhook.Result, sentAt time.Time) {
 	d.CreationTimestamp = metav1.NewTime(sentAt)
-	deliveries.Record(&d.Status, res, sentAt, switchboardv1.TriggerTest, nil)
+	deliveries.Record(&d.Status, res, sentAt, history.TriggerTest, nil)
 	if err := s.DeliveryLog.SaveDelivery(ctx, d, time.Time{}); err != nil {
 		s.Log.Error(err, "recording test delivery", "namespace", d.Namespace, "deliveryID", d.Spec.DeliveryID)
 		return
@@ -141,7 +141,7 @@ type DeliveryFilter struct {
 // Deliveries returns a page of ep's delivery log, newest first, and
 // whether more follow.
 func (s *Service) Deliveries(ctx context.Context, ep *switchboardv1.WebhookEndpoint, f DeliveryFilter) (
-	[]switchboardv1.WebhookDelivery, bool, error) {
+	[]history.Delivery, bool, error) {
 	query := history.DeliveryQuery{Endpoint: ep.Name, EndpointID: ep.ResolvedID(), Event: f.Event, Phase: f.Status,
 		Limit: f.Limit + 1}
 	if f.Cursor != "" {
@@ -179,10 +179,10 @@ func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Tim
 			continue
 		}
 		switch d.CurrentPhase() {
-		case switchboardv1.DeliverySucceeded:
+		case history.DeliverySucceeded:
 			finished++
 			succeeded++
-		case switchboardv1.DeliveryFailed:
+		case history.DeliveryFailed:
 			finished++
 		}
 	}
@@ -192,7 +192,7 @@ func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Tim
 // CallDeliveries returns the newest deliveries (at most limit) of the
 // events of the call whose resource name is callName, to any endpoint.
 func (s *Service) CallDeliveries(ctx context.Context, namespace, callName string, limit int) (
-	[]switchboardv1.WebhookDelivery, error) {
+	[]history.Delivery, error) {
 	items, err := s.DeliveryLog.ListDeliveries(ctx, namespace, history.DeliveryQuery{CallName: callName, Limit: limit})
 	if err != nil {
 		return nil, &Unavailable{What: "The deliveries could not be listed", Err: err}
@@ -202,12 +202,12 @@ func (s *Service) CallDeliveries(ctx context.Context, namespace, callName string
 
 // ofEndpoint reports whether d is a delivery to ep, and not to an earlier
 // endpoint of the same name.
-func ofEndpoint(d *switchboardv1.WebhookDelivery, ep *switchboardv1.WebhookEndpoint) bool {
+func ofEndpoint(d *history.Delivery, ep *switchboardv1.WebhookEndpoint) bool {
 	return d.Spec.EndpointRef.Name == ep.Name && (d.Spec.EndpointID == "" || d.Spec.EndpointID == ep.ResolvedID())
 }
 
 // Delivery returns ep's delivery whose id is id.
-func (s *Service) Delivery(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*switchboardv1.WebhookDelivery, error) {
+func (s *Service) Delivery(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*history.Delivery, error) {
 	if !deliveries.ValidID(id) {
 		return nil, ErrDeliveryNotFound
 	}
@@ -224,7 +224,7 @@ func (s *Service) Delivery(ctx context.Context, ep *switchboardv1.WebhookEndpoin
 // Retry asks the delivery worker for one more attempt of ep's delivery id
 // now; it does not use up the retry schedule. Test deliveries are not
 // retried.
-func (s *Service) Retry(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*switchboardv1.WebhookDelivery, error) {
+func (s *Service) Retry(ctx context.Context, ep *switchboardv1.WebhookEndpoint, id string) (*history.Delivery, error) {
 	d, err := s.Delivery(ctx, ep, id)
 	if err != nil {
 		return nil, err

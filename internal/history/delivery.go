@@ -1,11 +1,23 @@
-package v1alpha1
+package history
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DeliveryPhase is where a delivery stands.
-// +kubebuilder:validation:Enum=pending;succeeded;failed
+// The webhook delivery record. It lives here, beside the delivery log that
+// stores it, and not in api/v1alpha1: deliveries are no Kubernetes kind
+// (no CRD, not in the scheme) since they moved into this store, and every
+// user of the record can import this package, which imports only the API
+// types and callid.
+//
+// A Delivery is stored as JSON (deliveryRecordOf, scanDelivery) in the
+// shape of the WebhookDelivery resource it was, so that the records in a
+// database read the same whichever version wrote them: the json tags below
+// are the stored format and must not change.
+
+// DeliveryPhase is where a delivery stands: pending, succeeded or failed.
 type DeliveryPhase string
 
 const (
@@ -18,7 +30,8 @@ const (
 	DeliveryFailed DeliveryPhase = "failed"
 )
 
-// Labels on every WebhookDelivery record; the history store indexes them.
+// Labels on every Delivery, as the resource had them; the call's is the
+// call_name the delivery log filters on (DeliveryQuery.CallName).
 const (
 	DeliveryEndpointLabel = "switchboard.dev/endpoint"
 	DeliveryCallLabel     = "switchboard.dev/call"
@@ -34,113 +47,108 @@ const (
 	TriggerTest      = "test"
 )
 
-// ObjectName names a resource in the same namespace.
+// ObjectName names a resource in the delivery's namespace.
 type ObjectName struct {
 	// name of the resource.
-	// +required
 	Name string `json:"name"`
 }
 
-// WebhookDeliverySpec is one event for one endpoint. It never changes.
-type WebhookDeliverySpec struct {
+// DeliverySpec is one event for one endpoint. It never changes.
+type DeliverySpec struct {
 	// deliveryID is sent as X-Service-Delivery-Id (and webhook-id) on every
 	// attempt, so that receivers can drop duplicates.
-	// +required
 	DeliveryID string `json:"deliveryID"`
 	// event is call.started, call.ended, call.analyzed, or test.
-	// +required
-	// +kubebuilder:validation:Enum=call.started;call.ended;call.analyzed;test
 	Event string `json:"event"`
 	// endpointRef is the WebhookEndpoint receiving the event.
-	// +required
 	EndpointRef ObjectName `json:"endpointRef"`
 	// endpointID is the endpoint's REST id.
-	// +optional
 	EndpointID string `json:"endpointID,omitempty"`
 	// callRef is the Call the event is about (absent for test events).
-	// +optional
 	CallRef *ObjectName `json:"callRef,omitempty"`
 	// callID is the call_id the event carries.
-	// +optional
 	CallID string `json:"callID,omitempty"`
 }
 
 // DeliveryAttempt is one POST to the receiver.
 type DeliveryAttempt struct {
 	// attemptedAt is when the request was sent.
-	// +required
 	AttemptedAt metav1.MicroTime `json:"attemptedAt"`
 	// statusCode is the receiver's HTTP status; absent when no response came.
-	// +optional
 	StatusCode int32 `json:"statusCode,omitempty"`
 	// error is why no response came (DNS, TLS, refused address, timeout).
-	// +optional
 	Error string `json:"error,omitempty"`
 	// durationMS is how long the receiver took.
-	// +optional
 	DurationMS int64 `json:"durationMS,omitempty"`
 	// response is the start of the receiver's response body.
-	// +optional
 	Response string `json:"response,omitempty"`
 	// trigger is scheduled, manual (a retry asked for) or test.
-	// +optional
 	Trigger string `json:"trigger,omitempty"`
 }
 
-// WebhookDeliveryStatus is the delivery's progress.
-type WebhookDeliveryStatus struct {
+// DeliveryStatus is the delivery's progress.
+type DeliveryStatus struct {
 	// phase is pending, succeeded or failed.
-	// +optional
 	Phase DeliveryPhase `json:"phase,omitempty"`
 	// attemptCount counts every attempt made.
-	// +optional
 	AttemptCount int32 `json:"attemptCount,omitempty"`
 	// scheduledAttempts counts the attempts of the retry schedule (manual
 	// retries do not use it up).
-	// +optional
 	ScheduledAttempts int32 `json:"scheduledAttempts,omitempty"`
 	// attempts are the latest attempts, oldest first (at most 20 kept).
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=20
 	Attempts []DeliveryAttempt `json:"attempts,omitempty"`
 	// nextAttemptAt is when the next scheduled attempt is due.
-	// +optional
 	NextAttemptAt *metav1.MicroTime `json:"nextAttemptAt,omitempty"`
 	// lastStatusCode is the latest attempt's HTTP status.
-	// +optional
 	LastStatusCode int32 `json:"lastStatusCode,omitempty"`
 	// lastError is the latest attempt's error or failure reason.
-	// +optional
 	LastError string `json:"lastError,omitempty"`
 	// completedAt is when the delivery succeeded or finally failed.
-	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// retryHandled is the switchboard.dev/retry-requested-at value last
 	// acted on.
-	// +optional
 	RetryHandled string `json:"retryHandled,omitempty"`
 }
 
-// WebhookDelivery is one event on its way to one endpoint: recorded once
-// per (call, event, endpoint) or test event, sent by the delivery worker
-// with retries, and kept in the history store (the delivery queue and
-// log), not in the cluster: an event costs the apiserver no write. It keeps
-// the shape of the resource it was until v1alpha1's history store, so the
-// record reads the same; deleted after the retention period.
-type WebhookDelivery struct {
+// Delivery is one event on its way to one endpoint: recorded once per
+// (call, event, endpoint) or test event, sent by the delivery worker with
+// retries, and kept in this store (the delivery queue and log), not in the
+// cluster: an event costs the apiserver no write. Deleted after the
+// retention period.
+type Delivery struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +required
-	Spec WebhookDeliverySpec `json:"spec"`
-	// +optional
-	Status WebhookDeliveryStatus `json:"status,omitempty"`
+	Spec   DeliverySpec   `json:"spec"`
+	Status DeliveryStatus `json:"status,omitempty"`
 }
 
-// CurrentPhase is the delivery's phase; pending until first reconciled.
-func (d *WebhookDelivery) CurrentPhase() DeliveryPhase {
+// CurrentPhase is the delivery's phase; pending until the worker first
+// sets it.
+func (d *Delivery) CurrentPhase() DeliveryPhase {
 	if d.Status.Phase == "" {
 		return DeliveryPending
 	}
 	return d.Status.Phase
+}
+
+// DeepCopy is a copy of d that shares no memory with it, as the generated
+// copy of the resource was: the worker keeps a claimed delivery as it was
+// while working on it, and the store encodes a copy without its managed
+// fields. Written by hand, as controller-gen generates only for the API
+// packages; a field holding a pointer, slice or map must be copied here
+// (TestDeliveryDeepCopySharesNothing notices one that is not).
+func (d *Delivery) DeepCopy() *Delivery {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	d.DeepCopyInto(&out.ObjectMeta) // ObjectMeta's own, promoted
+	if d.Spec.CallRef != nil {
+		ref := *d.Spec.CallRef
+		out.Spec.CallRef = &ref
+	}
+	out.Status.Attempts = slices.Clone(d.Status.Attempts) // an attempt holds only values
+	out.Status.NextAttemptAt = d.Status.NextAttemptAt.DeepCopy()
+	out.Status.CompletedAt = d.Status.CompletedAt.DeepCopy()
+	return &out
 }
