@@ -157,13 +157,15 @@ func addressGuard(p URLPolicy) func(network, address string, _ syscall.RawConn) 
 // Send makes one attempt to deliver m. It never returns an error: every
 // outcome is a Result for the delivery log.
 func (s *Sender) Send(ctx context.Context, m Message) Result {
+	// Duration counts from where the timeout does, so that an attempt cut
+	// off by it never reads shorter than the timeout it reports.
+	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errAttemptTimedOut)
 	defer cancel()
 	req, err := s.newRequest(ctx, m)
 	if err != nil {
 		return Result{Err: err.Error()}
 	}
-	start := time.Now()
 	resp, err := s.do(ctx, req)
 	if err != nil {
 		return Result{Err: s.describe(ctx, err), Duration: time.Since(start)}
