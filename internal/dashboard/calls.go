@@ -14,10 +14,11 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callinput"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
-	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // callsPageSize is how many calls a page of the list shows.
@@ -83,7 +84,7 @@ func (d *dashboard) callQuery(filter url.Values) (history.CallQuery, map[string]
 			v.Set(field, localToRFC3339(s))
 		}
 	}
-	q, invalid := httpapi.DecodeCallQuery(v, d.cfg.DefaultRegion)
+	q, invalid := callinput.DecodeQuery(v, d.cfg.DefaultRegion)
 	q.Limit = callsPageSize
 	return q, problemsByField(invalid)
 }
@@ -98,7 +99,7 @@ func localToRFC3339(s string) string {
 
 // problemsByField keys validation messages by the field they are about
 // (the second element of loc, as in ["body", "to_number"]).
-func problemsByField(items []httpapi.ValidationItem) map[string]string {
+func problemsByField(items []validation.Item) map[string]string {
 	out := map[string]string{}
 	for _, item := range items {
 		field := "form"

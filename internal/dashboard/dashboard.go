@@ -8,8 +8,8 @@
 //
 // Its pages decode a request, call one operation shared with the REST API
 // (calls.Book, calls.Placer, calls.Stopper, endpoints.Service) and
-// render: a call placed here is checked exactly as POST /v1/calls checks
-// one, with source "dashboard".
+// render: a call placed here is decoded (callinput) and checked exactly as
+// POST /v1/calls decodes and checks one, with source "dashboard".
 package dashboard
 
 import (

@@ -12,10 +12,11 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callinput"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
-	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // agentChoice is an agent in the form's select.
@@ -77,7 +78,7 @@ func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
 	}
 	body, problems := callBody(r.PostForm)
 	if len(problems) == 0 {
-		req, invalid := httpapi.DecodeCallRequest(body, d.cfg.DefaultRegion)
+		req, invalid := callinput.DecodeRequest(body, d.cfg.DefaultRegion)
 		problems = formProblems(invalid)
 		if len(problems) == 0 {
 			req.Source = switchboardv1.SourceDashboard
@@ -129,7 +130,7 @@ func callBody(form url.Values) ([]byte, map[string]string) {
 
 // formProblems places the API's validation messages beside the form's
 // fields: a variable's beside its own field.
-func formProblems(items []httpapi.ValidationItem) map[string]string {
+func formProblems(items []validation.Item) map[string]string {
 	out := problemsByField(items)
 	for _, item := range items {
 		if len(item.Loc) > 2 && item.Loc[1] == "variables" {

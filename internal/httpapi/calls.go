@@ -12,11 +12,13 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/callinput"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // callCreatedResponse is the 201 body of POST /v1/calls (OpenAPI: CallCreatedResponse).
@@ -49,7 +51,7 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
-		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
+		writeValidation(w, []validation.Item{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
 			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
 			Input: nil}})
 		return
@@ -85,7 +87,7 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 // dispatch failures leave a failed call record; the success path is one
 // create.
 func (a *api) place(ctx context.Context, ns string, body []byte, callID string) reply {
-	req, invalid := decodeCreateCall(body, a.cfg.DefaultRegion)
+	req, invalid := callinput.DecodeRequest(body, a.cfg.DefaultRegion)
 	if invalid != nil {
 		return validationReply(invalid)
 	}
@@ -94,7 +96,7 @@ func (a *api) place(ctx context.Context, ns string, body []byte, callID string) 
 
 // placeRequest is place after decoding, which the SDK's create-phone-call
 // (compat.go) shares. A placed call's reply carries the Call.
-func (a *api) placeRequest(ctx context.Context, ns string, req *createCallRequest, callID string) reply {
+func (a *api) placeRequest(ctx context.Context, ns string, req *calls.Request, callID string) reply {
 	placement := *req
 	placement.Source = switchboardv1.SourceAPI
 	placed, err := a.cfg.Placer.Place(ctx, ns, placement, callID)
@@ -258,7 +260,7 @@ func (a *api) findCall(w http.ResponseWriter, r *http.Request) (*switchboardv1.C
 func callIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := chi.URLParam(r, "callID")
 	if !callid.Valid(id) {
-		writeValidation(w, []ValidationItem{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
+		writeValidation(w, []validation.Item{{Type: "string_pattern_mismatch", Loc: []any{"path", "call_id"},
 			Msg: "String should match pattern '" + callid.Pattern + "'", Input: id,
 			Ctx: map[string]any{"pattern": callid.Pattern}}})
 		return "", false

@@ -149,7 +149,7 @@ func TestDecodeCreatePhoneCall(t *testing.T) {
 
 func TestDecodeSDKListCalls(t *testing.T) {
 	const agent = "7F2C1E9A-3B4D-4C5E-8F60-1A2B3C4D5E6F"
-	cursor := encodeCallCursor(history.Key{CreatedAt: time.Unix(1795308196, 65e6).UTC(), CallID: "call_4a35433fba4ee9a8dde28705f8a6f374"})
+	cursor := calls.EncodeCursor(history.Key{CreatedAt: time.Unix(1795308196, 65e6).UTC(), CallID: "call_4a35433fba4ee9a8dde28705f8a6f374"})
 	ms := func(n int64) time.Time { return time.UnixMilli(n).UTC() }
 	tests := []struct {
 		name     string
@@ -167,7 +167,7 @@ func TestDecodeSDKListCalls(t *testing.T) {
 				"direction":{"op":"in","type":"enum","value":["outbound"]},
 				"to_number":{"op":"eq","type":"string","value":"(415) 555-1234"},
 				"start_timestamp":{"op":"bt","type":"range","value":[1000,2000]}}}`,
-			want: history.CallQuery{Limit: 10, After: decodeCallCursor(cursor), AgentID: strings.ToLower(agent),
+			want: history.CallQuery{Limit: 10, After: calls.DecodeCursor(cursor), AgentID: strings.ToLower(agent),
 				Status: "ended", ToNumber: "+14155551234",
 				CreatedAfter: ms(1000).Add(-time.Nanosecond), CreatedBefore: ms(2001)}},
 		{name: "statuses map back", body: `{"filter_criteria":{"call_status":{"op":"in","type":"enum","value":["registered"]}}}`,

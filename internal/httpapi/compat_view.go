@@ -12,12 +12,14 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callinput"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // sdkCall is the SDK's phone call object (PhoneCallResponse, and
@@ -132,13 +134,13 @@ func deref(s *string) string {
 
 // decodeCreatePhoneCall reads a create-phone-call body. It is a POST
 // /v1/calls body under the aliases (override_agent_id,
-// retell_llm_dynamic_variables) decodeCreateCall already accepts, and
+// retell_llm_dynamic_variables) callinput.DecodeRequest already accepts, and
 // validated as such; only a missing agent is reported under the SDK's
 // name, since the SDK's callers never send agent_id.
-func decodeCreatePhoneCall(body []byte, region string) (*createCallRequest, []ValidationItem) {
-	req, errs := decodeCreateCall(body, region)
+func decodeCreatePhoneCall(body []byte, region string) (*calls.Request, []validation.Item) {
+	req, errs := callinput.DecodeRequest(body, region)
 	for i := range errs {
-		if errs[i].Type == "missing" && slices.Equal(errs[i].Loc, []any{"body", agentIDNames[0]}) {
+		if errs[i].Type == "missing" && slices.Equal(errs[i].Loc, []any{"body", "agent_id"}) {
 			errs[i].Loc = []any{"body", "override_agent_id"}
 			errs[i].Msg = "Field required: Switchboard binds no agent to a number, so every call names its agent"
 		}
@@ -155,37 +157,39 @@ var sdkListFilters = []string{"agent", "call_status", "call_type", "direction", 
 // rather than ignored, so a caller never mistakes a wider list for the
 // one asked for: several agents or statuses at once, ascending order,
 // skip, include_total, and the filters not in sdkListFilters.
-func decodeSDKListCalls(body []byte, region string) (q history.CallQuery, none bool, errs []ValidationItem) {
-	q = history.CallQuery{Limit: defaultCallPageSize}
+func decodeSDKListCalls(body []byte, region string) (q history.CallQuery, none bool, errs []validation.Item) {
+	q = history.CallQuery{Limit: callinput.DefaultPageSize}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return q, false, nil // the SDK's list() with no argument
 	}
-	d := &decoder{region: region}
-	if errs := d.parseObject(body); errs != nil {
-		return q, false, errs
+	obj, invalid := validation.ParseObject(body)
+	if invalid != nil {
+		return q, false, invalid
 	}
-	l := &sdkListDecoder{decoder: d, q: &q}
+	l := &sdkListDecoder{Object: obj, region: region, q: &q}
 	l.limit()
 	l.paginationKey()
 	l.refuseUnless("sort_order", `"descending"`, "Switchboard lists calls newest first only: sort_order must be descending")
 	l.refuseUnless("skip", "0", "Switchboard pages with pagination_key, not skip")
 	l.refuseUnless("include_total", "false", "Switchboard does not count the matching calls: include_total must be false")
 	l.filters()
-	if len(d.errs) > 0 {
-		return q, false, d.errs
+	if len(l.Problems) > 0 {
+		return q, false, l.Problems
 	}
 	return q, l.none, nil
 }
 
 type sdkListDecoder struct {
-	*decoder
-	q    *history.CallQuery
-	none bool
+	*validation.Object
+	// region is where a to_number without "+" is read.
+	region string
+	q      *history.CallQuery
+	none   bool
 }
 
 // field returns a top-level field that holds a value (null is absent).
 func (l *sdkListDecoder) field(name string) (json.RawMessage, bool) {
-	raw, ok := l.fields[name]
+	raw, ok := l.Fields[name]
 	return raw, ok && !isNull(raw)
 }
 
@@ -198,12 +202,12 @@ func (l *sdkListDecoder) limit() {
 	loc := []any{"body", "limit"}
 	switch err := json.Unmarshal(raw, &n); {
 	case err != nil:
-		l.failCtx("int_type", loc, "Input should be a valid integer", decodeAny(raw), nil)
+		l.Fail("int_type", loc, "Input should be a valid integer", decodeAny(raw), nil)
 	case n < 1:
-		l.failCtx("greater_than_equal", loc, "Input should be greater than or equal to 1", n, map[string]any{"ge": 1})
-	case n > maxCallPageSize:
-		l.failCtx("less_than_equal", loc, "Input should be less than or equal to 1000", n,
-			map[string]any{"le": maxCallPageSize})
+		l.Fail("greater_than_equal", loc, "Input should be greater than or equal to 1", n, map[string]any{"ge": 1})
+	case n > callinput.MaxPageSize:
+		l.Fail("less_than_equal", loc, "Input should be less than or equal to 1000", n,
+			map[string]any{"le": callinput.MaxPageSize})
 	default:
 		l.q.Limit = n
 	}
@@ -215,12 +219,16 @@ func (l *sdkListDecoder) paginationKey() {
 		return
 	}
 	var key string
-	if err := json.Unmarshal(raw, &key); err != nil || !validCallCursor(key) {
-		l.failCtx("value_error", []any{"body", "pagination_key"},
+	var after *history.Key
+	if json.Unmarshal(raw, &key) == nil {
+		after = callinput.ParseCursor(key)
+	}
+	if after == nil {
+		l.Fail("value_error", []any{"body", "pagination_key"},
 			"Value error, pass the pagination_key of the previous page, or none to start over", decodeAny(raw), nil)
 		return
 	}
-	l.q.After = decodeCallCursor(key)
+	l.q.After = after
 }
 
 // refuseUnless refuses field unless it is absent or holds the JSON value
@@ -230,7 +238,7 @@ func (l *sdkListDecoder) refuseUnless(field, want, msg string) {
 	if !ok || jsonEqual(raw, want) {
 		return
 	}
-	l.failCtx("value_error", []any{"body", field}, "Value error, "+msg, decodeAny(raw), nil)
+	l.Fail("value_error", []any{"body", field}, "Value error, "+msg, decodeAny(raw), nil)
 }
 
 func jsonEqual(raw json.RawMessage, want string) bool {
@@ -245,7 +253,7 @@ func (l *sdkListDecoder) filters() {
 	}
 	var criteria map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &criteria); err != nil {
-		l.failCtx("dict_type", []any{"body", "filter_criteria"}, "Input should be a valid dictionary", decodeAny(raw), nil)
+		l.Fail("dict_type", []any{"body", "filter_criteria"}, "Input should be a valid dictionary", decodeAny(raw), nil)
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(criteria)) { // errors in a stable order
@@ -267,8 +275,8 @@ func (l *sdkListDecoder) filters() {
 		case "start_timestamp":
 			l.timeFilter(loc, raw)
 		default:
-			l.failCtx("value_error", loc, "Value error, Switchboard does not filter calls on "+k+"; it filters on "+
-				expectedList(sdkListFilters), decodeAny(raw), nil)
+			l.Fail("value_error", loc, "Value error, Switchboard does not filter calls on "+k+"; it filters on "+
+				validation.Expected(sdkListFilters), decodeAny(raw), nil)
 		}
 	}
 }
@@ -284,8 +292,8 @@ type sdkFilter struct {
 func (l *sdkListDecoder) filter(loc []any, raw json.RawMessage, typ string, ops ...string) (sdkFilter, bool) {
 	var f sdkFilter
 	if err := json.Unmarshal(raw, &f); err != nil || f.Type != typ || !slices.Contains(ops, f.Op) {
-		l.failCtx("value_error", loc, "Value error, Switchboard answers this filter with type "+typ+
-			" and op "+expectedList(ops), decodeAny(raw), nil)
+		l.Fail("value_error", loc, "Value error, Switchboard answers this filter with type "+typ+
+			" and op "+validation.Expected(ops), decodeAny(raw), nil)
 		return f, false
 	}
 	return f, true
@@ -300,7 +308,7 @@ func (l *sdkListDecoder) oneOf(loc []any, raw json.RawMessage) ([]string, bool) 
 	}
 	var values []string
 	if err := json.Unmarshal(f.Value, &values); err != nil || len(values) == 0 {
-		l.failCtx("value_error", append(loc, "value"), "Value error, value should be a non-empty list of strings",
+		l.Fail("value_error", append(loc, "value"), "Value error, value should be a non-empty list of strings",
 			decodeAny(f.Value), nil)
 		return nil, false
 	}
@@ -321,7 +329,7 @@ func (l *sdkListDecoder) statusFilter(loc []any, raw json.RawMessage) {
 		return
 	}
 	if len(values) > 1 {
-		l.failCtx("value_error", append(loc, "value"), "Value error, Switchboard filters on one call_status at a time",
+		l.Fail("value_error", append(loc, "value"), "Value error, Switchboard filters on one call_status at a time",
 			values, nil)
 		return
 	}
@@ -335,8 +343,8 @@ func (l *sdkListDecoder) statusFilter(loc []any, raw json.RawMessage) {
 			return
 		}
 	}
-	expected := expectedList([]string{"registered", "ongoing", "ended", "error", "not_connected"})
-	l.failCtx("enum", append(loc, "value", 0), "Input should be "+expected, values[0], map[string]any{"expected": expected})
+	expected := validation.Expected([]string{"registered", "ongoing", "ended", "error", "not_connected"})
+	l.Fail("enum", append(loc, "value", 0), "Input should be "+expected, values[0], map[string]any{"expected": expected})
 }
 
 func (l *sdkListDecoder) agentFilter(loc []any, raw json.RawMessage) {
@@ -346,23 +354,24 @@ func (l *sdkListDecoder) agentFilter(loc []any, raw json.RawMessage) {
 	}
 	switch err := json.Unmarshal(raw, &agents); {
 	case err != nil:
-		l.failCtx("list_type", loc, "Input should be a list of {agent_id, version}", decodeAny(raw), nil)
+		l.Fail("list_type", loc, "Input should be a list of {agent_id, version}", decodeAny(raw), nil)
 		return
 	case len(agents) == 0:
 		return
 	case len(agents) > 1:
-		l.failCtx("value_error", loc, "Value error, Switchboard filters on one agent at a time", decodeAny(raw), nil)
+		l.Fail("value_error", loc, "Value error, Switchboard filters on one agent at a time", decodeAny(raw), nil)
 		return
 	case len(agents[0].Version) > 0:
-		l.failCtx("value_error", append(loc, 0, "version"), "Value error, Switchboard's agents have no versions",
+		l.Fail("value_error", append(loc, 0, "version"), "Value error, Switchboard's agents have no versions",
 			agents[0].Version, nil)
 		return
 	}
-	if !uuidPattern.MatchString(agents[0].AgentID) {
-		l.failCtx("uuid_parsing", append(loc, 0, "agent_id"), "Input should be a valid UUID", agents[0].AgentID, nil)
+	id, ok := callinput.ParseAgentID(agents[0].AgentID)
+	if !ok {
+		l.Fail("uuid_parsing", append(loc, 0, "agent_id"), "Input should be a valid UUID", agents[0].AgentID, nil)
 		return
 	}
-	l.q.AgentID = strings.ToLower(agents[0].AgentID)
+	l.q.AgentID = id
 }
 
 func (l *sdkListDecoder) toNumberFilter(loc []any, raw json.RawMessage) {
@@ -372,9 +381,9 @@ func (l *sdkListDecoder) toNumberFilter(loc []any, raw json.RawMessage) {
 	}
 	var s string
 	_ = json.Unmarshal(f.Value, &s)
-	e164, ok := normalizePhone(s, l.region)
+	e164, ok := callinput.NormalizePhone(s, l.region)
 	if !ok {
-		l.failCtx("value_error", append(loc, "value"), phoneError("to_number"), decodeAny(f.Value), nil)
+		l.Fail("value_error", append(loc, "value"), callinput.PhoneError("to_number"), decodeAny(f.Value), nil)
 		return
 	}
 	l.q.ToNumber = e164
@@ -390,7 +399,7 @@ func (l *sdkListDecoder) timeFilter(loc []any, raw json.RawMessage) {
 		if f, ok := l.filter(loc, raw, "range", "bt"); ok {
 			var bounds []int64
 			if err := json.Unmarshal(f.Value, &bounds); err != nil || len(bounds) != 2 {
-				l.failCtx("value_error", append(loc, "value"), "Value error, value should be [lower_bound, upper_bound]",
+				l.Fail("value_error", append(loc, "value"), "Value error, value should be [lower_bound, upper_bound]",
 					decodeAny(f.Value), nil)
 				return
 			}
@@ -405,7 +414,7 @@ func (l *sdkListDecoder) timeFilter(loc []any, raw json.RawMessage) {
 	}
 	var ms int64
 	if err := json.Unmarshal(f.Value, &ms); err != nil {
-		l.failCtx("int_type", append(loc, "value"), "Input should be a valid integer", decodeAny(f.Value), nil)
+		l.Fail("int_type", append(loc, "value"), "Input should be a valid integer", decodeAny(f.Value), nil)
 		return
 	}
 	switch f.Op {

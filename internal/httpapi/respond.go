@@ -9,6 +9,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // The one place that writes JSON, so every response, error or not, has the
@@ -84,12 +85,12 @@ func errorReply(status int, d ErrorDetail) reply {
 }
 
 // validationReply is a 422 validation array, each input clipped.
-func validationReply(items []ValidationItem) reply {
-	clipped := make([]ValidationItem, len(items))
+func validationReply(items []validation.Item) reply {
+	echoed := make([]validation.Item, len(items))
 	for i, item := range items {
-		clipped[i] = item.clipped()
+		echoed[i] = clipItem(item)
 	}
-	return reply{status: http.StatusUnprocessableEntity, body: validationDetail{Detail: clipped}}
+	return reply{status: http.StatusUnprocessableEntity, body: validationDetail{Detail: echoed}}
 }
 
 // stringDetail is the error body for auth and not-found errors.
@@ -118,20 +119,11 @@ func writeErrorDetail(w http.ResponseWriter, status int, d ErrorDetail) {
 	writeJSON(w, status, objectDetail{Detail: d})
 }
 
-// ValidationItem is one entry of a 422 validation-array detail.
-type ValidationItem struct {
-	Type  string         `json:"type"`
-	Loc   []any          `json:"loc"`
-	Msg   string         `json:"msg"`
-	Input any            `json:"input"`
-	Ctx   map[string]any `json:"ctx,omitempty"`
-}
-
 type validationDetail struct {
-	Detail []ValidationItem `json:"detail"`
+	Detail []validation.Item `json:"detail"`
 }
 
-func writeValidation(w http.ResponseWriter, items []ValidationItem) {
+func writeValidation(w http.ResponseWriter, items []validation.Item) {
 	writeReply(w, validationReply(items))
 }
 
@@ -141,17 +133,18 @@ func writeValidation(w http.ResponseWriter, items []ValidationItem) {
 // so a 422 stays short and readable whatever was sent.
 const MaxEchoedInputChars = 256
 
-func (v ValidationItem) clipped() ValidationItem {
-	v.Input = clipInput(v.Input)
-	loc := make([]any, len(v.Loc))
-	for i, step := range v.Loc {
+// clipItem is item as a 422 quotes it: its input and location keys clipped.
+func clipItem(item validation.Item) validation.Item {
+	item.Input = clipInput(item.Input)
+	loc := make([]any, len(item.Loc))
+	for i, step := range item.Loc {
 		if s, ok := step.(string); ok {
 			step = clip(s)
 		}
 		loc[i] = step
 	}
-	v.Loc = loc
-	return v
+	item.Loc = loc
+	return item
 }
 
 func clipInput(in any) any {

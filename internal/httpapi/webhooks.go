@@ -84,6 +84,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
@@ -208,16 +209,16 @@ func (a *api) unavailable(w http.ResponseWriter, err error, logMsg, what string)
 
 // invalidItems is the validation array of an endpoint the API server found
 // invalid (its CRD rules).
-func invalidItems(err error) []ValidationItem {
-	var items []ValidationItem
+func invalidItems(err error) []validation.Item {
+	var items []validation.Item
 	if st := apierrors.APIStatus(nil); errors.As(err, &st) && st.Status().Details != nil {
 		for _, c := range st.Status().Details.Causes {
-			items = append(items, ValidationItem{Type: "value_error",
+			items = append(items, validation.Item{Type: "value_error",
 				Loc: []any{"body", strings.TrimPrefix(c.Field, "spec.")}, Msg: "Value error, " + c.Message})
 		}
 	}
 	if len(items) == 0 {
-		items = []ValidationItem{{Type: "value_error", Loc: []any{"body"}, Msg: "Value error, " + err.Error()}}
+		items = []validation.Item{{Type: "value_error", Loc: []any{"body"}, Msg: "Value error, " + err.Error()}}
 	}
 	return items
 }
@@ -227,7 +228,7 @@ func invalidItems(err error) []ValidationItem {
 func (a *api) savedEndpointFailed(w http.ResponseWriter, req *endpointRequest, err error) {
 	var refused *webhook.URLError
 	if errors.As(err, &refused) {
-		writeValidation(w, []ValidationItem{{Type: CodeURLNotAllowed, Loc: []any{"body", "url"},
+		writeValidation(w, []validation.Item{{Type: CodeURLNotAllowed, Loc: []any{"body", "url"},
 			Msg: refused.Reason, Input: req.URL}})
 		return
 	}
@@ -272,7 +273,7 @@ func (a *api) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	items, hasMore, err := a.cfg.Endpoints.Page(r.Context(), organization(r.Context()), page.Cursor, page.Limit)
 	switch {
 	case errors.Is(err, endpoints.ErrUnknownCursor):
-		writeValidation(w, []ValidationItem{unknownCursor(page.Cursor)})
+		writeValidation(w, []validation.Item{unknownCursor(page.Cursor)})
 		return
 	case err != nil:
 		a.endpointFailed(w, err)
@@ -354,7 +355,7 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		endpoints.DeliveryFilter{Event: q.Event, Status: q.Status, Cursor: q.Cursor, Limit: q.Limit})
 	switch {
 	case errors.Is(err, endpoints.ErrUnknownCursor):
-		writeValidation(w, []ValidationItem{unknownCursor(q.Cursor)})
+		writeValidation(w, []validation.Item{unknownCursor(q.Cursor)})
 		return
 	case err != nil:
 		a.endpointFailed(w, err)

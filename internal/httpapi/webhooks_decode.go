@@ -6,11 +6,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -22,44 +22,46 @@ const (
 	maxDescriptionLength = 512
 )
 
-// Page sizes of the list endpoints.
+// Page sizes of the webhook lists (calls: callinput's).
 const (
 	defaultPageSize = 20
 	maxPageSize     = 100
-	// Calls are listed in larger pages (an export walks them all).
-	defaultCallPageSize = 50
-	maxCallPageSize     = 1000
 )
 
 // endpointRequest is a decoded create or update body.
 type endpointRequest = endpoints.Change
 
+// endpointDecoder decodes one create or update body, collecting every
+// problem.
+type endpointDecoder struct{ *validation.Object }
+
 // decodeEndpoint validates a POST (create) or PATCH (!create) body. On a
 // create, url is required; on a PATCH, null resets events (to all kinds)
 // and description (to ""), while url and disabled cannot be null. The URL
 // policy is the caller's business: it needs the network.
-func decodeEndpoint(body []byte, create bool) (*endpointRequest, []ValidationItem) {
-	d := &decoder{}
-	if errs := d.parseObject(body); errs != nil {
-		return nil, errs
+func decodeEndpoint(body []byte, create bool) (*endpointRequest, []validation.Item) {
+	obj, invalid := validation.ParseObject(body)
+	if invalid != nil {
+		return nil, invalid
 	}
+	d := endpointDecoder{obj}
 	req := &endpointRequest{}
-	if raw, ok := d.fields["url"]; ok {
+	if raw, ok := d.Fields["url"]; ok {
 		req.URL, req.URLSet = d.webhookURL(raw)
 	} else if create {
-		d.fail("missing", "url", "Field required", nil)
+		d.FailField("missing", "url", "Field required", nil)
 	}
-	if raw, ok := d.fields["events"]; ok {
+	if raw, ok := d.Fields["events"]; ok {
 		req.Events, req.EventsSet = d.events(raw)
 	}
-	if raw, ok := d.fields["description"]; ok {
+	if raw, ok := d.Fields["description"]; ok {
 		req.Description, req.DescriptionSet = d.description(raw)
 	}
-	if raw, ok := d.fields["disabled"]; ok {
+	if raw, ok := d.Fields["disabled"]; ok {
 		req.Disabled, req.DisabledSet = d.boolean("disabled", raw)
 	}
-	if len(d.errs) > 0 {
-		return nil, d.errs
+	if len(d.Problems) > 0 {
+		return nil, d.Problems
 	}
 	if create {
 		req.URLSet, req.EventsSet, req.DescriptionSet, req.DisabledSet = true, true, true, true
@@ -67,14 +69,14 @@ func decodeEndpoint(body []byte, create bool) (*endpointRequest, []ValidationIte
 	return req, nil
 }
 
-func (d *decoder) webhookURL(raw json.RawMessage) (string, bool) {
+func (d endpointDecoder) webhookURL(raw json.RawMessage) (string, bool) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil || isNull(raw) {
-		d.fail("string_type", "url", "Input should be a valid string", raw)
+		d.FailField("string_type", "url", "Input should be a valid string", raw)
 		return "", false
 	}
 	if utf8.RuneCountInString(s) > maxURLLength {
-		d.failCtx("string_too_long", []any{"body", "url"}, "String should have at most "+
+		d.Fail("string_too_long", []any{"body", "url"}, "String should have at most "+
 			strconv.Itoa(maxURLLength)+" characters", s, map[string]any{"max_length": maxURLLength})
 		return "", false
 	}
@@ -82,60 +84,60 @@ func (d *decoder) webhookURL(raw json.RawMessage) (string, bool) {
 }
 
 // events decodes a list of distinct kinds; null and [] mean all kinds.
-func (d *decoder) events(raw json.RawMessage) ([]switchboardv1.WebhookEventType, bool) {
+func (d endpointDecoder) events(raw json.RawMessage) ([]switchboardv1.WebhookEventType, bool) {
 	if isNull(raw) {
 		return nil, true
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		d.fail("list_type", "events", "Input should be a valid list", raw)
+		d.FailField("list_type", "events", "Input should be a valid list", raw)
 		return nil, false
 	}
-	before := len(d.errs)
+	before := len(d.Problems)
 	var kinds []switchboardv1.WebhookEventType
 	seen := map[string]bool{}
 	for i, item := range items {
 		loc := []any{"body", "events", i}
 		var s string
 		if err := json.Unmarshal(item, &s); err != nil || isNull(item) {
-			d.failCtx("string_type", loc, "Input should be a valid string", decodeAny(item), nil)
+			d.Fail("string_type", loc, "Input should be a valid string", decodeAny(item), nil)
 			continue
 		}
 		switch {
 		case !webhook.ValidKind(s):
-			d.failCtx("enum", loc, "Input should be "+expectedList(webhook.Kinds), s,
-				map[string]any{"expected": expectedList(webhook.Kinds)})
+			d.Fail("enum", loc, "Input should be "+validation.Expected(webhook.Kinds), s,
+				map[string]any{"expected": validation.Expected(webhook.Kinds)})
 		case seen[s]:
-			d.failCtx("value_error", loc, "Value error, "+s+" is listed more than once", s, nil)
+			d.Fail("value_error", loc, "Value error, "+s+" is listed more than once", s, nil)
 		default:
 			seen[s] = true
 			kinds = append(kinds, switchboardv1.WebhookEventType(s))
 		}
 	}
-	return kinds, len(d.errs) == before
+	return kinds, len(d.Problems) == before
 }
 
-func (d *decoder) description(raw json.RawMessage) (string, bool) {
+func (d endpointDecoder) description(raw json.RawMessage) (string, bool) {
 	if isNull(raw) {
 		return "", true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		d.fail("string_type", "description", "Input should be a valid string", raw)
+		d.FailField("string_type", "description", "Input should be a valid string", raw)
 		return "", false
 	}
 	if utf8.RuneCountInString(s) > maxDescriptionLength {
-		d.failCtx("string_too_long", []any{"body", "description"}, "String should have at most "+
+		d.Fail("string_too_long", []any{"body", "description"}, "String should have at most "+
 			strconv.Itoa(maxDescriptionLength)+" characters", s, map[string]any{"max_length": maxDescriptionLength})
 		return "", false
 	}
 	return s, true
 }
 
-func (d *decoder) boolean(field string, raw json.RawMessage) (bool, bool) {
+func (d endpointDecoder) boolean(field string, raw json.RawMessage) (bool, bool) {
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil || isNull(raw) {
-		d.fail("bool_type", field, "Input should be a valid boolean", raw)
+		d.FailField("bool_type", field, "Input should be a valid boolean", raw)
 		return false, false
 	}
 	return b, true
@@ -143,33 +145,29 @@ func (d *decoder) boolean(field string, raw json.RawMessage) (bool, bool) {
 
 // decodeTestEvent reads the body of POST .../test: empty, {} or
 // {"event": kind}; the kind defaults to call.ended.
-func decodeTestEvent(body []byte) (string, []ValidationItem) {
+func decodeTestEvent(body []byte) (string, []validation.Item) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return webhook.EventCallEnded, nil
 	}
-	d := &decoder{}
-	if errs := d.parseObject(body); errs != nil {
-		return "", errs
+	d, invalid := validation.ParseObject(body)
+	if invalid != nil {
+		return "", invalid
 	}
-	raw, ok := d.fields["event"]
+	raw, ok := d.Fields["event"]
 	if !ok || isNull(raw) {
 		return webhook.EventCallEnded, nil
 	}
 	var kind string
 	if err := json.Unmarshal(raw, &kind); err != nil {
-		d.fail("string_type", "event", "Input should be a valid string", raw)
-		return "", d.errs
+		d.FailField("string_type", "event", "Input should be a valid string", raw)
+		return "", d.Problems
 	}
 	if !webhook.ValidKind(kind) {
-		d.failCtx("enum", []any{"body", "event"}, "Input should be "+expectedList(webhook.Kinds), kind,
-			map[string]any{"expected": expectedList(webhook.Kinds)})
-		return "", d.errs
+		d.Fail("enum", []any{"body", "event"}, "Input should be "+validation.Expected(webhook.Kinds), kind,
+			map[string]any{"expected": validation.Expected(webhook.Kinds)})
+		return "", d.Problems
 	}
 	return kind, nil
-}
-
-func (d *decoder) failCtx(typ string, loc []any, msg string, input any, ctx map[string]any) {
-	d.errs = append(d.errs, ValidationItem{Type: typ, Loc: loc, Msg: msg, Input: input, Ctx: ctx})
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
@@ -180,27 +178,9 @@ func decodeAny(raw json.RawMessage) any {
 	return v
 }
 
-// expectedList is pydantic's wording of an enum: 'a', 'b' or 'c'.
-func expectedList(values []string) string {
-	quoted := make([]string, len(values))
-	for i, v := range values {
-		quoted[i] = "'" + v + "'"
-	}
-	if len(quoted) < 2 {
-		return strings.Join(quoted, "")
-	}
-	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
-}
-
-// pageQuery is the limit and cursor of a list request.
-type pageQuery struct {
-	Limit  int
-	Cursor string
-}
-
 // deliveryQuery is a GET .../deliveries query.
 type deliveryQuery struct {
-	pageQuery
+	validation.Page
 	Status string // "" or a phase
 	Event  string // "" or a kind or "test"
 }
@@ -213,65 +193,35 @@ var (
 
 // decodePage reads limit (1..100, default 20) and cursor, which must look
 // like an id of the listed resource (valid reports that).
-func decodePage(q url.Values, valid func(string) bool, pattern string) (pageQuery, []ValidationItem) {
-	return decodePageSized(q, defaultPageSize, maxPageSize, valid, pattern)
+func decodePage(q url.Values, valid func(string) bool, pattern string) (validation.Page, []validation.Item) {
+	return validation.DecodePage(q, defaultPageSize, maxPageSize, valid, pattern)
 }
 
-// decodePageSized is decodePage with another default and maximum limit.
-func decodePageSized(q url.Values, defaultSize, maxSize int, valid func(string) bool, pattern string) (pageQuery, []ValidationItem) {
-	d := &decoder{}
-	page := pageQuery{Limit: defaultSize}
-	if q.Has("limit") {
-		s := q.Get("limit")
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		loc := []any{"query", "limit"}
-		switch {
-		case err != nil:
-			d.failCtx("int_parsing", loc, "Input should be a valid integer, unable to parse string as an integer", s, nil)
-		case n < 1:
-			d.failCtx("greater_than_equal", loc, "Input should be greater than or equal to 1", s, map[string]any{"ge": 1})
-		case n > maxSize:
-			d.failCtx("less_than_equal", loc, "Input should be less than or equal to "+strconv.Itoa(maxSize), s,
-				map[string]any{"le": maxSize})
-		default:
-			page.Limit = n
-		}
-	}
-	if q.Has("cursor") {
-		page.Cursor = q.Get("cursor")
-		if !valid(page.Cursor) {
-			d.failCtx("string_pattern_mismatch", []any{"query", "cursor"}, "String should match pattern '"+pattern+"'",
-				page.Cursor, map[string]any{"pattern": pattern})
-		}
-	}
-	return page, d.errs
-}
-
-func decodeDeliveryQuery(q url.Values) (deliveryQuery, []ValidationItem) {
+func decodeDeliveryQuery(q url.Values) (deliveryQuery, []validation.Item) {
 	page, errs := decodePage(q, deliveries.ValidID, deliveries.IDPattern)
-	dq := deliveryQuery{pageQuery: page}
-	d := &decoder{errs: errs}
+	dq := deliveryQuery{Page: page}
+	problems := validation.Problems(errs)
 	if q.Has("status") {
 		dq.Status = q.Get("status")
 		if !slices.Contains(deliveryStatuses, dq.Status) {
-			d.failCtx("enum", []any{"query", "status"}, "Input should be "+expectedList(deliveryStatuses), dq.Status,
-				map[string]any{"expected": expectedList(deliveryStatuses)})
+			problems.Fail("enum", []any{"query", "status"}, "Input should be "+validation.Expected(deliveryStatuses), dq.Status,
+				map[string]any{"expected": validation.Expected(deliveryStatuses)})
 		}
 	}
 	if q.Has("event") {
 		dq.Event = q.Get("event")
 		if !slices.Contains(deliveryEvents, dq.Event) {
-			d.failCtx("enum", []any{"query", "event"}, "Input should be "+expectedList(deliveryEvents), dq.Event,
-				map[string]any{"expected": expectedList(deliveryEvents)})
+			problems.Fail("enum", []any{"query", "event"}, "Input should be "+validation.Expected(deliveryEvents), dq.Event,
+				map[string]any{"expected": validation.Expected(deliveryEvents)})
 		}
 	}
-	return dq, d.errs
+	return dq, problems
 }
 
 // unknownCursor is the 422 of a well-formed cursor that names nothing in
 // the list (deleted since, or from another list).
-func unknownCursor(cursor string) ValidationItem {
-	return ValidationItem{Type: "value_error", Loc: []any{"query", "cursor"},
+func unknownCursor(cursor string) validation.Item {
+	return validation.Item{Type: "value_error", Loc: []any{"query", "cursor"},
 		Msg:   "Value error, cursor " + cursor + " is not in this list; pass next_cursor of the previous page, or no cursor to start over",
 		Input: cursor}
 }

@@ -20,12 +20,13 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // problems renders validation items as "type@loc" for compact comparisons.
-func problems(items []ValidationItem) []string {
+func problems(items []validation.Item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		parts := make([]string, len(it.Loc))
@@ -433,7 +434,7 @@ func TestCreateEndpointRefusesURL(t *testing.T) {
 			req = req.WithContext(context.WithValue(req.Context(), principalKey{}, apikeys.Principal{Namespace: "org"}))
 			rec := httptest.NewRecorder()
 			a.createEndpoint(rec, req)
-			var got struct{ Detail []ValidationItem }
+			var got struct{ Detail []validation.Item }
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusUnprocessableEntity ||
 				len(got.Detail) != 1 {
 				t.Fatalf("got %d %s", rec.Code, rec.Body)
