@@ -54,8 +54,7 @@ func (d *queryDecoder) enum(field string, allowed []string) string {
 	}
 	s := d.values.Get(field)
 	if !slices.Contains(allowed, s) {
-		d.Fail("enum", []any{"query", field}, "Input should be "+validation.Expected(allowed), s,
-			map[string]any{"expected": validation.Expected(allowed)})
+		d.NotOneOf([]any{"query", field}, s, allowed)
 		return ""
 	}
 	return s

@@ -343,8 +343,7 @@ func (l *sdkListDecoder) statusFilter(loc []any, raw json.RawMessage) {
 			return
 		}
 	}
-	expected := validation.Expected([]string{"registered", "ongoing", "ended", "error", "not_connected"})
-	l.Fail("enum", append(loc, "value", 0), "Input should be "+expected, values[0], map[string]any{"expected": expected})
+	l.NotOneOf(append(loc, "value", 0), values[0], []string{"registered", "ongoing", "ended", "error", "not_connected"})
 }
 
 func (l *sdkListDecoder) agentFilter(loc []any, raw json.RawMessage) {

@@ -105,8 +105,7 @@ func (d endpointDecoder) events(raw json.RawMessage) ([]switchboardv1.WebhookEve
 		}
 		switch {
 		case !webhook.ValidKind(s):
-			d.Fail("enum", loc, "Input should be "+validation.Expected(webhook.Kinds), s,
-				map[string]any{"expected": validation.Expected(webhook.Kinds)})
+			d.NotOneOf(loc, s, webhook.Kinds)
 		case seen[s]:
 			d.Fail("value_error", loc, "Value error, "+s+" is listed more than once", s, nil)
 		default:
@@ -163,8 +162,7 @@ func decodeTestEvent(body []byte) (string, []validation.Item) {
 		return "", d.Problems
 	}
 	if !webhook.ValidKind(kind) {
-		d.Fail("enum", []any{"body", "event"}, "Input should be "+validation.Expected(webhook.Kinds), kind,
-			map[string]any{"expected": validation.Expected(webhook.Kinds)})
+		d.NotOneOf([]any{"body", "event"}, kind, webhook.Kinds)
 		return "", d.Problems
 	}
 	return kind, nil
@@ -204,15 +202,13 @@ func decodeDeliveryQuery(q url.Values) (deliveryQuery, []validation.Item) {
 	if q.Has("status") {
 		dq.Status = q.Get("status")
 		if !slices.Contains(deliveryStatuses, dq.Status) {
-			problems.Fail("enum", []any{"query", "status"}, "Input should be "+validation.Expected(deliveryStatuses), dq.Status,
-				map[string]any{"expected": validation.Expected(deliveryStatuses)})
+			problems.NotOneOf([]any{"query", "status"}, dq.Status, deliveryStatuses)
 		}
 	}
 	if q.Has("event") {
 		dq.Event = q.Get("event")
 		if !slices.Contains(deliveryEvents, dq.Event) {
-			problems.Fail("enum", []any{"query", "event"}, "Input should be "+validation.Expected(deliveryEvents), dq.Event,
-				map[string]any{"expected": validation.Expected(deliveryEvents)})
+			problems.NotOneOf([]any{"query", "event"}, dq.Event, deliveryEvents)
 		}
 	}
 	return dq, problems

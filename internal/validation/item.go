@@ -35,6 +35,13 @@ func (p *Problems) Fail(typ string, loc []any, msg string, input any, ctx map[st
 	p.Add(Item{Type: typ, Loc: loc, Msg: msg, Input: input, Ctx: ctx})
 }
 
+// NotOneOf records that input at loc is none of allowed (pydantic's enum
+// problem, the allowed values in its ctx).
+func (p *Problems) NotOneOf(loc []any, input string, allowed []string) {
+	expected := Expected(allowed)
+	p.Fail("enum", loc, "Input should be "+expected, input, map[string]any{"expected": expected})
+}
+
 // Input is raw JSON as an item's input. Numbers keep their text; one
 // beyond a float64 is echoed as a string, which every client can decode.
 func Input(raw []byte) any {
