@@ -127,6 +127,12 @@ func expectSigned(g Gomega, d delivery) {
 	g.Expect(d.header.Get("Authorization")).To(BeEmpty(), "deliveries never carry the API key")
 }
 
+// onlyCallStarted subscribes an endpoint (applyEndpoint's mutate) to
+// call.started alone: one delivery per call, for the retry tests.
+func onlyCallStarted(s *switchboardv1.WebhookEndpointSpec) {
+	s.Events = []switchboardv1.WebhookEventType{"call.started"}
+}
+
 // applyEndpoint creates a WebhookEndpoint the way a platform team does
 // (kubectl apply), waits until it is Ready, and returns it with the
 // signing secret Switchboard generated for it.

@@ -167,9 +167,7 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	_, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	_, secret := applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	rc.trust(secret)
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(3))
@@ -204,9 +202,7 @@ func TestWebhookGivesUp(t *testing.T) {
 	rc := newReceiver(t, nil)
 	url := rc.url()
 	rc.srv.Close() // connection refused from now on
-	ep, _ := applyEndpoint(t, o.ns, url, func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	ep, _ := applyEndpoint(t, o.ns, url, onlyCallStarted)
 	id := o.createCall(t, "+14155551234", nil)
 
 	var d history.Delivery
@@ -280,9 +276,7 @@ func TestWebhookHonoursRetryAfter(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	_, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	_, secret := applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	rc.trust(secret)
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(2))
@@ -307,9 +301,7 @@ func TestWebhookReceiverThatHangs(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	_, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	_, secret := applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	rc.trust(secret)
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 20*time.Second, 50*time.Millisecond).Should(Equal(2))
@@ -459,9 +451,7 @@ func TestWebhookRotationSignsWithBoth(t *testing.T) {
 	g := NewWithT(t)
 	o := newOrg(t)
 	rc := newReceiver(t, nil)
-	ep, old := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	ep, old := applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	r := do(t, "POST", "/v1/webhook-endpoints/"+ep.ResolvedID()+"/rotate-secret", o.key, nil)
 	g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
 	fresh, _ := r.body["secret"].(string)
@@ -491,9 +481,7 @@ func TestWebhookManualRetry(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	ep, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	ep, secret := applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	rc.trust(secret)
 	id := o.createCall(t, "+14155551234", nil)
 	var failed history.Delivery
@@ -528,9 +516,7 @@ func TestWebhookDeliveryRetention(t *testing.T) {
 	withOperator(t, func(o *app.Options) { o.Webhooks.Retention = time.Second })
 	o := newOrg(t)
 	rc := newReceiver(t, nil)
-	applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
-		s.Events = []switchboardv1.WebhookEventType{"call.started"}
-	})
+	applyEndpoint(t, o.ns, rc.url(), onlyCallStarted)
 	id := o.createCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.forCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
 	g.Eventually(func() []history.Delivery { return deliveriesOf(t, o.ns, callName(id)) },
