@@ -38,6 +38,8 @@ WHERE excluded.resource_version >= calls.resource_version`
 
 const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
 
+const selectCallVersion = `SELECT resource_version FROM calls WHERE namespace = $1 AND call_id = $2`
+
 // selectRecordingStoredBefore reads calls whose recording was stored before
 // $1, oldest first, through the partial index calls_by_recording_stored.
 const selectRecordingStoredBefore = `
@@ -136,6 +138,24 @@ func (l callLog) GetCall(ctx context.Context, namespace, id string) (*switchboar
 		return nil, ErrNotFound
 	}
 	return &found[0], nil
+}
+
+func (l callLog) CallVersion(ctx context.Context, namespace, id string) (string, error) {
+	var (
+		version int64
+		found   bool
+	)
+	err := l.db.query(ctx, false, selectCallVersion, []any{namespace, id}, func(row rowScanner) error {
+		found = true
+		return row.Scan(&version)
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("history: reading the version of call %s: %w", id, err)
+	case !found:
+		return "", ErrNotFound
+	}
+	return strconv.FormatInt(version, 10), nil
 }
 
 func (l callLog) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {

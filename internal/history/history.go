@@ -34,6 +34,10 @@ type Store interface {
 	// GetCall returns the stored call of namespace whose call_id is id, or
 	// ErrNotFound.
 	GetCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error)
+	// CallVersion returns the resourceVersion of the stored call of
+	// namespace whose call_id is id, or ErrNotFound: one column, for a
+	// reconciler asking whether a Call is archived as it now is.
+	CallVersion(ctx context.Context, namespace, id string) (string, error)
 	// ListCalls returns up to q.Limit calls of namespace matching q, newest
 	// first by (CreatedAt, call id), strictly after q.After when set.
 	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)

@@ -56,6 +56,7 @@ func TestStoreContract(t *testing.T) {
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"OlderStateNeverOverwrites", testOlderStateNeverOverwrites},
+		{"CallVersion", testCallVersion},
 		{"NamespaceIsolation", testNamespaceIsolation},
 		{"OrderAndCursorPaging", testOrderAndCursorPaging},
 		{"Filters", testFilters},
@@ -137,6 +138,31 @@ func testOlderStateNeverOverwrites(t *testing.T, b backend) {
 
 	save(t, s, state("", switchboardv1.CallQueued)) // no resourceVersion: oldest of all
 	assertPhase(t, s, switchboardv1.CallEnded)
+}
+
+// CallVersion says which state of a call the store holds, in its own
+// organization only.
+func testCallVersion(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := open(t, b.fresh(t))
+	c := newCall("org-a", "call_aaa", time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), func(c *switchboardv1.Call) {
+		c.ResourceVersion = "1234"
+	})
+	if _, err := s.CallVersion(ctx, "org-a", "call_aaa"); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("before saving: err = %v, want ErrNotFound", err)
+	}
+	save(t, s, c)
+	if v, err := s.CallVersion(ctx, "org-a", "call_aaa"); err != nil || v != "1234" {
+		t.Fatalf("CallVersion = %q, %v; want 1234", v, err)
+	}
+	c.ResourceVersion = "1300"
+	save(t, s, c)
+	if v, err := s.CallVersion(ctx, "org-a", "call_aaa"); err != nil || v != "1300" {
+		t.Fatalf("after a newer state: CallVersion = %q, %v; want 1300", v, err)
+	}
+	if _, err := s.CallVersion(ctx, "org-b", "call_aaa"); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("another organization: err = %v, want ErrNotFound", err)
+	}
 }
 
 func testNamespaceIsolation(t *testing.T, b backend) {
