@@ -16,12 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/controllers"
-	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
-	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/recording"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
@@ -84,12 +80,7 @@ func startNewLeader(t *testing.T, ns string, store history.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = (&controllers.CallReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Directory: &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
-		Numbers:   numberlists.NewIndex(), Dialer: sim.New(timings), Recordings: recordings,
-		Events: mgr.GetEventRecorder("switchboard"), History: store, Retention: callRetention,
-		Clock: clock.RealClock{}, MaxConcurrent: 4}).SetupWithManager(mgr)
-	if err != nil {
+	if err := newCallReconciler(mgr, recordings, store, clock.RealClock{}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

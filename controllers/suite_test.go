@@ -157,11 +157,20 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 		Client: mgr.GetClient(), Retention: recordingRetention, Clock: clock.RealClock{}, Log: logr.Discard()}); err != nil {
 		return nil, err
 	}
-	return mgr, (&controllers.CallReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+	calls := newCallReconciler(mgr, recordings, historyStore, callClock)
+	calls.DeliveriesQueued = worker.Wake
+	return mgr, calls.SetupWithManager(mgr)
+}
+
+// newCallReconciler is the call reconciler under test, on the simulated
+// carrier, keeping its history in store.
+func newCallReconciler(mgr manager.Manager, recordings recording.Store, store history.Store,
+	clk clock.PassiveClock) *controllers.CallReconciler {
+	return &controllers.CallReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Directory: &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Numbers:   numberlists.NewIndex(), Dialer: sim.New(timings), Recordings: recordings,
-		Events: mgr.GetEventRecorder("switchboard"), History: historyStore, Retention: callRetention,
-		DeliveriesQueued: worker.Wake, Clock: callClock, MaxConcurrent: 16}).SetupWithManager(mgr)
+		Events: mgr.GetEventRecorder("switchboard"), History: store, Retention: callRetention,
+		Clock: clk, MaxConcurrent: 16}
 }
 
 // addConfigReconcilers registers the reconcilers of the configuration
