@@ -96,7 +96,7 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	done := finished(&call)
-	if done && len(deliveries.Unemitted(&call)) == 0 {
+	if onlyArchiveLeft(&call) {
 		return r.archive(ctx, &call)
 	}
 	before := call.DeepCopy()
@@ -555,7 +555,7 @@ func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
 		return errors.New("call reconciler needs a live reader")
 	}
 	b := builder.ControllerManagedBy(mgr).
-		For(&switchboardv1.Call{}).
+		Watches(&switchboardv1.Call{}, callEvents()).
 		WithOptions(ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}).
 		Named("call")
 	if r.Wake != nil {
