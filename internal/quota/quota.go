@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -429,10 +430,12 @@ func (a *Admission) count(ctx context.Context, ns string) (queued, live int, err
 	return queued + a.notCached(ctx, pendingKey{kindCall, ns}, &switchboardv1.Call{}), live, nil
 }
 
-// eachLive calls f with each of ns's queued and in-progress Calls in the
-// cache, found by the index and not copied: f must not keep or change
-// them.
+// eachLive calls f once with each of ns's queued and in-progress Calls in
+// the cache, found by the index and not copied: f must not keep or change
+// them. The two phases are two lookups, and a call answered between them
+// is in both; it is counted once, as it was first found.
 func (a *Admission) eachLive(ctx context.Context, ns string, f func(*switchboardv1.Call)) error {
+	seen := map[types.UID]bool{}
 	for _, phase := range []switchboardv1.CallPhase{switchboardv1.CallQueued, switchboardv1.CallInProgress} {
 		var calls switchboardv1.CallList
 		if err := a.Cache.List(ctx, &calls, client.InNamespace(ns), client.MatchingFields{LivePhaseIndex: string(phase)},
@@ -440,7 +443,10 @@ func (a *Admission) eachLive(ctx context.Context, ns string, f func(*switchboard
 			return fmt.Errorf("counting the calls of %s: %w", ns, err)
 		}
 		for i := range calls.Items {
-			f(&calls.Items[i])
+			if c := &calls.Items[i]; !seen[c.UID] {
+				seen[c.UID] = true
+				f(c)
+			}
 		}
 	}
 	return nil

@@ -1,12 +1,16 @@
 package quota
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
@@ -63,4 +67,40 @@ func TestWithinEndpointLimitKeepsTheOldest(t *testing.T) {
 	if got := WithinEndpointLimit(eps, 0); len(got) != len(eps) {
 		t.Errorf("no limit kept %d of %d", len(got), len(eps))
 	}
+}
+
+// A call answered between the two index lookups (queued, then in
+// progress) is found by both; it counts once.
+func TestUsageCountsACallChangingPhaseOnce(t *testing.T) {
+	a := &Admission{Cache: answeringCache{}, Now: time.Now}
+	u, err := a.Usage(context.Background(), "org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Queued+u.Live != 1 {
+		t.Fatalf("usage = %d queued + %d live, want the one call once", u.Queued, u.Live)
+	}
+}
+
+// answeringCache holds one organization with one call, which each lookup
+// of the live-phase index finds in the phase it asks for: the call moves
+// from queued to in progress between the lookups.
+type answeringCache struct{}
+
+func (answeringCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if ns, ok := obj.(*corev1.Namespace); ok && key.Name == "org" {
+		ns.Name = "org"
+		return nil
+	}
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+func (answeringCache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	phase, _ := lo.FieldSelector.RequiresExactMatch(LivePhaseIndex)
+	call := switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "moving", UID: "uid-1"}}
+	call.Status.Phase = switchboardv1.CallPhase(phase)
+	list.(*switchboardv1.CallList).Items = []switchboardv1.Call{call}
+	return nil
 }
