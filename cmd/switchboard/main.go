@@ -139,8 +139,16 @@ func main() {
 	f, zopts := parseFlags()
 	log := zap.New(zap.UseFlagOptions(zopts))
 	ctrl.SetLogger(log)
-	if err := run(ctrl.SetupSignalHandler(), f, log); err != nil {
-		log.Error(err, "switchboard stopped")
+	ctx := ctrl.SetupSignalHandler()
+	err := run(ctx, f, log)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// Ctrl-C before the instance was up: what had started stopped.
+		log.Info("interrupted while starting; stopped")
+	default:
+		// One line a user can act on; a stack trace would only bury it.
+		fmt.Fprintln(os.Stderr, "switchboard:", err)
 		os.Exit(1)
 	}
 }
@@ -406,9 +414,14 @@ func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config,
 	}
 	log.Info("starting embedded control plane")
 	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
-		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", Namespace: "demo"})
+		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
+		Namespace: "demo", URL: "http://" + f.apiAddr})
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(env.Ended) > 0 {
+		log.Info("ended the control plane left running by an earlier instance that was killed before it could stop it",
+			"processes", fmt.Sprint(env.Ended))
 	}
 	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
 		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)

@@ -26,10 +26,7 @@ import (
 )
 
 func TestLocalRunContract(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`")
-	}
+	assets := devAssets(t)
 	bin := buildBinary(t)
 	devDir, addr, metricsAddr := t.TempDir(), testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	base := "http://" + addr
@@ -50,6 +47,7 @@ func TestLocalRunContract(t *testing.T) {
 		t.Fatalf("kubectl get with .dev/kubeconfig: %v\n%s", err, out)
 	}
 	checkManagerRights(t, assets, devDir)
+	checkCallSourcePolicy(t, assets, devDir)
 	analyzed := waitForCall(t, base, key, callID, `"analysis":{`, logs)
 	waitForKubectl(t, assets, devDir, func(out string) bool {
 		return !strings.Contains(out, strings.ReplaceAll(callID, "_", "-"))
@@ -68,6 +66,15 @@ func TestLocalRunContract(t *testing.T) {
 		t.Fatalf("after a restart the call reads\n%s\nwas\n%s", got, analyzed)
 	}
 	stopDev(t, cmd, logs)
+}
+
+// devAssets is the folder of kube-apiserver, etcd and kubectl.
+func devAssets(t *testing.T) string {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`")
+	}
+	return assets
 }
 
 // checkMetrics scrapes the development metrics endpoint (plain HTTP, as
@@ -137,6 +144,27 @@ func checkManagerRights(t *testing.T, assets, devDir string) {
 			t.Errorf("may the manager get the Secrets of namespace %s? %q, want %q", ns, got, want)
 		}
 	}
+}
+
+// checkCallSourcePolicy checks that the local instance installs the
+// admission policies of a deployment (config/policy): a cluster
+// administrator's Call claiming source "api" is refused, as in a cluster.
+func checkCallSourcePolicy(t *testing.T, assets, devDir string) {
+	t.Helper()
+	call := `{"apiVersion":"switchboard.dev/v1alpha1","kind":"Call","metadata":{"name":"claims-api","namespace":"demo"},
+		"spec":{"agentID":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","toNumber":"+14155551234","source":"api"}}`
+	var out []byte
+	// The apiserver takes a moment to load a new policy; dry runs create nothing.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		kubectl := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", filepath.Join(devDir, "kubeconfig"),
+			"create", "--dry-run=server", "-f", "-")
+		kubectl.Stdin = strings.NewReader(call)
+		var err error
+		if out, err = kubectl.CombinedOutput(); err != nil && strings.Contains(string(out), `spec.source "api" is set by Switchboard`) {
+			return
+		}
+	}
+	t.Errorf("kubectl create of a Call with source api as cluster admin: %s\nwant it refused by config/policy", out)
 }
 
 // startDev starts the binary the way `make run` does.

@@ -42,8 +42,13 @@ type Options struct {
 	// RBACDir holds Switchboard's roles and the organization RoleBinding
 	// template (config/rbac).
 	RBACDir string
+	// PolicyDir holds the admission policies a deployment installs
+	// (config/policy).
+	PolicyDir string
 	// Namespace is the demo organization.
 	Namespace string
+	// URL is where this instance serves, for a second instance to tell.
+	URL string
 }
 
 // Env is a running control plane.
@@ -54,38 +59,80 @@ type Env struct {
 	// Fresh: the state folder held no cluster data; the samples were
 	// applied. A restart keeps what the last run left instead.
 	Fresh bool
+	// Ended lists the control-plane processes that an earlier instance
+	// left running (it died without stopping them) and Start ended.
+	Ended []Leftover
 	env   *envtest.Environment
+	lock  *instanceLock
 }
 
-// Start starts the control plane and seeds the demo organization.
+// Start starts the control plane and seeds the demo organization. It
+// refuses at once, with a *RunningError, when another instance runs from
+// the same state folder, and ends the control plane of an earlier instance
+// that died without stopping it. Interrupted (ctx done) while starting,
+// it stops what it started and returns ctx's error.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	// etcd keeps its data under the state folder, so that calls, agents
-	// and endpoints survive a restart of `make run`.
-	etcdDir := filepath.Join(opts.StateDir, "etcd")
-	_, err := os.Stat(etcdDir)
-	fresh := errors.Is(err, os.ErrNotExist)
-	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
+	// and endpoints survive a restart of `make run`. The path is absolute
+	// so that a leftover etcd can be recognized by it.
+	etcdDir, err := filepath.Abs(filepath.Join(opts.StateDir, "etcd"))
+	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
+	lock, err := lockState(opts.StateDir, opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{lock: lock}
+	if e.Ended, err = endLeftovers(etcdDir); err != nil {
+		return nil, errors.Join(fmt.Errorf("ending the control plane an earlier instance left running: %w", err), lock.release())
+	}
+	if e.Fresh, err = freshState(opts.StateDir, etcdDir); err != nil {
+		return nil, errors.Join(err, lock.release())
+	}
+	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.AssetsDir,
 		CRDDirectoryPaths:     []string{opts.CRDDir},
 		ErrorIfCRDPathMissing: true,
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
-	cfg, err := env.Start()
+	e.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
+	cfg, err := e.env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting control plane (assets in %q): %w", opts.AssetsDir, err)
+		// envtest may have started etcd before the apiserver failed.
+		return nil, errors.Join(fmt.Errorf("starting control plane (assets in %q): %w", opts.AssetsDir, err), e.Stop())
 	}
-	e := &Env{Fresh: fresh, env: env}
+	if ctx.Err() != nil { // interrupted while the binaries started
+		return nil, errors.Join(ctx.Err(), e.Stop())
+	}
 	if err := e.seed(ctx, cfg, opts); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
 	return e, nil
 }
 
-// Stop stops kube-apiserver and etcd.
-func (e *Env) Stop() error { return e.env.Stop() }
+// Stop stops kube-apiserver and etcd, and lets another instance start.
+func (e *Env) Stop() error { return errors.Join(e.env.Stop(), e.lock.release()) }
+
+// seedingFile marks a state folder whose demo samples are not applied yet:
+// an instance killed between creating the cluster data and applying them
+// applies them at the next start.
+const seedingFile = "seeding"
+
+// freshState tells whether the demo samples are still to be applied, and
+// creates the cluster data folder.
+func freshState(stateDir, etcdDir string) (bool, error) {
+	_, err := os.Stat(etcdDir)
+	fresh := errors.Is(err, os.ErrNotExist)
+	if _, err := os.Stat(filepath.Join(stateDir, seedingFile)); err == nil {
+		fresh = true
+	}
+	if fresh {
+		if err := os.WriteFile(filepath.Join(stateDir, seedingFile), nil, 0o600); err != nil {
+			return false, err
+		}
+	}
+	return fresh, os.MkdirAll(etcdDir, 0o700)
+}
 
 // seed installs Switchboard's RBAC and the demo organization as admin.
 func (e *Env) seed(ctx context.Context, admin *rest.Config, opts Options) error {
@@ -114,10 +161,16 @@ func (e *Env) seed(ctx context.Context, admin *rest.Config, opts Options) error 
 	if err := AddOrganization(ctx, c, opts.RBACDir, opts.Namespace); err != nil {
 		return err
 	}
+	if err := InstallPolicies(ctx, c, opts.PolicyDir); err != nil {
+		return err
+	}
 	// Applied once: a restart must not place the sample call again, nor
 	// undo what the user changed.
 	if e.Fresh {
 		if err := applySamples(ctx, c, opts.SamplesDir, opts.Namespace); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(opts.StateDir, seedingFile)); err != nil {
 			return err
 		}
 	}
