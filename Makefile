@@ -161,7 +161,7 @@ ARGS ?=
 # binary's own exit status (0 after Ctrl-C or SIGTERM) is the recipe's.
 .PHONY: run
 run: manifests generate ## Start a complete local instance (control plane, operator, REST API, demo data; state kept in .dev/).
-	go build -o $(LOCALBIN)/switchboard-dev ./cmd/switchboard
+	go build -tags dev -o $(LOCALBIN)/switchboard-dev ./cmd/switchboard
 	SWITCHBOARD_ASSETS="$$(hack/setup-envtest.sh)" exec $(LOCALBIN)/switchboard-dev --dev $(ARGS)
 
 .PHONY: docker-build

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
-	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/quota"
@@ -125,13 +124,18 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
 	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
-	zopts := &zap.Options{Development: true}
+	zopts := &zap.Options{}
 	flag.Float64Var(&f.quota.CreateRate, "quota-create-rate", quota.Defaults.CreateRate, "Calls an organization may create per second (0: unlimited; default unlimited with --dev). The namespace annotation "+quota.CreateRateAnnotation+" changes it per organization.")
 	flag.IntVar(&f.quota.CreateBurst, "quota-create-burst", quota.Defaults.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+quota.CreateBurstAnnotation+".")
 	flag.IntVar(&f.quota.ActiveCalls, "quota-active-calls", quota.Defaults.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+quota.ActiveCallsAnnotation+".")
 	flag.IntVar(&f.quota.WebhookEndpoints, "quota-webhook-endpoints", quota.Defaults.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+quota.WebhookEndpointsAnnotation+".")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	// Production logs are JSON at info level; --dev reads for people
+	// (console lines, debug level) unless --zap-devel says otherwise.
+	if f.dev && !givenFlags()["zap-devel"] {
+		zopts.Development = true
+	}
 	return f, zopts
 }
 
@@ -358,7 +362,7 @@ func (f *flags) applyDefaults() {
 	f.orDefault(&f.recordingDir, "/var/lib/switchboard/recordings", filepath.Join(f.devDir, "recordings"))
 	f.orDefault(&f.historyDSN, "sqlite:/var/lib/switchboard/history/history.db", "sqlite:"+filepath.Join(f.devDir, "history.db"))
 	if f.dev && f.leaderNS == "" {
-		f.leaderNS = devenv.LeaderElectionNamespace // no pod to take it from
+		f.leaderNS = devLeaderElectionNamespace // no pod to take it from
 	}
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
@@ -402,39 +406,14 @@ func firstIPv4() string {
 }
 
 // controlPlane returns the cluster to run against: the embedded one with
-// --dev, else the usual kubeconfig / in-cluster lookup.
+// --dev (in a binary built with the dev tag), else the usual kubeconfig /
+// in-cluster lookup.
 func controlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config, func(), error) {
-	if !f.dev {
-		cfg, err := ctrl.GetConfig()
-		return cfg, func() {}, err
+	if f.dev {
+		return localControlPlane(ctx, f, log)
 	}
-	assets := os.Getenv("SWITCHBOARD_ASSETS")
-	if assets == "" {
-		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
-	}
-	log.Info("starting embedded control plane")
-	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
-		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
-		Namespace: "demo", URL: "http://" + f.apiAddr})
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(env.Ended) > 0 {
-		log.Info("ended the control plane left running by an earlier instance that was killed before it could stop it",
-			"processes", fmt.Sprint(env.Ended))
-	}
-	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
-		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
-	if env.Fresh {
-		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
-	} else {
-		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
-	}
-	return env.Config, func() {
-		if err := env.Stop(); err != nil {
-			log.Error(err, "stopping control plane")
-		}
-	}, nil
+	cfg, err := ctrl.GetConfig()
+	return cfg, func() {}, err
 }
 
 // signingKey reads the recording-link key. Without one, --dev keeps a key

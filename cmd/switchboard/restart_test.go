@@ -249,3 +249,17 @@ func (l *eventLog) has(callID string, events []string) bool {
 	}
 	return true
 }
+
+// The shipped binary (no dev tag) carries no embedded control plane: --dev
+// says where it is instead of failing obscurely.
+func TestShippedBinaryHasNoLocalControlPlane(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--dev", "--dev-dir", t.TempDir()).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "use `make run`") {
+		t.Fatalf("shipped binary with --dev: %v\n%s\nwant exit status 1 pointing at make run", err, out)
+	}
+}

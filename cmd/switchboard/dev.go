@@ -1,0 +1,53 @@
+//go:build dev
+
+package main
+
+// The embedded control plane of `make run` (envtest's kube-apiserver and
+// etcd, the demo organization) is linked only into the development binary
+// (go build -tags dev): the shipped image carries none of it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+
+	"github.com/switchboard-dev/switchboard/internal/devenv"
+)
+
+const devLeaderElectionNamespace = devenv.LeaderElectionNamespace
+
+// localControlPlane starts the embedded control plane of `make run`.
+func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config, func(), error) {
+	assets := os.Getenv("SWITCHBOARD_ASSETS")
+	if assets == "" {
+		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
+	}
+	log.Info("starting embedded control plane")
+	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
+		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
+		Namespace: "demo", URL: "http://" + f.apiAddr})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(env.Ended) > 0 {
+		log.Info("ended the control plane left running by an earlier instance that was killed before it could stop it",
+			"processes", fmt.Sprint(env.Ended))
+	}
+	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
+		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
+	if env.Fresh {
+		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
+	} else {
+		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
+	}
+	return env.Config, func() {
+		if err := env.Stop(); err != nil {
+			log.Error(err, "stopping control plane")
+		}
+	}, nil
+}
