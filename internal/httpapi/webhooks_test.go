@@ -352,49 +352,6 @@ func TestRenderDelivery(t *testing.T) {
 	}
 }
 
-func TestEndpointOrder(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	eps := []switchboardv1.WebhookEndpoint{
-		endpoint("cccc0000-0000-4000-8000-000000000000", t0, nil),
-		endpoint("bbbb0000-0000-4000-8000-000000000000", t0.Add(time.Second), nil),
-		endpoint("aaaa0000-0000-4000-8000-000000000000", t0, nil),
-	}
-	sortEndpoints(eps)
-	var got []string
-	for _, ep := range eps {
-		got = append(got, ep.Name)
-	}
-	if want := []string{"endpoint-aaaa", "endpoint-cccc", "endpoint-bbbb"}; !slices.Equal(got, want) {
-		t.Fatalf("order = %v, want %v", got, want)
-	}
-	if !endpointAfter(&eps[1], &eps[0]) || endpointAfter(&eps[0], &eps[1]) || endpointAfter(&eps[0], &eps[0]) {
-		t.Fatal("endpointAfter disagrees with the sort")
-	}
-}
-
-func TestDeliveryOrder(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	mk := func(name string, at time.Time) history.Delivery {
-		return history.Delivery{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(at)}}
-	}
-	ds := []history.Delivery{mk("dlv-b", t0), mk("dlv-c", t0.Add(time.Second)), mk("dlv-a", t0)}
-	sortDeliveries(ds)
-	var got []string
-	for _, d := range ds {
-		got = append(got, d.Name)
-	}
-	if want := []string{"dlv-c", "dlv-a", "dlv-b"}; !slices.Equal(got, want) {
-		t.Fatalf("order = %v, want %v", got, want)
-	}
-	for i := range ds {
-		for j := range ds {
-			if deliveryAfter(&ds[j], &ds[i]) != (j > i) {
-				t.Errorf("deliveryAfter(%s, %s) = %v", ds[j].Name, ds[i].Name, j <= i)
-			}
-		}
-	}
-}
-
 // Ids that cannot be endpoint ids are 404 before any lookup (the directory
 // is nil here: touching it would panic).
 func TestMalformedEndpointIDIs404(t *testing.T) {

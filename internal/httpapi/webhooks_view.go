@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"slices"
-	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -12,7 +10,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
-	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
 // Endpoint statuses.
@@ -99,10 +96,6 @@ func endpointStatus(ep *switchboardv1.WebhookEndpoint) string {
 		return endpointActive
 	}
 }
-
-// sortEndpoints orders endpoints oldest first; the id breaks ties, as
-// creation times have second precision.
-func sortEndpoints(eps []switchboardv1.WebhookEndpoint) { endpoints.SortOldestFirst(eps) }
 
 // testResult is the response of POST .../test (its result, never a retry).
 type testResult struct {
@@ -196,26 +189,6 @@ func renderDelivery(d *history.Delivery, endpointID string) deliveryView {
 		})
 	}
 	return v
-}
-
-// sortDeliveries orders deliveries newest first; the name breaks ties.
-func sortDeliveries(ds []history.Delivery) {
-	slices.SortFunc(ds, func(a, b history.Delivery) int {
-		return cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
-	})
-}
-
-// deliveryAfter reports whether d comes after the cursor delivery c in
-// newest-first order.
-func deliveryAfter(d, c *history.Delivery) bool {
-	return cmp.Or(c.CreationTimestamp.Compare(d.CreationTimestamp.Time), strings.Compare(d.Name, c.Name)) > 0
-}
-
-// endpointAfter reports whether e comes after the cursor endpoint c in
-// oldest-first order.
-func endpointAfter(e, c *switchboardv1.WebhookEndpoint) bool {
-	return cmp.Or(e.CreationTimestamp.Compare(c.CreationTimestamp.Time),
-		strings.Compare(e.ResolvedID(), c.ResolvedID())) > 0
 }
 
 func nonEmpty(s string) *string {
