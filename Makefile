@@ -71,7 +71,7 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test
-test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
+test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules hack/openapi-lint/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 .PHONY: screenshots
@@ -85,6 +85,10 @@ hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
 # The hosted service's Node SDK, pinned, which TestSDKCompatNode drives Switchboard with.
 hack/sdk-compat/node_modules: hack/sdk-compat/package-lock.json
 	npm ci --prefix hack/sdk-compat
+
+# Redocly's OpenAPI linter, pinned, which TestOpenAPILint runs.
+hack/openapi-lint/node_modules: hack/openapi-lint/package-lock.json
+	npm ci --prefix hack/openapi-lint
 
 BENCH_COUNT ?= 5
 
