@@ -70,6 +70,10 @@ verify: manifests generate ## Fail when generated files are stale.
 envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and make run.
 	@hack/setup-envtest.sh >/dev/null
 
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane and no tool outside Go (go test -short), in about a minute.
+	go test -short -timeout 5m $(TEST_FLAGS) ./...
+
 .PHONY: test
 test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules hack/openapi-lint/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out

@@ -66,6 +66,9 @@ var (
 var schedule = webhook.Schedule{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
 func TestMain(m *testing.M) {
+	if testsupport.SkipSuiteIfShort("a control plane (envtest)") {
+		return
+	}
 	os.Exit(runSuite(m))
 }
 

@@ -33,6 +33,7 @@ const (
 )
 
 func TestLeaderCrash(t *testing.T) {
+	testsupport.Needs(t, "a control plane (envtest) and PostgreSQL")
 	g := NewWithT(t)
 	bin := buildBinary(t)
 	cp, err := testsupport.StartControlPlane(filepath.Join("..", ".."), app.NewScheme())

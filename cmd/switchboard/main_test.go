@@ -70,6 +70,7 @@ func TestLocalRunContract(t *testing.T) {
 
 // devAssets is the folder of kube-apiserver, etcd and kubectl.
 func devAssets(t *testing.T) string {
+	testsupport.Needs(t, "a control plane (envtest)")
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`")

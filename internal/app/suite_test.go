@@ -76,6 +76,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(receiverProcessEnv) != "" {
 		os.Exit(serveReceiverProcess())
 	}
+	if testsupport.SkipSuiteIfShort("a control plane (envtest), sipp, flite, Node.js, PostgreSQL and versitygw") {
+		return
+	}
 	os.Exit(runSuite(m))
 }
 

@@ -55,7 +55,9 @@ var (
 var timings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millisecond, Voicemail: 500 * time.Millisecond}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
+	if testsupport.SkipSuiteIfShort("a control plane (envtest) and Chromium") {
+		return
+	}
 	os.Exit(runSuite(m))
 }
 

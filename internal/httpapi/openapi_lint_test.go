@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // The document lints clean with Redocly's recommended rules (pinned in
@@ -14,6 +16,7 @@ import (
 // without complaint. The file linted is the one the server embeds and
 // serves.
 func TestOpenAPILint(t *testing.T) {
+	testsupport.Needs(t, "Node.js and Redocly's CLI")
 	tools := filepath.Join("..", "..", "hack", "openapi-lint")
 	redocly := filepath.Join(tools, "node_modules", ".bin", "redocly")
 	if _, err := os.Stat(redocly); err != nil {
@@ -22,7 +25,7 @@ func TestOpenAPILint(t *testing.T) {
 	out, err := exec.Command(redocly, "lint", "--config", filepath.Join(tools, "redocly.yaml"),
 		"--format=json", filepath.Join("openapi", "openapi.yaml")).Output()
 	var report struct {
-		Totals struct{ Errors, Warnings int } `json:"totals"`
+		Totals   struct{ Errors, Warnings int } `json:"totals"`
 		Problems []struct {
 			RuleID   string `json:"ruleId"`
 			Severity string `json:"severity"`

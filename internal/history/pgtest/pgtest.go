@@ -55,6 +55,7 @@ func Start(tb testing.TB) string {
 // and bring it back on the same address.
 func NewServer(tb testing.TB) *Server {
 	tb.Helper()
+	testsupport.Needs(tb, "PostgreSQL's server binaries")
 	bin := os.Getenv(BinDirEnv)
 	if bin == "" {
 		bin = DefaultBinDir

@@ -82,6 +82,7 @@ func Client(t testing.TB, cfg recording.S3Config) *minio.Client {
 
 func binary(t testing.TB) string {
 	t.Helper()
+	testsupport.Needs(t, "versitygw (an S3 server)")
 	bin := os.Getenv(EnvBinary)
 	if bin == "" {
 		t.Fatalf("%s is not set: run `make test`, which installs versitygw (the S3 server these tests use) into bin/ and sets it", EnvBinary)

@@ -12,12 +12,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // These tests run the real flite (Debian package flite).
 
 func newFlite(t *testing.T, f *Flite) (*Flite, *atomic.Int64) {
 	t.Helper()
+	testsupport.Needs(t, "flite")
 	if _, err := exec.LookPath("flite"); err != nil {
 		t.Fatalf("flite is not on PATH: these tests need it; install it with `apt-get install -y flite` (%v)", err)
 	}

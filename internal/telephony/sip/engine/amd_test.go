@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // These tests call baresip playing an answering machine's greeting or a
@@ -20,6 +21,7 @@ import (
 // speak is text spoken by flite, 8 kHz mono 16-bit.
 func speak(t *testing.T, text string) []int16 {
 	t.Helper()
+	testsupport.Needs(t, "flite")
 	if _, err := exec.LookPath("flite"); err != nil {
 		t.Fatalf("flite is not on PATH: these tests need it to speak; install it with `apt-get install -y flite` (%v)", err)
 	}

@@ -30,6 +30,7 @@ type Process struct {
 // is not on PATH.
 func Start(t testing.TB, install, name string, args ...string) *Process {
 	t.Helper()
+	testsupport.Needs(t, name)
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s is not on PATH: these tests need it as a real SIP peer; install it with `%s` (%v)", name, install, err)
 	}
