@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,14 +24,18 @@ import (
 )
 
 // AgentReconciler resolves each Agent's agent_id and reports whether it can
-// be used: two Agents of one namespace must not share an id.
+// be used: its namespace must be an organization (or no API key can place
+// its calls), and two Agents of one namespace must not share an id.
 type AgentReconciler struct {
 	client.Client
+	Organizations *OrganizationCheck
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=agents/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=siptrunks,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile sets status.agentID and the Ready condition.
 func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -45,15 +50,27 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	was := readyReasonOf(agent.Status.Conditions)
 	apimeta.SetStatusCondition(&agent.Status.Conditions, cond)
 	agent.Status.ObservedGeneration = agent.Generation
-	_, err = status.patch(ctx, &agent)
-	return reconcile.Result{}, err
+	if _, err = status.patch(ctx, &agent); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.Organizations.warn(&agent, was, &cond)
+	if cond.Reason == switchboardv1.ReasonSecretAccessDenied {
+		// No watch tells of the RoleBinding that ends it.
+		return reconcile.Result{RequeueAfter: accessRecheckInterval}, nil
+	}
+	return reconcile.Result{}, nil
 }
 
 func (r *AgentReconciler) readiness(ctx context.Context, agent *switchboardv1.Agent, id string) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: switchboardv1.ReadyCondition, Status: metav1.ConditionTrue,
 		Reason: switchboardv1.ReasonReconciled, Message: "The agent can place calls.", ObservedGeneration: agent.Generation}
+	if reason, msg, err := r.Organizations.problem(ctx, agent.Namespace); err != nil || reason != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
+		return cond, err
+	}
 	var same switchboardv1.AgentList
 	if err := r.List(ctx, &same, client.InNamespace(agent.Namespace),
 		client.MatchingFields{directory.AgentIDField: id}); err != nil {
@@ -105,7 +122,8 @@ func (r *AgentReconciler) trunkMissing(ctx context.Context, agent *switchboardv1
 // SetupWithManager registers the reconciler. A change to one Agent can
 // end or start a duplicate id of another, so the namespace's Agents sharing
 // its id are reconciled too; a SIPTrunk appearing or going away changes
-// the readiness of the Agents naming it.
+// the readiness of the Agents naming it, and a namespace becoming an
+// organization or ceasing to be one that of all its Agents.
 func (r *AgentReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Agent{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -113,6 +131,9 @@ func (r *AgentReconciler) SetupWithManager(mgr manager.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&switchboardv1.SIPTrunk{}, handler.EnqueueRequestsFromMapFunc(r.namingTrunk),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(allInNamespace(r.Client,
+			func() client.ObjectList { return &switchboardv1.AgentList{} })),
+			builder.WithPredicates(organizationChanged)).
 		Named("agent").
 		Complete(r)
 }

@@ -149,10 +149,12 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 	if err := mgr.Add(secrets); err != nil {
 		return nil, err
 	}
-	if err := addConfigReconcilers(ctx, mgr, secrets); err != nil {
+	orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
+		Events: mgr.GetEventRecorder("switchboard"), Log: logr.Discard()}
+	if err := addConfigReconcilers(ctx, mgr, secrets, orgs); err != nil {
 		return nil, err
 	}
-	worker, err := addWebhookReconcilers(mgr, secrets, recordings)
+	worker, err := addWebhookReconcilers(mgr, secrets, orgs, recordings)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +181,9 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 // addConfigReconcilers registers the reconcilers of the configuration
 // kinds. SIPTrunks are probed by prober, not over the network: the SIP
 // engine meets real peers in its own tests and in internal/app's.
-func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets) error {
-	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets,
+	orgs *controllers.OrganizationCheck) error {
+	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -193,12 +196,13 @@ func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *org
 // addWebhookReconcilers registers the WebhookEndpoint reconciler and the
 // delivery worker, which share what they know of each endpoint's health.
 // Receivers are test servers on loopback over plain HTTP.
-func addWebhookReconcilers(mgr manager.Manager, secrets *organizations.Secrets, recordings recording.Store) (*controllers.WebhookDeliveryWorker, error) {
+func addWebhookReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
+	recordings recording.Store) (*controllers.WebhookDeliveryWorker, error) {
 	recorder := mgr.GetEventRecorder("switchboard")
 	policy := webhook.URLPolicy{AllowInsecure: true}
 	health := deliveries.NewHealth()
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{}}).SetupWithManager(mgr); err != nil {
+		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{}, Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),

@@ -38,10 +38,6 @@ const (
 	// limitRecheckInterval re-checks an endpoint beyond its organization's
 	// limit.
 	limitRecheckInterval = 10 * time.Second
-	// accessRecheckInterval re-checks sooner an endpoint whose namespace
-	// Switchboard may not read Secrets in: the platform team is likely
-	// setting it up as an organization, which no watch tells of.
-	accessRecheckInterval = 30 * time.Second
 )
 
 // WebhookEndpointReconciler reports an endpoint's state: its REST id, its
@@ -61,6 +57,8 @@ type WebhookEndpointReconciler struct {
 	DisableAfter time.Duration
 	// Quota holds organizations to their endpoint limit (nil: no limit).
 	Quota *quota.Admission
+	// Organizations tells whether the endpoint's namespace is one.
+	Organizations *OrganizationCheck
 
 	// checked remembers when each endpoint's URL and Secret were last
 	// checked (types.NamespacedName -> time.Time).
@@ -87,10 +85,9 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	status := newStatusPatcher(r.Client, &ep)
 	result := reconcile.Result{RequeueAfter: recheckInterval}
-	if r.needsCheck(&ep) {
-		if err := r.checkConfig(ctx, &ep); err != nil {
-			return reconcile.Result{}, err
-		}
+	was := readyReason(&ep)
+	if err := r.check(ctx, &ep); err != nil {
+		return reconcile.Result{}, err
 	}
 	switch readyReason(&ep) {
 	case switchboardv1.ReasonEndpointLimitReached:
@@ -106,15 +103,35 @@ func (r *WebhookEndpointReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.disableIfFailingTooLong(ctx, &ep); err != nil {
 		return reconcile.Result{}, err
 	}
-	_, err := status.patch(ctx, &ep)
-	return result, err
+	if _, err := status.patch(ctx, &ep); err != nil {
+		return result, err
+	}
+	r.Organizations.warn(&ep, was, apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition))
+	return result, nil
 }
 
 func readyReason(ep *switchboardv1.WebhookEndpoint) string {
-	if c := apimeta.FindStatusCondition(ep.Status.Conditions, switchboardv1.ReadyCondition); c != nil {
-		return c.Reason
+	return readyReasonOf(ep.Status.Conditions)
+}
+
+// check sets Ready: NotAnOrganization, read from the cache on every pass
+// so that a namespace losing its label is reported at once, or else the
+// outcome of checkConfig when it is due.
+func (r *WebhookEndpointReconciler) check(ctx context.Context, ep *switchboardv1.WebhookEndpoint) error {
+	notOrg, err := r.Organizations.notAnOrganization(ctx, ep.Namespace)
+	switch {
+	case err != nil:
+		return err
+	case notOrg != "":
+		// No Secret is read or generated outside an organization.
+		ep.Status.EndpointID = ep.ResolvedID()
+		ep.Status.ObservedGeneration = ep.Generation
+		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonNotAnOrganization, notOrg)
+		return nil
+	case r.needsCheck(ep):
+		return r.checkConfig(ctx, ep)
 	}
-	return ""
+	return nil
 }
 
 // needsCheck: the URL and Secret are checked when the spec changed, while
@@ -298,11 +315,15 @@ func (r *WebhookEndpointReconciler) setCondition(ep *switchboardv1.WebhookEndpoi
 
 // SetupWithManager registers the reconciler. Delivery attempts wake the
 // endpoint they went to (through the health tracker), which then reports
-// the latest result.
+// the latest result; a namespace becoming an organization or ceasing to be
+// one wakes its endpoints.
 func (r *WebhookEndpointReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.WebhookEndpoint{}).
 		WatchesRawSource(source.Channel(r.Health.Changes(), &handler.EnqueueRequestForObject{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(allInNamespace(r.Client,
+			func() client.ObjectList { return &switchboardv1.WebhookEndpointList{} })),
+			builder.WithPredicates(organizationChanged)).
 		Named("webhookendpoint").
 		Complete(r)
 }

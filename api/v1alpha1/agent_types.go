@@ -294,7 +294,9 @@ type AgentStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready.
+	// conditions: Ready, False with reason NotAnOrganization or
+	// SecretAccessDenied while the namespace is not an organization (its
+	// API keys answer 401), DuplicateAgentID or TrunkNotFound.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

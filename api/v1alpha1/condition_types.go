@@ -19,9 +19,16 @@ const (
 	ReasonTrunkNotFound = "TrunkNotFound"
 	// ReasonSecretAccessDenied: Switchboard may not read the Secrets of the
 	// namespace (a SIPTrunk's credentials, a WebhookEndpoint's signing
-	// secret): it is no organization, with a RoleBinding to the ClusterRole
-	// OrganizationClusterRole.
+	// secret, an Agent's API keys): it is no organization, with a
+	// RoleBinding to the ClusterRole OrganizationClusterRole. An Agent
+	// reports it when the namespace is labelled but has no RoleBinding.
 	ReasonSecretAccessDenied = "SecretAccessDenied"
+	// ReasonNotAnOrganization: the namespace of an Agent or WebhookEndpoint
+	// is not labelled OrganizationLabel=true, so its API keys answer 401 and
+	// its endpoints get no signing secret. The message gives the two
+	// commands that make it an organization; the resource turns Ready once
+	// they have run, without a restart.
+	ReasonNotAnOrganization = "NotAnOrganization"
 )
 
 // Reasons for a Call's Ready condition, which turns True once the call has

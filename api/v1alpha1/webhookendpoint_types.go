@@ -113,7 +113,10 @@ type WebhookEndpointStatus struct {
 	// observedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, Degraded, Disabled.
+	// conditions: Ready (False with reason NotAnOrganization or
+	// SecretAccessDenied while the namespace is not an organization,
+	// URLNotAllowed, SecretMissing or EndpointLimitReached), Degraded,
+	// Disabled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -256,12 +256,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
 	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
-		worker, err := setupWebhookDelivery(mgr, secrets, policy, sender, store, admission, opts)
+		orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Events: mgr.GetEventRecorder("switchboard"), Log: opts.Log.WithName("organizations")}
+		worker, err := setupWebhookDelivery(mgr, secrets, orgs, policy, sender, store, admission, opts)
 		if err != nil {
 			return nil, err
 		}
 		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, secrets, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
+		if err := setupReconcilers(mgr, secrets, orgs, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -382,10 +384,11 @@ func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
-func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, dir *directory.Directory, numbers *numberlists.Index,
+func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
+	dir *directory.Directory, numbers *numberlists.Index,
 	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
 	admission *quota.Admission, opts Options) error {
-	if err := (&controllers.AgentReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -423,14 +426,15 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, dir *
 
 // setupWebhookDelivery registers the endpoint reconciler and the worker
 // that sends the deliveries queued in the history store.
-func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, policy webhook.URLPolicy, sender *webhook.Sender,
-	store recording.Store, admission *quota.Admission, opts Options) (*controllers.WebhookDeliveryWorker, error) {
+func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
+	policy webhook.URLPolicy, sender *webhook.Sender, store recording.Store, admission *quota.Admission,
+	opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
 	recorder := mgr.GetEventRecorder("switchboard")
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
-		DisableAfter: hooks.DisableAfter, Quota: admission}).SetupWithManager(mgr); err != nil {
+		DisableAfter: hooks.DisableAfter, Quota: admission, Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
 	}
 	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),

@@ -51,16 +51,18 @@ func TestAuthRejectsBadCredentials(t *testing.T) {
 		{"GET", "/v1/calls/" + id, nil},
 		{"GET", "/v1/calls/" + id + "/recording", nil},
 	}
-	credentials := []struct{ name, authorization string }{
-		{"no Authorization header", ""},
-		{"Basic scheme", "Basic " + o.key},
-		{"Token scheme", "Token " + o.key},
-		{"key without a scheme", o.key},
-		{"Bearer without a key", "Bearer"},
-		{"Bearer with a blank key", "Bearer    "},
-		{"unknown key", "Bearer sk_test_" + randHex(16)},
-		{"key with a character changed", "Bearer " + o.key[:len(o.key)-1] + "x"},
-		{"key with a suffix", "Bearer " + o.key + "0"},
+	// says is what the detail tells the caller, which never names the key.
+	const missing, malformed, invalid = "Missing API key", "not of the form Bearer <API key>", "Invalid API key."
+	credentials := []struct{ name, authorization, says string }{
+		{"no Authorization header", "", missing},
+		{"Basic scheme", "Basic " + o.key, malformed},
+		{"Token scheme", "Token " + o.key, malformed},
+		{"key without a scheme", o.key, malformed},
+		{"Bearer without a key", "Bearer", missing},
+		{"Bearer with a blank key", "Bearer    ", missing},
+		{"unknown key", "Bearer sk_test_" + randHex(16), invalid},
+		{"key with a character changed", "Bearer " + o.key[:len(o.key)-1] + "x", invalid},
+		{"key with a suffix", "Bearer " + o.key + "0", invalid},
 	}
 	for _, ep := range endpoints {
 		for _, cred := range credentials {
@@ -69,6 +71,7 @@ func TestAuthRejectsBadCredentials(t *testing.T) {
 				r := doWithAuthorization(t, ep.method, ep.path, cred.authorization, ep.body)
 				msg := expectStringDetail(t, r, http.StatusUnauthorized)
 				NewWithT(t).Expect(msg).NotTo(ContainSubstring(o.key), "the detail echoes the key")
+				NewWithT(t).Expect(msg).To(ContainSubstring(cred.says))
 				NewWithT(t).Expect(countCalls(t, o.ns)).To(Equal(before), "an unauthenticated request left a Call behind")
 			})
 		}

@@ -11,6 +11,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // asManager is a client with the operator's identity.
@@ -145,4 +147,53 @@ func TestOrganizationLabelRevokesAndRestoresKeys(t *testing.T) {
 	g.Eventually(status, 5*time.Second, 20*time.Millisecond).Should(Equal(http.StatusUnauthorized))
 	label(`"true"`)
 	g.Eventually(status, 10*time.Second, 20*time.Millisecond).Should(Equal(http.StatusNotFound))
+}
+
+// A platform engineer applies an Agent, a WebhookEndpoint and an API key
+// into a new namespace, as the README shows, before making it an
+// organization: the key answers a bare 401 (a caller learns nothing of the
+// namespace), and the Agent and the endpoint say why, on their Ready
+// condition and in a Warning Event. The commands their message gives, run
+// in its order, make the namespace an organization: both turn Ready and the
+// key works, without a restart.
+func TestNewNamespaceSaysWhyItsKeyFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controlPlane.NewNamespace(t, "new-")
+	key := "sk_test_" + randHex(16)
+	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backend-key"},
+		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)}})).To(Succeed())
+	agent := createAgent(t, ns, "reminder", func(*switchboardv1.AgentSpec) {})
+	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crm"},
+		Spec: switchboardv1.WebhookEndpointSpec{URL: newReceiver(t, nil).url()}}
+	g.Expect(k8s.Create(ctx, ep)).To(Succeed())
+	ready := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
+		return func(g Gomega) metav1.Condition {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			return testsupport.Ready(g, *conds)
+		}
+	}
+	makeIt := organizations.RoleBindingCommand(ns) + " && " + organizations.LabelCommand(ns)
+	notAnOrganization := And(HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", switchboardv1.ReasonNotAnOrganization), HaveField("Message", HaveSuffix(makeIt)))
+	g.Eventually(ready(agent, &agent.Status.Conditions), resWait, resPoll).Should(notAnOrganization)
+	g.Eventually(ready(ep, &ep.Status.Conditions), resWait, resPoll).Should(notAnOrganization)
+	for _, name := range []string{agent.Name, ep.Name} {
+		g.Eventually(func() []string { return eventReasons(t, ns, name) }, resWait, resPoll).
+			Should(ContainElement(switchboardv1.ReasonNotAnOrganization), "a Warning Event about %s", name)
+	}
+	r := do(t, "GET", "/v1/calls/call_0", key, nil)
+	g.Expect(expectStringDetail(t, r, http.StatusUnauthorized)).To(Equal("Invalid API key."), "nothing more than 401")
+
+	kc := controlPlane.Kubectl(t)
+	for _, cmd := range strings.Split(makeIt, " && ") {
+		kc.MustRun(t, strings.Fields(cmd)[1:]...)
+	}
+	g.Eventually(ready(agent, &agent.Status.Conditions), resWait, resPoll).
+		Should(HaveField("Reason", switchboardv1.ReasonReconciled))
+	g.Eventually(ready(ep, &ep.Status.Conditions), resWait, resPoll).Should(HaveField("Status", metav1.ConditionTrue))
+	g.Eventually(func() int { return keyStatus(t, key) }, resWait, resPoll).Should(Equal(http.StatusNotFound),
+		"the key is served")
+	o := &org{ns: ns, key: key, agentID: agent.ResolvedID(), agent: agent}
+	expectStatusJSON(t, do(t, "POST", "/v1/calls", key, o.callBody("+14155551234", nil)), http.StatusCreated)
 }

@@ -23,10 +23,10 @@ func organization(ctx context.Context) string {
 func authenticate(keys *apikeys.Index, now func() time.Time) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key, ok := bearer(r.Header.Get("Authorization"))
-			if !ok {
+			key, problem := bearer(r.Header.Get("Authorization"))
+			if problem != "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-				writeDetail(w, http.StatusUnauthorized, "Missing API key: send the header Authorization: Bearer <API key>.")
+				writeDetail(w, http.StatusUnauthorized, problem)
 				return
 			}
 			p, err := keys.Authenticate(key, now())
@@ -40,13 +40,29 @@ func authenticate(keys *apikeys.Index, now func() time.Time) func(http.Handler) 
 	}
 }
 
-func bearer(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// The details of a 401 for a request whose Authorization header carries no
+// key: absent, or not in the one form the API takes.
+const (
+	missingKey      = "Missing API key: send the header Authorization: Bearer <API key>."
+	malformedHeader = "The Authorization header is not of the form Bearer <API key>."
+)
+
+// bearer returns the API key of an Authorization header, or the detail of
+// the 401 that says what is wrong with the header.
+func bearer(header string) (key, problem string) {
+	header = strings.TrimSpace(header)
+	scheme, token, _ := strings.Cut(header, " ")
+	switch {
+	case header == "":
+		return "", missingKey
+	case !strings.EqualFold(scheme, "Bearer"):
+		// Another scheme, or a key sent without "Bearer ".
+		return "", malformedHeader
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	if token = strings.TrimSpace(token); token == "" {
+		return "", missingKey
+	}
+	return token, ""
 }
 
 func authMessage(err error) string {
@@ -54,7 +70,7 @@ func authMessage(err error) string {
 	case errors.Is(err, apikeys.ErrExpiredKey):
 		return "API key has expired."
 	case errors.Is(err, apikeys.ErrMissingKey):
-		return "Missing API key: send the header Authorization: Bearer <API key>."
+		return missingKey
 	default:
 		return "Invalid API key."
 	}

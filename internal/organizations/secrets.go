@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -308,9 +307,7 @@ func (s *Secrets) start(ctx context.Context, ns *corev1.Namespace) error {
 // organization without its RoleBinding is reported, on the namespace and in
 // the log, and tried again later; the others go on.
 func (s *Secrets) checkAccess(ctx context.Context, ns *corev1.Namespace) error {
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	err := s.live.List(ctx, &list, client.InNamespace(ns.Name), client.Limit(1))
+	err := listOneSecret(ctx, s.live, ns.Name)
 	if apierrors.IsForbidden(err) {
 		s.events.Eventf(ns, nil, corev1.EventTypeWarning, ReasonAccessDenied, "WatchSecrets",
 			"Switchboard may not list Secrets in this organization namespace, so its API keys are not served: "+
@@ -385,12 +382,4 @@ func unwrap(o any) any {
 		return d.Obj
 	}
 	return o
-}
-
-// SecretAccessDenied says why Switchboard was refused the Secret
-// namespace/name, and what the platform team does about it.
-func SecretAccessDenied(namespace, name string) string {
-	return fmt.Sprintf("Switchboard may not read the Secret %s/%s: namespace %s is not set up as an organization "+
-		"(label it %s=true and bind the ClusterRole %s there with a RoleBinding)",
-		namespace, name, namespace, switchboardv1.OrganizationLabel, switchboardv1.OrganizationClusterRole)
 }
