@@ -311,8 +311,12 @@ func deepCopy(obj any) any {
 	return obj
 }
 
+// Keys changing in one organization never disturb a key nobody touches,
+// and the index ends as its last change left it (run with -race: make
+// test does).
 func TestConcurrentUse(t *testing.T) {
 	ix := NewIndex()
+	ix.Upsert(apiKey("globex", "stable", keyB))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -323,8 +327,24 @@ func TestConcurrentUse(t *testing.T) {
 	}()
 	for range 2000 {
 		_, _ = ix.Authenticate(keyA, now)
+		if p, err := ix.Authenticate(keyB, now); err != nil || p.Namespace != "globex" {
+			t.Fatalf("untouched key during changes: %+v %v, want globex", p, err)
+		}
 	}
 	<-done
+	// The last two changes left k0 and k1 holding the key (498 and 499 %
+	// 3), k2 deleted: ambiguous, so refused, until one of them goes.
+	if _, err := ix.Authenticate(keyA, now); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("after the changes (k0 and k1 hold the key): %v, want ErrInvalidKey", err)
+	}
+	ix.Delete("acme", "k0")
+	if p, err := ix.Authenticate(keyA, now); err != nil || p.SecretName != "k1" {
+		t.Fatalf("k0 deleted: %+v %v, want k1", p, err)
+	}
+	ix.Delete("acme", "k1")
+	if _, err := ix.Authenticate(keyA, now); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("every Secret of the key deleted: %v, want ErrInvalidKey", err)
+	}
 }
 
 // A namespace that stops being watched loses its keys, and only its own; a

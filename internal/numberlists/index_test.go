@@ -230,8 +230,12 @@ func TestSetCopies(t *testing.T) {
 	}
 }
 
+// Lists changing in an organization never disturb a list nobody touches,
+// nor match a number no list ever held, and the index ends as its last
+// change left it (run with -race: make test does).
 func TestConcurrentUse(t *testing.T) {
 	ix := NewIndex()
+	ix.Set("acme", "stable", dnc, []string{"+14155559999"}, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -242,8 +246,21 @@ func TestConcurrentUse(t *testing.T) {
 	}()
 	for range 1000 {
 		ix.Match("acme", "+19005550100")
+		if m, ok := ix.Match("acme", "+14155559999"); !ok || m.List != "stable" {
+			t.Fatalf("untouched list during changes: %+v %v, want stable", m, ok)
+		}
+		if m, ok := ix.Match("acme", "+442071234567"); ok {
+			t.Fatalf("a number no list holds matched %+v", m)
+		}
 	}
 	<-done
+	// The last change set l1 (199 % 3, with +1415555199) and deleted l2.
+	if m, ok := ix.Match("acme", "+1415555199"); !ok || m.List != "l1" {
+		t.Fatalf("after the changes: %+v %v, want l1", m, ok)
+	}
+	if m, ok := ix.Match("acme", "+1415555197"); ok {
+		t.Fatalf("a number of a deleted list matched %+v", m)
+	}
 }
 
 // numbers returns n distinct E.164 numbers; seeds give disjoint sets.
