@@ -18,6 +18,9 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -199,7 +202,30 @@ func (d *dashboard) unavailable(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // seeOther redirects a form post to the page that shows its result: a
-// path under Prefix (retryDelivery checks the one a form sends).
-func seeOther(w http.ResponseWriter, r *http.Request, path string) {
-	http.Redirect(w, r, path, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
+// path under Prefix (one a form sends goes through dashboardPath first).
+func seeOther(w http.ResponseWriter, r *http.Request, target string) {
+	http.Redirect(w, r, target, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
+}
+
+// dashboardPath reads a page of the dashboard a form asks to go back to:
+// an absolute path under Prefix that is already clean, with no query.
+// Anything else is refused rather than repaired, because browsers read
+// what a server's path cleaning leaves differently: "/\host/" (the
+// cleaning of "/dashboard/../\host/") is another host to them. The path
+// is decoded first, so %2e%2e, %2f and %5c count as what they encode.
+func dashboardPath(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "" || u.User != nil || u.Host != "" || u.Opaque != "" ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false
+	}
+	p := u.Path
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") {
+		clean += "/" // a trailing slash is part of the page's name
+	}
+	if p != clean || !strings.HasPrefix(p, Prefix+"/") || strings.Contains(p, `\`) {
+		return "", false
+	}
+	return u.EscapedPath(), true
 }

@@ -67,3 +67,34 @@ func TestTestInterpretation(t *testing.T) {
 		}
 	}
 }
+
+// A form's way back leads only to a page of the dashboard: the forms
+// that a prefix check let through (a path cleaned into "/\\host/", which
+// browsers read as another host) go to the fallback page instead.
+func TestDashboardPathRefusesOtherHosts(t *testing.T) {
+	accepted := map[string]string{
+		"/dashboard/calls/call_1":    "/dashboard/calls/call_1",
+		"/dashboard/endpoints/ep_1":  "/dashboard/endpoints/ep_1",
+		"/dashboard/":                "/dashboard/",
+		"/dashboard/calls/a%20b":     "/dashboard/calls/a%20b",
+		"/dashboard/calls/call_1%2F": "/dashboard/calls/call_1%2F",
+	}
+	for raw, want := range accepted {
+		if got, ok := dashboardPath(raw); !ok || got != want {
+			t.Errorf("dashboardPath(%q) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+	for _, raw := range []string{
+		`/dashboard/../\evil.example/`, `/dashboard/..\evil.example/`, `/dashboard/\\evil.example`,
+		"/dashboard/../evil", "/dashboard/./calls", "/dashboard//evil.example", "//evil.example/dashboard/",
+		"/dashboard/%2e%2e/%5cevil.example/", "/dashboard/%2E%2E%2F%5Cevil.example", "/dashboard/%5c%5cevil.example",
+		"/dashboard/..%2f..%2fevil", "%2f%2fevil.example/dashboard/", "/%2fevil.example/dashboard/",
+		"https://evil.example/dashboard/", "https:/dashboard/x", "//dashboard/", "/\\evil.example/dashboard/",
+		"/dashboard", "/dashboardx/", "dashboard/calls", "", "/dashboard/x?next=//evil", "/dashboard/x#frag",
+		"/dashboard/\tevil", "/dashboard/\nevil",
+	} {
+		if got, ok := dashboardPath(raw); ok {
+			t.Errorf("dashboardPath(%q) = %q, accepted; want it refused", raw, got)
+		}
+	}
+}
