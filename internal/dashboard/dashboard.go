@@ -93,7 +93,7 @@ func New(cfg Config) (http.Handler, error) {
 
 func (d *dashboard) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(securityHeaders, limitBody)
+	r.Use(securityHeaders(d.cfg.Recordings), limitBody)
 	static, _ := fs.Sub(staticFiles, "static")
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	r.Get("/sign-in", d.signInPage)
@@ -127,18 +127,26 @@ func (d *dashboard) routes() http.Handler {
 	return r
 }
 
-// securityHeaders keeps the pages out of frames and scripts to our own.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; media-src 'self' https: blob:; img-src 'self' data:; "+
-			"style-src 'self'; frame-ancestors 'none'; form-action 'self'")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
+// securityHeaders keeps the pages out of frames, scripts and styles to our
+// own, and audio to where recordings are stored (a nil store: none).
+func securityHeaders(recordings recording.Store) func(http.Handler) http.Handler {
+	media := "'self'"
+	if recordings != nil && recordings.Origin() != "" {
+		media += " " + recordings.Origin()
+	}
+	csp := "default-src 'self'; media-src " + media + "; img-src 'self' data:; style-src 'self'; " +
+		"base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Set("Content-Security-Policy", csp)
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "same-origin")
+			h.Set("Cache-Control", "no-store")
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // limitBody bounds what a form may send, as the REST API bounds bodies.

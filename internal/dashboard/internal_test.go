@@ -13,6 +13,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -95,6 +96,31 @@ func TestDashboardPathRefusesOtherHosts(t *testing.T) {
 	} {
 		if got, ok := dashboardPath(raw); ok {
 			t.Errorf("dashboardPath(%q) = %q, accepted; want it refused", raw, got)
+		}
+	}
+}
+
+// Pages load audio only from where recordings are stored, and no <base>
+// element can move their relative links elsewhere.
+func TestContentSecurityPolicy(t *testing.T) {
+	local, err := recording.NewLocal(recording.LocalConfig{Dir: t.TempDir(), BaseURL: "https://voice.example:8443",
+		SigningKey: []byte(strings.Repeat("k", recording.MinSigningKeyLen))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for store, media := range map[recording.Store]string{
+		nil:   "media-src 'self';",
+		local: "media-src 'self' https://voice.example:8443;",
+	} {
+		h, err := New(Config{Keys: apikeys.NewIndex(), Recordings: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
+		csp := rec.Header().Get("Content-Security-Policy")
+		if !strings.Contains(csp, media) || !strings.Contains(csp, "base-uri 'none'") {
+			t.Errorf("Content-Security-Policy %q, want %q and base-uri 'none'", csp, media)
 		}
 	}
 }
