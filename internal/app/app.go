@@ -561,8 +561,12 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 // that both run the same operations on the same state (the quota's
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
-	return dashboard.New(dashboard.Config{Keys: api.Keys, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
+	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
 		Placer: api.Placer, Endpoints: api.Endpoints,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
+	if err != nil {
+		return nil, err
+	}
+	return d, mgr.Add(d) // its sessions' sweeper
 }

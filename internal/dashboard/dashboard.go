@@ -14,6 +14,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -75,8 +76,25 @@ type dashboard struct {
 	pages    map[string]*template.Template
 }
 
-// New returns the dashboard's handler, to be mounted at Prefix.
-func New(cfg Config) (http.Handler, error) {
+// Handler is the dashboard: an http.Handler to mount at Prefix, and a
+// manager.Runnable that drops expired sessions in every replica (each
+// holds its own), leader or not.
+type Handler struct {
+	http.Handler
+	sessions *sessions
+}
+
+// Start drops expired sessions every minute until ctx ends.
+func (h *Handler) Start(ctx context.Context) error {
+	h.sessions.sweepEvery(ctx, sessionSweepInterval)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica holds its own sessions.
+func (h *Handler) NeedLeaderElection() bool { return false }
+
+// New returns the dashboard, to be mounted at Prefix and run (Start).
+func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -88,7 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	d := &dashboard{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.Now), pages: pages}
-	return d.routes(), nil
+	return &Handler{Handler: d.routes(), sessions: d.sessions}, nil
 }
 
 func (d *dashboard) routes() http.Handler {

@@ -1,12 +1,15 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,24 +22,8 @@ import (
 
 // Outside development the session cookie is Secure too.
 func TestSessionCookieIsSecureOutsideDev(t *testing.T) {
-	keys := apikeys.NewIndex()
-	keys.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "key"},
-		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte("sk_live_1")}})
-	h, err := New(Config{Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := httptest.NewRecorder()
-	h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
-	token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]+)"`).FindStringSubmatch(page.Body.String())[1]
-	form := url.Values{"csrf_token": {token}, "api_key": {"sk_live_1"}}
-	req := httptest.NewRequest(http.MethodPost, "/sign-in", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, c := range page.Result().Cookies() {
-		req.AddCookie(c)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	h := newTestHandler(t, Config{})
+	rec := signInRecorder(t, h, testKey)
 	var session string
 	for _, c := range rec.Result().Header.Values("Set-Cookie") {
 		if strings.HasPrefix(c, sessionCookie+"=") {
@@ -46,6 +33,107 @@ func TestSessionCookieIsSecureOutsideDev(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || !strings.Contains(session, "; Secure") || !strings.Contains(session, "HttpOnly") {
 		t.Fatalf("sign-in = %d, session cookie %q", rec.Code, session)
 	}
+}
+
+// One key holds at most MaxSessionsPerKey sessions: signing in once more
+// ends its oldest, and no other key's.
+func TestSessionsPerKeyAreCapped(t *testing.T) {
+	h := newTestHandler(t, Config{})
+	var cookies []*http.Cookie
+	for range MaxSessionsPerKey + 1 {
+		cookies = append(cookies, sessionOf(t, signInRecorder(t, h, testKey)))
+	}
+	for i, c := range cookies {
+		// A form without its CSRF token: 403 in a live session, 401 in
+		// an ended one; either way nothing else happens.
+		req := httptest.NewRequest(http.MethodPost, "/sign-out", nil)
+		req.AddCookie(c)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if signedOut := rec.Code == http.StatusUnauthorized; signedOut != (i == 0) {
+			t.Errorf("session %d of %d: %d; want only the first one ended", i+1, len(cookies), rec.Code)
+		}
+	}
+	if n := len(h.sessions.byID); n != MaxSessionsPerKey {
+		t.Errorf("%d sessions held, want %d", n, MaxSessionsPerKey)
+	}
+}
+
+// Expired sessions are dropped on a timer, with no sign-in to trigger it.
+func TestExpiredSessionsAreSweptOnATimer(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := newSessions(time.Hour, clock)
+	for i := range 3 {
+		s.open("acme", [32]byte{byte(i)})
+	}
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.sweepEvery(ctx, time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for held(s) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d expired sessions still held after 5 s", held(s))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if len(s.byKey) != 0 {
+		t.Fatalf("the per-key lists still hold %d keys", len(s.byKey))
+	}
+}
+
+func held(s *sessions) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}
+
+// testKey is the API key of newTestHandler's organization, acme.
+const testKey = "sk_live_internal_test_key_0123456789abcdef"
+
+func newTestHandler(t *testing.T, cfg Config) *Handler {
+	t.Helper()
+	cfg.Keys = apikeys.NewIndex()
+	cfg.Keys.Upsert(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "key"},
+		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(testKey)}})
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// signInRecorder posts the sign-in form with key, as a browser that has
+// just loaded it.
+func signInRecorder(t *testing.T, h http.Handler, key string) *httptest.ResponseRecorder {
+	t.Helper()
+	page := httptest.NewRecorder()
+	h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
+	token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]+)"`).FindStringSubmatch(page.Body.String())[1]
+	form := url.Values{"csrf_token": {token}, "api_key": {key}}
+	req := httptest.NewRequest(http.MethodPost, "/sign-in", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range page.Result().Cookies() {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func sessionOf(t *testing.T, rec *httptest.ResponseRecorder) *http.Cookie {
+	t.Helper()
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == sessionCookie && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("sign-in = %d without a session cookie", rec.Code)
+	return nil
 }
 
 // A test event's result reads as what to do about it.
@@ -112,10 +200,7 @@ func TestContentSecurityPolicy(t *testing.T) {
 		nil:   "media-src 'self';",
 		local: "media-src 'self' https://voice.example:8443;",
 	} {
-		h, err := New(Config{Keys: apikeys.NewIndex(), Recordings: store})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newTestHandler(t, Config{Recordings: store})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
 		csp := rec.Header().Get("Content-Security-Policy")

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,18 +34,28 @@ type session struct {
 	expires   time.Time
 }
 
+// MaxSessionsPerKey bounds the live sessions of one API key: signing in
+// once more ends the oldest, so a script signing in in a loop holds no
+// more memory than a team of browsers.
+const MaxSessionsPerKey = 16
+
+// sessionSweepInterval is how often expired sessions are dropped, whether
+// or not anyone signs in.
+const sessionSweepInterval = time.Minute
+
 // sessions are kept in this process's memory: a restart signs everyone
 // out, and with several replicas a load balancer must keep a browser on
 // one (sticky sessions).
 type sessions struct {
-	mu   sync.Mutex
-	byID map[string]*session
-	ttl  time.Duration
-	now  func() time.Time
+	mu    sync.Mutex
+	byID  map[string]*session
+	byKey map[[32]byte][]*session // oldest first
+	ttl   time.Duration
+	now   func() time.Time
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{byID: map[string]*session{}, ttl: ttl, now: now}
+	return &sessions{byID: map[string]*session{}, byKey: map[[32]byte][]*session{}, ttl: ttl, now: now}
 }
 
 func randomToken() string {
@@ -53,32 +64,66 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
+// open starts a session of the key with digest, ending the key's oldest
+// when it has MaxSessionsPerKey already.
 func (s *sessions) open(namespace string, digest [32]byte) *session {
 	sess := &session{id: randomToken(), CSRF: randomToken(), Namespace: namespace, keyDigest: digest,
 		expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sweep()
+	if live := s.byKey[digest]; len(live) >= MaxSessionsPerKey {
+		s.drop(live[0])
+	}
 	s.byID[sess.id] = sess
+	s.byKey[digest] = append(s.byKey[digest], sess)
 	return sess
 }
 
-// sweep drops expired sessions; the caller holds the lock.
-func (s *sessions) sweep() {
-	now := s.now()
-	for id, sess := range s.byID {
-		if !now.Before(sess.expires) {
-			delete(s.byID, id)
+// sweepEvery drops expired sessions every interval until ctx ends.
+func (s *sessions) sweepEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sweep()
 		}
 	}
+}
+
+func (s *sessions) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, sess := range s.byID {
+		if !now.Before(sess.expires) {
+			s.drop(sess)
+		}
+	}
+}
+
+// drop ends sess; the caller holds the lock.
+func (s *sessions) drop(sess *session) {
+	delete(s.byID, sess.id)
+	live := slices.DeleteFunc(s.byKey[sess.keyDigest], func(o *session) bool { return o == sess })
+	if len(live) == 0 {
+		delete(s.byKey, sess.keyDigest)
+		return
+	}
+	s.byKey[sess.keyDigest] = live
 }
 
 func (s *sessions) get(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.byID[id]
-	if sess == nil || !s.now().Before(sess.expires) {
-		delete(s.byID, id)
+	if sess == nil {
+		return nil
+	}
+	if !s.now().Before(sess.expires) {
+		s.drop(sess)
 		return nil
 	}
 	return sess
@@ -87,7 +132,9 @@ func (s *sessions) get(id string) *session {
 func (s *sessions) end(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byID, id)
+	if sess := s.byID[id]; sess != nil {
+		s.drop(sess)
+	}
 }
 
 type sessionKey struct{}
