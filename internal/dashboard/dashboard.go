@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -49,12 +50,15 @@ var staticFiles embed.FS
 
 // Config is what the dashboard needs; the operations are the REST API's.
 type Config struct {
-	Keys      *apikeys.Index
-	Calls     *calls.Book
-	Placer    *calls.Placer
-	Stopper   *calls.Stopper
-	Endpoints *endpoints.Service
-	Quota     *quota.Admission
+	Keys *apikeys.Index
+	// AuthFailures throttles failed sign-ins; the REST API shares it. Nil:
+	// one of the dashboard's own.
+	AuthFailures *authlimit.Limiter
+	Calls        *calls.Book
+	Placer       *calls.Placer
+	Stopper      *calls.Stopper
+	Endpoints    *endpoints.Service
+	Quota        *quota.Admission
 	// Recordings signs a fresh recording link each time a call is shown.
 	Recordings recording.Store
 	// Cache reads agents, SIP trunks and number lists.
@@ -100,6 +104,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = authlimit.New(authlimit.Defaults, cfg.Now)
 	}
 	pages, err := parsePages()
 	if err != nil {

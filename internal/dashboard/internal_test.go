@@ -16,6 +16,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -111,18 +112,47 @@ func newTestHandler(t *testing.T, cfg Config) *Handler {
 // just loaded it.
 func signInRecorder(t *testing.T, h http.Handler, key string) *httptest.ResponseRecorder {
 	t.Helper()
+	return signInFrom(t, h, key, "192.0.2.1:1234")
+}
+
+// signInFrom is signInRecorder from the client address addr.
+func signInFrom(t *testing.T, h http.Handler, key, addr string) *httptest.ResponseRecorder {
+	t.Helper()
 	page := httptest.NewRecorder()
 	h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
 	token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]+)"`).FindStringSubmatch(page.Body.String())[1]
 	form := url.Values{"csrf_token": {token}, "api_key": {key}}
 	req := httptest.NewRequest(http.MethodPost, "/sign-in", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = addr
 	for _, c := range page.Result().Cookies() {
 		req.AddCookie(c)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// Wrong keys at sign-in from one address are answered 401 up to the
+// burst, then 429 with Retry-After; the valid key from another address
+// signs in all the same.
+func TestSignInFailuresAreThrottled(t *testing.T) {
+	h := newTestHandler(t, Config{AuthFailures: authlimit.New(authlimit.Options{Burst: 3, Rate: 0.1}, nil)})
+	wrong := "sk_live_wrong_0123456789abcdef0123456789"
+	for i := range 3 {
+		if rec := signInFrom(t, h, wrong, "203.0.113.7:5000"); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong key %d: %d, want 401", i+1, rec.Code)
+		}
+	}
+	rec := signInFrom(t, h, testKey, "203.0.113.7:5001")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), "Too many failed sign-ins") {
+		t.Fatalf("from the throttled address: %d, Retry-After %q; want 429 with Retry-After and why",
+			rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := signInFrom(t, h, testKey, "198.51.100.1:5000"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("the valid key from another address: %d, want 303 (signed in)", rec.Code)
+	}
 }
 
 func sessionOf(t *testing.T, rec *httptest.ResponseRecorder) *http.Cookie {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 )
 
 const (
@@ -241,10 +242,19 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		d.problem(w, r, http.StatusForbidden, "This form was sent without its security token (CSRF); reload the page and sign in again.")
 		return
 	}
+	addr := authlimit.ClientAddr(r)
+	if wait := d.cfg.AuthFailures.Wait(addr); wait > 0 {
+		d.tooManyFailures(w, r, wait)
+		return
+	}
 	key := strings.TrimSpace(r.PostFormValue("api_key"))
 	digest := apikeys.Digest([]byte(key))
 	p, err := d.cfg.Keys.AuthenticateDigest(digest, d.cfg.Now())
 	if err != nil {
+		if wait := d.cfg.AuthFailures.Failed(addr, d.cfg.Keys.Organization(digest)); wait > 0 {
+			d.tooManyFailures(w, r, wait)
+			return
+		}
 		d.renderSignIn(w, r, http.StatusUnauthorized, "", signInMessage(err))
 		return
 	}
@@ -252,6 +262,15 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	d.clearCookie(w, signInCookie)
 	http.SetCookie(w, d.cookie(sessionCookie, sess.id, d.cfg.SessionTTL))
 	seeOther(w, r, Prefix+"/")
+}
+
+// tooManyFailures is the sign-in page of an address that failed to sign
+// in too often (package authlimit).
+func (d *dashboard) tooManyFailures(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	retry := authlimit.RetryAfter(wait)
+	w.Header().Set("Retry-After", retry)
+	d.renderSignIn(w, r, http.StatusTooManyRequests, "",
+		"Too many failed sign-ins from your address; try again in "+retry+" s.")
 }
 
 func signInMessage(err error) string {
