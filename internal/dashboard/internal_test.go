@@ -188,7 +188,7 @@ func TestTestInterpretation(t *testing.T) {
 }
 
 // A form's way back leads only to a page of the dashboard: the forms
-// that a prefix check let through (a path cleaned into "/\\host/", which
+// that a prefix check let through (a path cleaned into "/\host/", which
 // browsers read as another host) go to the fallback page instead.
 func TestDashboardPathRefusesOtherHosts(t *testing.T) {
 	accepted := map[string]string{
