@@ -426,12 +426,7 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	c.Status.EndedAt = ptr(metav1.NewMicroTime(*p.EndedAt))
 	c.Status.DurationMS = ptr(p.Duration.Milliseconds())
 	c.Status.Duration = p.Duration.Round(time.Second).String()
-	c.Status.DisconnectionReason = p.DisconnectionReason
-	if c.Status.StoppedAt != nil && !p.EndedAt.Before(c.Status.StoppedAt.Time) {
-		// The carrier ended it on its own (a SIP callee's BYE) after the
-		// stop was asked for, before the hangup reached it: the 202 holds.
-		c.Status.DisconnectionReason = telephony.APIHangup
-	}
+	c.Status.DisconnectionReason = disconnectionReason(c, p)
 	reason := switchboardv1.ReasonAwaitingAnalysis
 	if p.Disposition.Connected() {
 		reason = switchboardv1.ReasonAwaitingRecording
@@ -443,6 +438,16 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	// pass saves the apiserver a status write per call. If one fails, the
 	// end is written all the same and they are retried.
 	return r.reconcilePostCall(ctx, c)
+}
+
+// disconnectionReason is why the carrier says the call ended, unless that
+// end came after the stop was asked for: a SIP callee's BYE that beat our
+// hangup to the carrier leaves the stop's 202 standing, as api_hangup.
+func disconnectionReason(c *switchboardv1.Call, p telephony.Progress) string {
+	if c.Status.StoppedAt != nil && !p.EndedAt.Before(c.Status.StoppedAt.Time) {
+		return telephony.APIHangup
+	}
+	return p.DisconnectionReason
 }
 
 // reconcilePostCall stores the recording and analyzes the call. Both are
