@@ -203,17 +203,34 @@ func (r *CallReconciler) cancel(ctx context.Context, c *switchboardv1.Call) erro
 const canceledReason = "canceled"
 
 // hangup asks the carrier to end a placed call that was stopped, at the
-// time the stop was first acted on (kept in the status, so that a restart
-// ends it at the same time). Progress then reports it ended.
+// time the stop was asked for (kept in the status, so that a restart ends
+// it at the same time). Progress then reports it ended.
 func (r *CallReconciler) hangup(ctx context.Context, c *switchboardv1.Call) error {
 	if c.Status.StoppedAt == nil {
-		c.Status.StoppedAt = ptr(metav1.NewMicroTime(r.Clock.Now()))
+		c.Status.StoppedAt = ptr(metav1.NewMicroTime(r.stopTime(c)))
 		r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Stopping", "Hangup", "Hanging up: the call was stopped")
 	}
 	if err := r.Dialer.Hangup(ctx, r.request(ctx, c)); err != nil {
 		return fmt.Errorf("hanging up: %w", err)
 	}
 	return nil
+}
+
+// stopTime is when the call was asked to stop: the REST API's time of the
+// request, so that a reconciler that gets to it late (after the call's
+// natural end) still ends it as api_hangup, else now. It is never before
+// the call went out (a stop sent while the call was queued that arrived
+// after its dial) nor after now (another replica's clock ahead of ours).
+func (r *CallReconciler) stopTime(c *switchboardv1.Call) time.Time {
+	now := r.Clock.Now()
+	requested, ok := c.StopRequestedAt()
+	if !ok || !requested.Before(now) {
+		return now
+	}
+	if c.Status.StartedAt != nil && requested.Before(c.Status.StartedAt.Time) {
+		return c.Status.StartedAt.Time
+	}
+	return requested
 }
 
 // emitEvents queues the deliveries of every event the call has reached
@@ -409,7 +426,7 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	c.Status.EndedAt = ptr(metav1.NewMicroTime(*p.EndedAt))
 	c.Status.DurationMS = ptr(p.Duration.Milliseconds())
 	c.Status.Duration = p.Duration.Round(time.Second).String()
-	c.Status.DisconnectionReason = p.DisconnectionReason
+	c.Status.DisconnectionReason = disconnectionReason(c, p)
 	reason := switchboardv1.ReasonAwaitingAnalysis
 	if p.Disposition.Connected() {
 		reason = switchboardv1.ReasonAwaitingRecording
@@ -421,6 +438,16 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	// pass saves the apiserver a status write per call. If one fails, the
 	// end is written all the same and they are retried.
 	return r.reconcilePostCall(ctx, c)
+}
+
+// disconnectionReason is why the carrier says the call ended, unless that
+// end came after the stop was asked for: a SIP callee's BYE that beat our
+// hangup to the carrier leaves the stop's 202 standing, as api_hangup.
+func disconnectionReason(c *switchboardv1.Call, p telephony.Progress) string {
+	if c.Status.StoppedAt != nil && !p.EndedAt.Before(c.Status.StoppedAt.Time) {
+		return telephony.APIHangup
+	}
+	return p.DisconnectionReason
 }
 
 // reconcilePostCall stores the recording and analyzes the call. Both are

@@ -91,6 +91,37 @@ func TestCallLifecycleOnSimulatedCarrier(t *testing.T) {
 	g.Expect(out).NotTo(MatchRegexp(`(?m)^\s+Warning\s+`))
 }
 
+// A stop asked for before the call's natural end ends it as api_hangup,
+// as the REST API's 202 promised, even when the reconciler gets to the
+// stop only after that end: here its clock is a talk's length ahead when
+// the stop arrives, as a busy operator's would be late.
+func TestStopAskedBeforeTheEndWinsWhenActedOnLate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, agentID := newCallOrganization(t)
+	call := testsupport.CreateCall(t, k8s, ns, "late-stop", agentID, "+14155551234")
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(call), call)).To(Succeed())
+		g.Expect(call.Status.StartedAt).NotTo(BeNil())
+	}, resWait, 10*time.Millisecond).Should(Succeed())
+	answered := call.Status.StartedAt.Add(timings.Ring)
+	time.Sleep(time.Until(answered.Add(timings.Talk / 4))) // talking, well before its end
+
+	requested := time.Now()
+	callClock.skip(t, timings.Talk)
+	patch := client.MergeFrom(call.DeepCopy())
+	call.Spec.Stop = true
+	call.Annotations = map[string]string{switchboardv1.StopRequestedAtAnnotation: requested.Format(time.RFC3339Nano)}
+	g.Expect(k8s.Patch(ctx, call, patch)).To(Succeed()) // as POST /v1/calls/{call_id}/stop does
+
+	c := testsupport.WaitCallFinished(t, k8s, ns, "late-stop")
+	g.Expect(c.Status.Disposition).To(Equal(switchboardv1.DispositionAnswered))
+	g.Expect(c.Status.DisconnectionReason).To(Equal("api_hangup"))
+	g.Expect(c.Status.StoppedAt.Time).To(BeTemporally("~", requested, time.Millisecond))
+	g.Expect(c.Status.EndedAt.Time).To(BeTemporally("~", requested, time.Millisecond))
+	g.Expect(*c.Status.DurationMS).To(BeNumerically("<", timings.Talk.Milliseconds()/2), "cut short when asked")
+}
+
 // A finished Call is written to the history store while it is still in the
 // cluster, and deleted from the cluster only once its retention has
 // passed: it is always in one place or the other.

@@ -72,6 +72,19 @@ func (c *Call) QueueOrder() time.Time {
 	return c.CreationTimestamp.Time
 }
 
+// StopRequestedAtAnnotation is when the REST API or the dashboard set
+// spec.stop (RFC 3339 with nanoseconds). The stop counts from then, not
+// from when the reconciler gets to it: a call the carrier had not ended by
+// then ends as api_hangup, as the 202 promised.
+const StopRequestedAtAnnotation = "switchboard.dev/stop-requested-at"
+
+// StopRequestedAt is StopRequestedAtAnnotation's time; false when the
+// stop came without one (kubectl patch) or it does not parse.
+func (c *Call) StopRequestedAt() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, c.Annotations[StopRequestedAtAnnotation])
+	return t, err == nil
+}
+
 // CurrentPhase is the call's status. A Call the reconciler has not seen yet
 // is queued, or failed when the REST API refused it.
 func (c *Call) CurrentPhase() CallPhase {
@@ -245,8 +258,10 @@ type CallStatus struct {
 	// duration is durationMS for humans, for example 1m4s.
 	// +optional
 	Duration string `json:"duration,omitempty"`
-	// stoppedAt is when the reconciler acted on spec.stop: the call ended
-	// then (api_hangup) unless it had ended before.
+	// stoppedAt is when the call was asked to stop (the
+	// switchboard.dev/stop-requested-at annotation, else when the
+	// reconciler acted on spec.stop): the call ended then (api_hangup)
+	// unless the carrier had ended it before.
 	// +optional
 	StoppedAt *metav1.MicroTime `json:"stoppedAt,omitempty"`
 	// disconnectionReason says why the call ended, for example agent_hangup.

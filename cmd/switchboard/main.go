@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/quota"
@@ -66,10 +67,11 @@ type flags struct {
 	recRetention   time.Duration
 	normalEvents   string // "auto": on with --dev
 	quota          quota.Limits
+	authFailures   authlimit.Options
 }
 
 func parseFlags() (*flags, *zap.Options) {
-	f := &flags{timings: sim.DefaultTimings()}
+	f := &flags{timings: sim.DefaultTimings(), authFailures: authlimit.Defaults}
 	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
 	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
 	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
@@ -129,6 +131,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.quota.CreateBurst, "quota-create-burst", quota.Defaults.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+quota.CreateBurstAnnotation+".")
 	flag.IntVar(&f.quota.ActiveCalls, "quota-active-calls", quota.Defaults.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+quota.ActiveCallsAnnotation+".")
 	flag.IntVar(&f.quota.WebhookEndpoints, "quota-webhook-endpoints", quota.Defaults.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+quota.WebhookEndpointsAnnotation+".")
+	f.authFailures.BindFlags(flag.CommandLine)
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	// Production logs are JSON at info level; --dev reads for people
@@ -192,6 +195,9 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err := f.quotaDefaults(givenFlags()); err != nil {
 		return err
 	}
+	if err := f.authFailures.Validate(); err != nil {
+		return err
+	}
 	metricsSecure, err := f.secureMetrics()
 	if err != nil {
 		return err
@@ -204,7 +210,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
-		Quota:        f.quota,
+		Quota: f.quota, AuthFailures: f.authFailures,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,

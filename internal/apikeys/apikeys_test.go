@@ -158,6 +158,19 @@ func TestAuthenticate(t *testing.T) {
 			},
 		},
 		{
+			name: "a key shorter than 32 characters authenticates nobody",
+			ops:  []op{up(apiKey("acme", "k1", keyA[:31])), up(apiKey("acme", "k2", " "+keyB[:31]+"\n"))},
+			attempts: []attempt{
+				{key: keyA[:31], wantErr: ErrInvalidKey},
+				{key: keyB[:31], wantErr: ErrInvalidKey},
+			},
+		},
+		{
+			name:     "a key of 32 characters is long enough",
+			ops:      []op{up(apiKey("acme", "k1", keyA[:32]))},
+			attempts: []attempt{{key: keyA[:32], want: who("acme", "k1")}},
+		},
+		{
 			name:     "other Secret types are ignored",
 			ops:      []op{up(opaque)},
 			attempts: []attempt{{key: keyA, wantErr: ErrInvalidKey}},
@@ -361,5 +374,34 @@ func TestDeleteNamespace(t *testing.T) {
 	}
 	if p, err := ix.Authenticate(keyB, now); err != nil || p.Namespace != "globex" {
 		t.Errorf("key of the other namespace: %+v %v, want globex", p, err)
+	}
+}
+
+// A Secret whose key is refused for its length says why, plaintext or as
+// the cache holds it; others say nothing.
+func TestRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		secret  *corev1.Secret
+		refused bool
+	}{
+		{"short key", apiKey("acme", "k1", "sk_live_short"), true},
+		{"long key", apiKey("acme", "k1", keyA), false},
+		{"no key", apiKey("acme", "k1", " "), false},
+		{"a digest", apiKey("acme", "k1", "sha256:"+hex.EncodeToString(sha(keyB))), false},
+	} {
+		for _, transformed := range []bool{false, true} {
+			s := tc.secret.DeepCopy()
+			if transformed {
+				DigestSecretData(s)
+			}
+			why := Refusal(s)
+			if (why != "") != tc.refused || tc.refused && !strings.Contains(why, "shorter than 32 characters") {
+				t.Errorf("%s (transformed %v): Refusal = %q", tc.name, transformed, why)
+			}
+			if transformed && strings.Contains(string(s.Data[v1alpha1.APIKeySecretKey]), "sk_live_short") {
+				t.Errorf("%s: the cache keeps the short key", tc.name)
+			}
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,8 +54,42 @@ func DigestSecretData(s *corev1.Secret) {
 	if _, done := parseDigest(raw); done {
 		return
 	}
+	if tooShortKey(raw) {
+		// The length would be lost with the key: what remains says why
+		// the Secret authenticates nobody.
+		s.Data[v1alpha1.APIKeySecretKey] = []byte(tooShort)
+		return
+	}
 	d := Digest(raw)
 	s.Data[v1alpha1.APIKeySecretKey] = []byte(digestPrefix + hex.EncodeToString(d[:]))
+}
+
+// MinKeyLength is the fewest characters (surrounding whitespace aside) an
+// API key may have: a Secret with a shorter key authenticates nobody, as
+// a short key could be guessed.
+const MinKeyLength = 32
+
+// tooShort replaces, in the cache, a key shorter than MinKeyLength.
+const tooShort = "refused:shorter-than-minimum"
+
+// tooShortKey: key is not blank (no key at all) but shorter than
+// MinKeyLength, or already marked so.
+func tooShortKey(key []byte) bool {
+	k := bytes.TrimSpace(key)
+	return string(k) == tooShort || len(k) > 0 && utf8.RuneCount(k) < MinKeyLength
+}
+
+// Refusal says why the API-key Secret s authenticates nobody although it
+// holds a key: "" unless its key, plaintext or as DigestSecretData left
+// it, is shorter than MinKeyLength. A digest stands for a key of unknown
+// length (a Secret provisioned with one) and is accepted.
+func Refusal(s *corev1.Secret) string {
+	if s.Type != v1alpha1.APIKeySecretType || !tooShortKey(s.Data[v1alpha1.APIKeySecretKey]) {
+		return ""
+	}
+	return fmt.Sprintf("The API key in %s is shorter than %d characters, so Switchboard ignores it: "+
+		"store a longer random key (for example the output of `openssl rand -hex 32`)",
+		v1alpha1.APIKeySecretKey, MinKeyLength)
 }
 
 // TransformSecret is a cache.TransformFunc applying DigestSecretData to
@@ -74,6 +110,9 @@ func secretDigest(s *corev1.Secret) ([32]byte, bool) {
 	}
 	d, digested := parseDigest(raw)
 	if !digested {
+		if tooShortKey(raw) {
+			return [32]byte{}, false // see MinKeyLength
+		}
 		d = Digest(raw)
 	}
 	return d, d != emptyDigest

@@ -113,7 +113,21 @@ func (ix *Index) AuthenticateDigest(d [32]byte, now time.Time) (Principal, error
 	return e.principal, nil
 }
 
-// newEntry reads an API-key Secret; false if s is not one or has no key.
+// Organization is the organization of the key whose digest is d, whether
+// or not it authenticates now (an expired key); "" for a key nobody holds,
+// or more than one Secret holds. A failed authentication with a key it
+// names counts against that organization (package authlimit).
+func (ix *Index) Organization(d [32]byte) string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if holders := ix.digests[d]; len(holders) == 1 {
+		return holders[0].principal.Namespace
+	}
+	return ""
+}
+
+// newEntry reads an API-key Secret; false if s is not one, has no key or
+// one shorter than MinKeyLength.
 func newEntry(s *corev1.Secret) (*entry, bool) {
 	if s.Type != v1alpha1.APIKeySecretType {
 		return nil, false

@@ -32,6 +32,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
@@ -74,6 +75,9 @@ type Options struct {
 	// APIRequestTimeout bounds a REST request's wait on the apiserver and
 	// the history store (httpapi.DefaultRequestTimeout when zero).
 	APIRequestTimeout time.Duration
+	// AuthFailures is the budget of failed authentications per client
+	// address and per organization (authlimit.Defaults when zero).
+	AuthFailures authlimit.Options
 	// Reconcilers false runs only the REST API (a benchmark, say).
 	Reconcilers bool
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
@@ -272,7 +276,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := httpapi.Config{Keys: keys, Calls: book, Quota: admission,
+	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Placer: &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 			Dialer: dialer, Quota: admission},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
@@ -561,12 +565,26 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	return dialer, sipCalls, nil
 }
 
+// authFailures is the one throttle of failed authentications that the
+// REST API and the dashboard's sign-in share.
+func authFailures(opts Options) *authlimit.Limiter {
+	budget := opts.AuthFailures
+	if budget == (authlimit.Options{}) {
+		budget = authlimit.Defaults
+	}
+	return authlimit.New(budget, time.Now)
+}
+
 // newDashboard builds the dashboard over the REST API's dependencies, so
 // that both run the same operations on the same state (the quota's
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
-	return dashboard.New(dashboard.Config{Keys: api.Keys, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
+	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
 		Placer: api.Placer, Endpoints: api.Endpoints,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
+	if err != nil {
+		return nil, err
+	}
+	return d, mgr.Add(d) // its sessions' sweeper
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/organizations"
 )
 
 // keySecret returns the API-key Secret of ns that holds key.
@@ -222,4 +223,19 @@ func TestOrganizationsAreIsolated(t *testing.T) {
 	// And each organization still sees its own.
 	g.Expect(a.getCall(t, answered)).To(HaveKeyWithValue("status", "ended"))
 	g.Expect(a.getCall(t, failedID)).To(HaveKeyWithValue("status", "failed"))
+}
+
+// A key shorter than 32 characters authenticates nobody: the Secret gets a
+// Warning Event saying why, and the organization's other keys work.
+func TestShortKeyIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	short := "sk_test_" + randHex(8) // 24 characters
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "short-key"},
+		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(short)}}
+	g.Expect(k8s.Create(context.Background(), s)).To(Succeed())
+	g.Eventually(func() []string { return eventReasons(t, o.ns, s.Name) }, 10*time.Second, 100*time.Millisecond).
+		Should(ContainElement(organizations.ReasonAPIKeyRefused))
+	g.Expect(keyStatus(t, short)).To(Equal(http.StatusUnauthorized), "the short key authenticates")
+	g.Expect(keyStatus(t, o.key)).To(Equal(http.StatusNotFound), "the organization's long key stopped working")
 }

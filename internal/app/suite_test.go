@@ -33,6 +33,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
@@ -142,6 +143,10 @@ func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Opt
 		Webhooks:    app.WebhookOptions{AllowInsecure: true, TLSConfig: receiverTLS, Schedule: testSchedule},
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Log: zap.New(zap.WriteTo(io.Discard)),
 		History: historyStore, CallNormalEvents: true,
+		// Every test sends from 127.0.0.1, and helpers poll with keys the
+		// informer has not delivered yet: the production budget of failed
+		// authentications is under test in auth_test.go only.
+		AuthFailures: lenientAuthFailures,
 	}
 	for _, tweak := range tweaks {
 		tweak(&opts)
@@ -152,6 +157,9 @@ func startOperatorOn(cfg *rest.Config, reconcilers bool, tweaks ...func(*app.Opt
 	}
 	return &runningOperator{Process: p, baseURL: p.BaseURL}, nil
 }
+
+// lenientAuthFailures never throttles the suite's one client address.
+var lenientAuthFailures = authlimit.Options{Burst: 1 << 20, Rate: 1 << 20}
 
 // withOperator runs the rest of t against an operator started with tweak
 // instead of the suite's, and restores the suite's when t ends. Tests that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,12 @@ func (s *Stopper) Stop(ctx context.Context, namespace, id string) (*switchboardv
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.Stop = true
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	// The reconciler may get to the stop after the call's natural end: the
+	// time the 202 was given is what decides which came first.
+	c.Annotations[switchboardv1.StopRequestedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
 	switch err := s.Client.Patch(ctx, c, patch); {
 	case apierrors.IsNotFound(err):
 		return nil, ErrNotActive

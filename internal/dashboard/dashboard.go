@@ -14,10 +14,14 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -25,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -45,12 +50,15 @@ var staticFiles embed.FS
 
 // Config is what the dashboard needs; the operations are the REST API's.
 type Config struct {
-	Keys      *apikeys.Index
-	Calls     *calls.Book
-	Placer    *calls.Placer
-	Stopper   *calls.Stopper
-	Endpoints *endpoints.Service
-	Quota     *quota.Admission
+	Keys *apikeys.Index
+	// AuthFailures throttles failed sign-ins; the REST API shares it. Nil:
+	// one of the dashboard's own.
+	AuthFailures *authlimit.Limiter
+	Calls        *calls.Book
+	Placer       *calls.Placer
+	Stopper      *calls.Stopper
+	Endpoints    *endpoints.Service
+	Quota        *quota.Admission
 	// Recordings signs a fresh recording link each time a call is shown.
 	Recordings recording.Store
 	// Cache reads agents, SIP trunks and number lists.
@@ -72,25 +80,45 @@ type dashboard struct {
 	pages    map[string]*template.Template
 }
 
-// New returns the dashboard's handler, to be mounted at Prefix.
-func New(cfg Config) (http.Handler, error) {
+// Handler is the dashboard: an http.Handler to mount at Prefix, and a
+// manager.Runnable that drops expired sessions in every replica (each
+// holds its own), leader or not.
+type Handler struct {
+	http.Handler
+	sessions *sessions
+}
+
+// Start drops expired sessions every minute until ctx ends.
+func (h *Handler) Start(ctx context.Context) error {
+	h.sessions.sweepEvery(ctx, sessionSweepInterval)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica holds its own sessions.
+func (h *Handler) NeedLeaderElection() bool { return false }
+
+// New returns the dashboard, to be mounted at Prefix and run (Start).
+func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = authlimit.New(authlimit.Defaults, cfg.Now)
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	d := &dashboard{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.Now), pages: pages}
-	return d.routes(), nil
+	return &Handler{Handler: d.routes(), sessions: d.sessions}, nil
 }
 
 func (d *dashboard) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(securityHeaders, limitBody)
+	r.Use(securityHeaders(d.cfg.Recordings), limitBody)
 	static, _ := fs.Sub(staticFiles, "static")
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	r.Get("/sign-in", d.signInPage)
@@ -124,18 +152,26 @@ func (d *dashboard) routes() http.Handler {
 	return r
 }
 
-// securityHeaders keeps the pages out of frames and scripts to our own.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; media-src 'self' https: blob:; img-src 'self' data:; "+
-			"style-src 'self'; frame-ancestors 'none'; form-action 'self'")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
-	})
+// securityHeaders keeps the pages out of frames, scripts and styles to our
+// own, and audio to where recordings are stored (a nil store: none).
+func securityHeaders(recordings recording.Store) func(http.Handler) http.Handler {
+	media := "'self'"
+	if recordings != nil && recordings.Origin() != "" {
+		media += " " + recordings.Origin()
+	}
+	csp := "default-src 'self'; media-src " + media + "; img-src 'self' data:; style-src 'self'; " +
+		"base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Set("Content-Security-Policy", csp)
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "same-origin")
+			h.Set("Cache-Control", "no-store")
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // limitBody bounds what a form may send, as the REST API bounds bodies.
@@ -199,7 +235,30 @@ func (d *dashboard) unavailable(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // seeOther redirects a form post to the page that shows its result: a
-// path under Prefix (retryDelivery checks the one a form sends).
-func seeOther(w http.ResponseWriter, r *http.Request, path string) {
-	http.Redirect(w, r, path, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
+// path under Prefix (one a form sends goes through dashboardPath first).
+func seeOther(w http.ResponseWriter, r *http.Request, target string) {
+	http.Redirect(w, r, target, http.StatusSeeOther) //nolint:gosec // always a path of the dashboard, see above
+}
+
+// dashboardPath reads a page of the dashboard a form asks to go back to:
+// an absolute path under Prefix that is already clean, with no query.
+// Anything else is refused rather than repaired, because browsers read
+// what a server's path cleaning leaves differently: "/\host/" (the
+// cleaning of "/dashboard/../\host/") is another host to them. The path
+// is decoded first, so %2e%2e, %2f and %5c count as what they encode.
+func dashboardPath(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "" || u.User != nil || u.Host != "" || u.Opaque != "" ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false
+	}
+	p := u.Path
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") {
+		clean += "/" // a trailing slash is part of the page's name
+	}
+	if p != clean || !strings.HasPrefix(p, Prefix+"/") || strings.Contains(p, `\`) {
+		return "", false
+	}
+	return u.EscapedPath(), true
 }

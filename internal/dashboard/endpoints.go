@@ -358,8 +358,8 @@ func (d *dashboard) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		d.unavailable(w, r, err, "The retry could not be requested")
 		return
 	}
-	back := r.PostFormValue("back")
-	if !strings.HasPrefix(back, Prefix+"/") || strings.HasPrefix(back, "//") {
+	back, ok := dashboardPath(r.PostFormValue("back"))
+	if !ok {
 		back = Prefix + "/endpoints/" + ep.ResolvedID()
 	}
 	seeOther(w, r, back)

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 )
 
 const (
@@ -33,18 +35,28 @@ type session struct {
 	expires   time.Time
 }
 
+// MaxSessionsPerKey bounds the live sessions of one API key: signing in
+// once more ends the oldest, so a script signing in in a loop holds no
+// more memory than a team of browsers.
+const MaxSessionsPerKey = 16
+
+// sessionSweepInterval is how often expired sessions are dropped, whether
+// or not anyone signs in.
+const sessionSweepInterval = time.Minute
+
 // sessions are kept in this process's memory: a restart signs everyone
 // out, and with several replicas a load balancer must keep a browser on
 // one (sticky sessions).
 type sessions struct {
-	mu   sync.Mutex
-	byID map[string]*session
-	ttl  time.Duration
-	now  func() time.Time
+	mu    sync.Mutex
+	byID  map[string]*session
+	byKey map[[32]byte][]*session // oldest first
+	ttl   time.Duration
+	now   func() time.Time
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{byID: map[string]*session{}, ttl: ttl, now: now}
+	return &sessions{byID: map[string]*session{}, byKey: map[[32]byte][]*session{}, ttl: ttl, now: now}
 }
 
 func randomToken() string {
@@ -53,32 +65,66 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
+// open starts a session of the key with digest, ending the key's oldest
+// when it has MaxSessionsPerKey already.
 func (s *sessions) open(namespace string, digest [32]byte) *session {
 	sess := &session{id: randomToken(), CSRF: randomToken(), Namespace: namespace, keyDigest: digest,
 		expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sweep()
+	if live := s.byKey[digest]; len(live) >= MaxSessionsPerKey {
+		s.drop(live[0])
+	}
 	s.byID[sess.id] = sess
+	s.byKey[digest] = append(s.byKey[digest], sess)
 	return sess
 }
 
-// sweep drops expired sessions; the caller holds the lock.
-func (s *sessions) sweep() {
-	now := s.now()
-	for id, sess := range s.byID {
-		if !now.Before(sess.expires) {
-			delete(s.byID, id)
+// sweepEvery drops expired sessions every interval until ctx ends.
+func (s *sessions) sweepEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sweep()
 		}
 	}
+}
+
+func (s *sessions) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, sess := range s.byID {
+		if !now.Before(sess.expires) {
+			s.drop(sess)
+		}
+	}
+}
+
+// drop ends sess; the caller holds the lock.
+func (s *sessions) drop(sess *session) {
+	delete(s.byID, sess.id)
+	live := slices.DeleteFunc(s.byKey[sess.keyDigest], func(o *session) bool { return o == sess })
+	if len(live) == 0 {
+		delete(s.byKey, sess.keyDigest)
+		return
+	}
+	s.byKey[sess.keyDigest] = live
 }
 
 func (s *sessions) get(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.byID[id]
-	if sess == nil || !s.now().Before(sess.expires) {
-		delete(s.byID, id)
+	if sess == nil {
+		return nil
+	}
+	if !s.now().Before(sess.expires) {
+		s.drop(sess)
 		return nil
 	}
 	return sess
@@ -87,7 +133,9 @@ func (s *sessions) get(id string) *session {
 func (s *sessions) end(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byID, id)
+	if sess := s.byID[id]; sess != nil {
+		s.drop(sess)
+	}
 }
 
 type sessionKey struct{}
@@ -194,10 +242,19 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		d.problem(w, r, http.StatusForbidden, "This form was sent without its security token (CSRF); reload the page and sign in again.")
 		return
 	}
+	addr := authlimit.ClientAddr(r)
+	if wait := d.cfg.AuthFailures.Wait(addr); wait > 0 {
+		d.tooManyFailures(w, r, wait)
+		return
+	}
 	key := strings.TrimSpace(r.PostFormValue("api_key"))
 	digest := apikeys.Digest([]byte(key))
 	p, err := d.cfg.Keys.AuthenticateDigest(digest, d.cfg.Now())
 	if err != nil {
+		if wait := d.cfg.AuthFailures.Failed(addr, d.cfg.Keys.Organization(digest)); wait > 0 {
+			d.tooManyFailures(w, r, wait)
+			return
+		}
 		d.renderSignIn(w, r, http.StatusUnauthorized, "", signInMessage(err))
 		return
 	}
@@ -205,6 +262,15 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	d.clearCookie(w, signInCookie)
 	http.SetCookie(w, d.cookie(sessionCookie, sess.id, d.cfg.SessionTTL))
 	seeOther(w, r, Prefix+"/")
+}
+
+// tooManyFailures is the sign-in page of an address that failed to sign
+// in too often (package authlimit).
+func (d *dashboard) tooManyFailures(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	retry := authlimit.RetryAfter(wait)
+	w.Header().Set("Retry-After", retry)
+	d.renderSignIn(w, r, http.StatusTooManyRequests, "",
+		"Too many failed sign-ins from your address; try again in "+retry+" s.")
 }
 
 func signInMessage(err error) string {

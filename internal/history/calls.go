@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -206,15 +207,29 @@ func listQuery(namespace string, q CallQuery) (string, []any) {
 	p.equal("to_number", q.ToNumber)
 	p.equal("source", q.Source)
 	if !q.CreatedAfter.IsZero() {
-		p.add("created_at > " + p.param(q.CreatedAfter.UnixNano()))
+		p.add("created_at > " + p.param(unixNanoClamped(q.CreatedAfter)))
 	}
 	if !q.CreatedBefore.IsZero() {
-		p.add("created_at < " + p.param(q.CreatedBefore.UnixNano()))
+		p.add("created_at < " + p.param(unixNanoClamped(q.CreatedBefore)))
 	}
 	if q.After != nil {
 		p.after("call_id", q.After.CreatedAt, q.After.CallID)
 	}
 	return p.sql("object", "calls", "call_id", q.Limit)
+}
+
+// unixNanoClamped is t in created_at's unit, nanoseconds since the epoch,
+// clamped to int64 where UnixNano would wrap around (before 1677, after
+// 2262): every stored time lies inside, so an exclusive bound outside
+// keeps its meaning (created after 2263 matches none, before it all).
+func unixNanoClamped(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 func decodeCall(object []byte) (*switchboardv1.Call, error) {

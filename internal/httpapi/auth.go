@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 )
 
 type principalKey struct{}
@@ -19,18 +21,30 @@ func organization(ctx context.Context) string {
 }
 
 // authenticate admits requests bearing a valid, unexpired API key and
-// attaches the key's organization. Keys are never logged or echoed.
-func authenticate(keys *apikeys.Index, now func() time.Time) func(http.Handler) http.Handler {
+// attaches the key's organization. Keys are never logged or echoed. A
+// client address with too many failures is refused (429) before its key
+// is looked at; a valid key is never refused for others' failures.
+func authenticate(keys *apikeys.Index, failures *authlimit.Limiter, now func() time.Time) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			addr := authlimit.ClientAddr(r)
+			if wait := failures.Wait(addr); wait > 0 {
+				writeTooManyFailures(w, wait)
+				return
+			}
 			key, problem := bearer(r.Header.Get("Authorization"))
 			if problem != "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 				writeDetail(w, http.StatusUnauthorized, problem)
 				return
 			}
-			p, err := keys.Authenticate(key, now())
+			digest := apikeys.Digest([]byte(key))
+			p, err := keys.AuthenticateDigest(digest, now())
 			if err != nil {
+				if wait := failures.Failed(addr, keys.Organization(digest)); wait > 0 {
+					writeTooManyFailures(w, wait)
+					return
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard", error="invalid_token"`)
 				writeDetail(w, http.StatusUnauthorized, authMessage(err))
 				return
@@ -38,6 +52,14 @@ func authenticate(keys *apikeys.Index, now func() time.Time) func(http.Handler) 
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 		})
 	}
+}
+
+// writeTooManyFailures is the 429 of a client that failed to authenticate
+// too often, in the shape of the API's other 429s.
+func writeTooManyFailures(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", authlimit.RetryAfter(wait))
+	writeErrorDetail(w, http.StatusTooManyRequests, ErrorDetail{ErrorCode: quota.CodeRateLimited,
+		Error: "Too many failed authentications from this address; retry after the Retry-After header's seconds."})
 }
 
 // The details of a 401 for a request whose Authorization header carries no

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/quota"
@@ -25,6 +26,9 @@ import (
 // dashboard) and what it renders with.
 type Config struct {
 	Keys *apikeys.Index
+	// AuthFailures throttles failed authentications; the dashboard's
+	// sign-in shares it. Nil: one of the API's own.
+	AuthFailures *authlimit.Limiter
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
 	// Placer places calls (POST /v1/calls and the SDK's create-phone-call).
@@ -58,6 +62,9 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = authlimit.New(authlimit.Defaults, cfg.Now)
+	}
 	a := &api{cfg: cfg}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, echoRequestID, logRequests(cfg.Log), recoverJSON(cfg.Log))
@@ -73,7 +80,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Mount("/dashboard", cfg.Dashboard)
 	}
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.Now))
+		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.AuthFailures, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {
 			r.Post("/", a.createCall)
 			r.Get("/", a.listCalls)
@@ -86,7 +93,7 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	// The hosted service's SDK paths, under the same keys (compat.go).
 	r.Group(func(r chi.Router) {
-		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.Now))
+		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.AuthFailures, cfg.Now))
 		a.sdkRoutes(r)
 	})
 	return r

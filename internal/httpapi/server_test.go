@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/authlimit"
 )
 
 func TestPanicBecomesJSON500(t *testing.T) {
@@ -49,7 +50,7 @@ func TestBearer(t *testing.T) {
 // as "Bearer <API key>" is told what is wrong with the header, not that
 // its key is missing: still a 401 with a string detail.
 func TestAuthenticateSaysWhatIsWrongWithTheHeader(t *testing.T) {
-	h := authenticate(apikeys.NewIndex(), time.Now)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	h := authenticate(apikeys.NewIndex(), authlimit.New(authlimit.Defaults, nil), time.Now)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		t.Error("an unauthenticated request got through")
 	}))
 	for _, tc := range []struct{ authorization, detail string }{

@@ -38,6 +38,10 @@ func IsOrganization(ns *corev1.Namespace) bool {
 // namespace labelled an organization whose Secrets Switchboard may not list.
 const ReasonAccessDenied = "SecretAccessDenied"
 
+// ReasonAPIKeyRefused is the reason of the Warning Event recorded on an
+// API-key Secret whose key Switchboard ignores (apikeys.Refusal).
+const ReasonAPIKeyRefused = "APIKeyRefused"
+
 // How long a namespace start may take, and how soon an organization
 // namespace Switchboard could not watch is tried again (doubling up to
 // retryMax): a RoleBinding created later is picked up within retryMax.
@@ -361,6 +365,9 @@ func (s *Secrets) forward(w *watch) toolscache.ResourceEventHandler {
 		if w.stopped {
 			return
 		}
+		if !deleted {
+			s.warnRefusedKey(secret)
+		}
 		for _, h := range s.handlers {
 			if deleted {
 				h.Delete(secret)
@@ -374,6 +381,18 @@ func (s *Secrets) forward(w *watch) toolscache.ResourceEventHandler {
 		UpdateFunc: func(_, o any) { pass(o, false) },
 		DeleteFunc: func(o any) { pass(o, true) },
 	}
+}
+
+// warnRefusedKey tells the platform team, on the Secret and in the log,
+// why an API key it stored authenticates nobody.
+func (s *Secrets) warnRefusedKey(secret *corev1.Secret) {
+	why := apikeys.Refusal(secret)
+	if why == "" {
+		return
+	}
+	s.events.Eventf(secret, nil, corev1.EventTypeWarning, ReasonAPIKeyRefused, "IndexAPIKey", why)
+	s.log.Info("ignoring an API key shorter than the minimum", "namespace", secret.Namespace, "secret", secret.Name,
+		"minLength", apikeys.MinKeyLength)
 }
 
 // unwrap returns the last known object of a delete whose watch was missed.

@@ -20,9 +20,15 @@ func TestTrimKeepsOnlyWhatSwitchboardUses(t *testing.T) {
 		wantData func(map[string][]byte) bool
 	}{
 		{"API key", &corev1.Secret{Type: switchboardv1.APIKeySecretType,
-			Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte("sk_live_abc")}},
+			Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte("sk_live_0123456789abcdef0123456789abcdef")}},
 			func(d map[string][]byte) bool {
 				return strings.HasPrefix(string(d[switchboardv1.APIKeySecretKey]), "sha256:")
+			}},
+		{"API key too short to use", &corev1.Secret{Type: switchboardv1.APIKeySecretType,
+			Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte("sk_live_abc")}},
+			func(d map[string][]byte) bool { // neither the key nor a digest it would match
+				v := string(d[switchboardv1.APIKeySecretKey])
+				return !strings.Contains(v, "abc") && !strings.HasPrefix(v, "sha256:")
 			}},
 		{"signing secret", &corev1.Secret{Type: switchboardv1.WebhookSecretType,
 			Data: map[string][]byte{switchboardv1.WebhookSecretKey: []byte("whsec_abc")}},

@@ -142,6 +142,15 @@ func (l *Local) Link(ctx context.Context, key string, ttl time.Duration) (Link, 
 	return Link{URL: l.baseURL + pathPrefix + key + q, ExpiresAt: time.Unix(exp, 0).UTC()}, nil
 }
 
+// Origin is BaseURL's, where its links point ("" for relative links).
+func (l *Local) Origin() string {
+	u, err := url.Parse(l.baseURL)
+	if err != nil {
+		return ""
+	}
+	return originOf(u)
+}
+
 // Delete removes the recording under key and then its content type. A
 // missing recording is not an error. Links already handed out answer 404
 // from then on.

@@ -149,6 +149,9 @@ func TestPutLinkGet(t *testing.T) {
 	if !strings.HasPrefix(l.URL, wantPrefix) {
 		t.Fatalf("URL = %q, want prefix %q", l.URL, wantPrefix)
 	}
+	if got := fx.store.Origin(); got != fx.srv.URL { // what the dashboard lets audio load from
+		t.Errorf("Origin() = %q, want %q", got, fx.srv.URL)
+	}
 
 	resp, body := do(t, http.MethodGet, l.URL, nil)
 	if resp.StatusCode != http.StatusOK {

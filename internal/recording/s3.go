@@ -70,6 +70,7 @@ type S3 struct {
 	bucket   string
 	prefix   string // "" or ending in "/"
 	endpoint string // for errors
+	origin   string // of its links: the endpoint's, or the bucket's own host
 }
 
 var _ Store = (*S3)(nil)
@@ -102,8 +103,18 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if err := s.checkBucket(ctx); err != nil {
 		return nil, err
 	}
+	// Links to a bucket addressed virtual-host style are on the bucket's
+	// own host, so the origin is read from one (signing calls no server).
+	probe, err := client.PresignedGetObject(ctx, s.bucket, s.prefix+"origin", time.Minute, nil)
+	if err != nil {
+		return nil, s.wrap(err, "signing a link")
+	}
+	s.origin = originOf(probe)
 	return s, nil
 }
+
+// Origin is the scheme://host[:port] of its presigned links.
+func (s *S3) Origin() string { return s.origin }
 
 func (cfg S3Config) validate() error {
 	switch {

@@ -49,6 +49,9 @@ func TestS3(t *testing.T) {
 		if prefix := "http://" + cfg.Endpoint + "/" + cfg.Bucket + "/org-a/call_1.wav?"; !strings.HasPrefix(link.URL, prefix) {
 			t.Errorf("link %s does not start with %s", link.URL, prefix)
 		}
+		if got := store.Origin(); !strings.HasPrefix(link.URL, got+"/") || got != "http://"+cfg.Endpoint {
+			t.Errorf("Origin() = %q, want the link's, http://%s", got, cfg.Endpoint)
+		}
 		if !strings.Contains(link.URL, "X-Amz-Signature=") || !strings.Contains(link.URL, "X-Amz-Expires=3600") {
 			t.Errorf("link %s is not a SigV4 presigned URL valid 3600 s", link.URL)
 		}

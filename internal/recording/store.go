@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"time"
 )
 
@@ -36,4 +37,15 @@ type Store interface {
 	// Delete removes the recording under key. A key that holds no recording
 	// is not an error, so a delete can be retried after a crash.
 	Delete(ctx context.Context, key string) error
+	// Origin is the scheme://host[:port] its links point at, for a page's
+	// Content-Security-Policy; "" when links are relative to the page.
+	Origin() string
+}
+
+// originOf is the scheme://host[:port] of an absolute URL, "" otherwise.
+func originOf(u *url.URL) string {
+	if u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
