@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,8 +29,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
-	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 type flags struct {
@@ -71,7 +68,8 @@ type flags struct {
 }
 
 func parseFlags() (*flags, *zap.Options) {
-	f := &flags{timings: sim.DefaultTimings(), authFailures: authlimit.Defaults}
+	f := &flags{timings: sim.DefaultTimings(), authFailures: authlimit.Defaults, webhooks: app.DefaultWebhookOptions, quota: quota.Defaults,
+		sip: app.DefaultSIPOptions}
 	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
 	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
 	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
@@ -94,45 +92,24 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.Float64Var(&f.qps, "kube-api-qps", 1000, "Requests per second to the Kubernetes API.")
 	flag.IntVar(&f.burst, "kube-api-burst", 2000, "Burst of requests to the Kubernetes API.")
 	flag.IntVar(&f.maxCalls, "max-concurrent-calls", 64, "Calls reconciled at once.")
-	flag.DurationVar(&f.timings.Ring, "sim-ring", f.timings.Ring, "Simulated carrier: ringing time.")
-	flag.DurationVar(&f.timings.Talk, "sim-talk", f.timings.Talk, "Simulated carrier: length of an answered call.")
-	flag.DurationVar(&f.timings.Voicemail, "sim-voicemail", f.timings.Voicemail, "Simulated carrier: length of a voicemail message.")
+	f.timings.BindFlags(flag.CommandLine)
 	flag.BoolVar(&f.simulator, "simulated-carrier", true, "Place the calls of agents without a trunkRef on the simulated carrier; false fails them with dispatch_failed.")
 	flag.BoolVar(&f.sipEnabled, "sip", true, "Place the calls of agents with a trunkRef over their SIP trunk.")
-	flag.StringVar(&f.sip.BindHost, "sip-bind-host", envOr("POD_IP", ""), "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
-	flag.StringVar(&f.sip.ExternalHost, "sip-external-host", "", "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
-	flag.StringVar(&f.sip.SpoolDir, "sip-spool-dir", "", "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
-	flag.StringVar(&f.sip.Flite, "flite", "flite", "The flite text-to-speech binary that speaks agents' scripts.")
-	flag.DurationVar(&f.sip.TTSTimeout, "tts-timeout", tts.DefaultTimeout, "How long flite may take to speak one text before it is killed and the call fails.")
-	flag.DurationVar(&f.sip.ProbeInterval, "sip-probe-interval", time.Minute, "How often each SIPTrunk is sent OPTIONS to check it is reachable.")
+	f.sip.BindHost = envOr("POD_IP", "")
+	f.sip.BindFlags(flag.CommandLine)
 	flag.StringVar(&f.insecureHooks, "webhook-allow-insecure", "auto", "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
 	flag.StringVar(&f.webhookCAFile, "webhook-ca-file", "", "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")
-	flag.DurationVar(&f.webhooks.Timeout, "webhook-timeout", 10*time.Second, "Time a receiver has to answer an attempt.")
-	flag.Func("webhook-retry-schedule", "Delays before each attempt (default "+webhook.DefaultSchedule.String()+").", func(v string) error {
-		s, err := webhook.ParseSchedule(v)
-		f.webhooks.Schedule = s
-		return err
-	})
-	flag.DurationVar(&f.webhooks.Retention, "webhook-delivery-retention", 7*24*time.Hour, "How long finished deliveries are kept.")
-	flag.DurationVar(&f.webhooks.RotationOverlap, "webhook-rotation-overlap", 24*time.Hour, "How long a rotated-out signing secret keeps signing.")
-	flag.DurationVar(&f.webhooks.DisableAfter, "webhook-disable-after", 5*24*time.Hour, "Disable an endpoint whose deliveries have all failed this long (negative: never).")
-	flag.IntVar(&f.webhooks.MaxConcurrent, "max-concurrent-deliveries", 128, "Webhook attempts in flight.")
-	flag.IntVar(&f.webhooks.MaxConcurrentPerOrganization, "max-concurrent-deliveries-per-organization", 32,
-		"Webhook attempts in flight of one organization, its test sends included (negative: no bound).")
-	flag.IntVar(&f.webhooks.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", 16,
-		"Webhook attempts in flight to one endpoint, its test sends included (negative: no bound).")
+	f.webhooks.BindFlags(flag.CommandLine)
 	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
 	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
 	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
 	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	zopts := &zap.Options{}
-	flag.Float64Var(&f.quota.CreateRate, "quota-create-rate", quota.Defaults.CreateRate, "Calls an organization may create per second (0: unlimited; default unlimited with --dev). The namespace annotation "+quota.CreateRateAnnotation+" changes it per organization.")
-	flag.IntVar(&f.quota.CreateBurst, "quota-create-burst", quota.Defaults.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+quota.CreateBurstAnnotation+".")
-	flag.IntVar(&f.quota.ActiveCalls, "quota-active-calls", quota.Defaults.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+quota.ActiveCallsAnnotation+".")
-	flag.IntVar(&f.quota.WebhookEndpoints, "quota-webhook-endpoints", quota.Defaults.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+quota.WebhookEndpointsAnnotation+".")
+	f.quota.BindFlags(flag.CommandLine)
 	f.authFailures.BindFlags(flag.CommandLine)
 	zopts.BindFlags(flag.CommandLine)
+	flag.Usage = func() { printUsage(flag.CommandLine.Output(), flag.CommandLine) }
 	flag.Parse()
 	// Production logs are JSON at info level; --dev reads for people
 	// (console lines, debug level) unless --zap-devel says otherwise.
@@ -162,7 +139,9 @@ func main() {
 
 func run(ctx context.Context, f *flags, log logr.Logger) error {
 	f.applyDefaults()
-	s3, err := f.recordingS3()
+	// Every setting is checked before anything starts: a mistyped flag
+	// should not cost a control plane's start.
+	set, err := f.resolve()
 	if err != nil {
 		return err
 	}
@@ -173,7 +152,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer stop()
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	var key []byte // S3 links are signed with the S3 credentials
-	if s3 == nil {
+	if set.s3 == nil {
 		if key, err = signingKey(f); err != nil {
 			return err
 		}
@@ -182,26 +161,6 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("REST API address: %w", err)
 	}
-	if err := f.webhookOptions(); err != nil {
-		return err
-	}
-	if f.recRetention < 0 {
-		return fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
-	}
-	normalEvents, err := f.callNormalEvents()
-	if err != nil {
-		return err
-	}
-	if err := f.quotaDefaults(givenFlags()); err != nil {
-		return err
-	}
-	if err := f.authFailures.Validate(); err != nil {
-		return err
-	}
-	metricsSecure, err := f.secureMetrics()
-	if err != nil {
-		return err
-	}
 	store, err := history.Open(ctx, f.historyDSN)
 	if err != nil {
 		return fmt.Errorf("history store: %w", err)
@@ -209,18 +168,49 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer func() { _ = store.Close() }()
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
+		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: set.normalEvents,
 		Quota: f.quota, AuthFailures: f.authFailures,
-		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
+		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,
 		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS, LeaderElectionLease: f.leaderLease,
-		MetricsAddr: f.metricsAddr, MetricsSecure: metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
+		MetricsAddr: f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// settings are what the flags resolve to beyond their own values.
+type settings struct {
+	s3            *recording.S3Config
+	normalEvents  bool
+	metricsSecure bool
+}
+
+// resolve checks every flag and resolves the "auto" ones.
+func (f *flags) resolve() (settings, error) {
+	var set settings
+	var err error
+	if set.s3, err = f.recordingS3(); err != nil {
+		return set, err
+	}
+	if err := f.webhookOptions(); err != nil {
+		return set, err
+	}
+	if f.recRetention < 0 {
+		return set, fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
+	}
+	if err := errors.Join(f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(),
+		f.quotaDefaults(givenFlags())); err != nil {
+		return set, err
+	}
+	if set.normalEvents, err = f.callNormalEvents(); err != nil {
+		return set, err
+	}
+	set.metricsSecure, err = f.secureMetrics()
+	return set, err
 }
 
 // recordingS3 returns the S3 store's configuration with
@@ -288,11 +278,8 @@ func (f *flags) webhookOptions() error {
 // development mode does not give (make run ARGS="--quota-create-rate=20"
 // shows production behaviour locally). The endpoint limit always holds.
 func (f *flags) quotaDefaults(given map[string]bool) error {
-	q := f.quota
-	if q.CreateRate < 0 || math.IsNaN(q.CreateRate) || math.IsInf(q.CreateRate, 0) || q.CreateBurst < 0 ||
-		q.ActiveCalls < 0 || q.WebhookEndpoints < 0 {
-		return errors.New("--quota-create-rate, --quota-create-burst, --quota-active-calls and --quota-webhook-endpoints " +
-			"take a finite number, at least 0 (0: unlimited)")
+	if err := f.quota.Validate(); err != nil {
+		return err
 	}
 	if !f.dev {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -131,7 +132,9 @@ type Options struct {
 	Log           logr.Logger
 }
 
-// WebhookOptions configure event delivery; zero values take the defaults.
+// WebhookOptions configure event delivery. A program that builds them
+// may leave settings zero for DefaultWebhookOptions's; the binary's flags
+// (BindFlags) start from those and Validate refuses a zero that means nothing.
 type WebhookOptions struct {
 	// AllowInsecure permits http and loopback or private receivers: local
 	// development only.
@@ -171,30 +174,96 @@ func (o WebhookOptions) inFlight() history.InFlightLimits {
 // save that follows.
 func (o WebhookOptions) lease() time.Duration { return 2*o.Timeout + 30*time.Second }
 
-func (o WebhookOptions) withDefaults() WebhookOptions {
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
+// DefaultWebhookOptions are the delivery settings of the binary's flags,
+// and of a program that leaves a setting zero: defined once, here.
+var DefaultWebhookOptions = WebhookOptions{
+	Timeout:                      10 * time.Second,
+	Schedule:                     webhook.DefaultSchedule,
+	Retention:                    7 * 24 * time.Hour,
+	RotationOverlap:              deliveries.DefaultRotationOverlap,
+	DisableAfter:                 5 * 24 * time.Hour,
+	MaxConcurrent:                128,
+	MaxConcurrentPerOrganization: 32,
+	MaxConcurrentPerEndpoint:     16,
+}
+
+// BindFlags binds the delivery settings to fs, each defaulting to its
+// value in o (DefaultWebhookOptions for the binary).
+func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.Timeout, "webhook-timeout", o.Timeout, "Time a receiver has to answer an attempt (more than 0).")
+	fs.Func("webhook-retry-schedule", "Delays before each attempt (default "+o.Schedule.String()+").", func(v string) error {
+		s, err := webhook.ParseSchedule(v)
+		o.Schedule = s
+		return err
+	})
+	fs.DurationVar(&o.Retention, "webhook-delivery-retention", o.Retention, "How long finished deliveries are kept (more than 0).")
+	fs.DurationVar(&o.RotationOverlap, "webhook-rotation-overlap", o.RotationOverlap,
+		"How long a rotated-out signing secret keeps signing (more than 0).")
+	fs.DurationVar(&o.DisableAfter, "webhook-disable-after", o.DisableAfter,
+		"Disable an endpoint whose deliveries have all failed this long (negative: never).")
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-deliveries", o.MaxConcurrent, "Webhook attempts in flight (at least 1).")
+	fs.IntVar(&o.MaxConcurrentPerOrganization, "max-concurrent-deliveries-per-organization", o.MaxConcurrentPerOrganization,
+		"Webhook attempts in flight of one organization, its test sends included (at least 1; negative: no bound).")
+	fs.IntVar(&o.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", o.MaxConcurrentPerEndpoint,
+		"Webhook attempts in flight to one endpoint, its test sends included (at least 1; negative: no bound).")
+}
+
+// Validate refuses the settings that have no meaning (a zero timeout
+// would fail every attempt; zero attempts in flight would deliver
+// nothing), rather than read them as "the default".
+func (o WebhookOptions) Validate() error {
+	var errs []error
+	positive := func(name string, ok bool) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("--%s must be more than 0", name))
+		}
+	}
+	positive("webhook-timeout", o.Timeout > 0)
+	positive("webhook-delivery-retention", o.Retention > 0)
+	positive("max-concurrent-deliveries", o.MaxConcurrent > 0)
+	positive("webhook-rotation-overlap", o.RotationOverlap > 0)
+	if o.DisableAfter == 0 {
+		errs = append(errs, errors.New("--webhook-disable-after must not be 0 (negative: never disable)"))
+	}
+	for name, n := range map[string]int{"max-concurrent-deliveries-per-organization": o.MaxConcurrentPerOrganization,
+		"max-concurrent-deliveries-per-endpoint": o.MaxConcurrentPerEndpoint} {
+		if n == 0 {
+			errs = append(errs, fmt.Errorf("--%s must not be 0 (negative: no bound)", name))
+		}
 	}
 	if len(o.Schedule) == 0 {
-		o.Schedule = webhook.DefaultSchedule
+		errs = append(errs, errors.New("--webhook-retry-schedule must hold at least one attempt"))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills what a program (a test, say) left zero with
+// DefaultWebhookOptions; the binary's flags never leave them zero.
+func (o WebhookOptions) withDefaults() WebhookOptions {
+	d := DefaultWebhookOptions
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if len(o.Schedule) == 0 {
+		o.Schedule = d.Schedule
 	}
 	if o.Retention <= 0 {
-		o.Retention = 7 * 24 * time.Hour
+		o.Retention = d.Retention
 	}
 	if o.RotationOverlap <= 0 {
-		o.RotationOverlap = deliveries.DefaultRotationOverlap
+		o.RotationOverlap = d.RotationOverlap
 	}
 	if o.DisableAfter == 0 {
-		o.DisableAfter = 5 * 24 * time.Hour
+		o.DisableAfter = d.DisableAfter
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 128
+		o.MaxConcurrent = d.MaxConcurrent
 	}
 	if o.MaxConcurrentPerOrganization == 0 {
-		o.MaxConcurrentPerOrganization = 32
+		o.MaxConcurrentPerOrganization = d.MaxConcurrentPerOrganization
 	}
 	if o.MaxConcurrentPerEndpoint == 0 {
-		o.MaxConcurrentPerEndpoint = 16
+		o.MaxConcurrentPerEndpoint = d.MaxConcurrentPerEndpoint
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,29 @@ type SIPOptions struct {
 	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
+}
+
+// DefaultSIPOptions are the SIP settings of the binary's flags.
+var DefaultSIPOptions = SIPOptions{Flite: "flite", TTSTimeout: tts.DefaultTimeout, ProbeInterval: time.Minute}
+
+// BindFlags binds the SIP settings to fs, each defaulting to its value in o
+// (DefaultSIPOptions for the binary, with BindHost from env POD_IP).
+func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.BindHost, "sip-bind-host", o.BindHost, "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
+	fs.StringVar(&o.ExternalHost, "sip-external-host", o.ExternalHost, "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
+	fs.StringVar(&o.SpoolDir, "sip-spool-dir", o.SpoolDir, "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
+	fs.StringVar(&o.Flite, "flite", o.Flite, "The flite text-to-speech binary that speaks agents' scripts.")
+	fs.DurationVar(&o.TTSTimeout, "tts-timeout", o.TTSTimeout, "How long flite may take to speak one text before it is killed and the call fails (more than 0).")
+	fs.DurationVar(&o.ProbeInterval, "sip-probe-interval", o.ProbeInterval, "How often each SIPTrunk is sent OPTIONS to check it is reachable (more than 0).")
+}
+
+// Validate refuses durations of zero, which would fail every script or
+// probe trunks without pause.
+func (o SIPOptions) Validate() error {
+	if o.TTSTimeout <= 0 || o.ProbeInterval <= 0 {
+		return fmt.Errorf("--tts-timeout and --sip-probe-interval must be more than 0, got %s and %s", o.TTSTimeout, o.ProbeInterval)
+	}
+	return nil
 }
 
 // sipStack is the SIP side of the process: the engine, the dialer, and the

@@ -7,6 +7,8 @@ package quota
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -71,6 +73,26 @@ type Limits struct {
 // Defaults are the limits of the binary's flags: 20 calls per second in
 // bursts of 40, 500 calls queued or live, 20 webhook endpoints.
 var Defaults = Limits{CreateRate: 20, CreateBurst: 40, ActiveCalls: 500, WebhookEndpoints: 20}
+
+// BindFlags binds the limits of organizations without annotations to fs,
+// each defaulting to its value in l (Defaults for the binary).
+func (l *Limits) BindFlags(fs *flag.FlagSet) {
+	fs.Float64Var(&l.CreateRate, "quota-create-rate", l.CreateRate, "Calls an organization may create per second (0: unlimited; default unlimited with --dev). The namespace annotation "+CreateRateAnnotation+" changes it per organization.")
+	fs.IntVar(&l.CreateBurst, "quota-create-burst", l.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+CreateBurstAnnotation+".")
+	fs.IntVar(&l.ActiveCalls, "quota-active-calls", l.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+ActiveCallsAnnotation+".")
+	fs.IntVar(&l.WebhookEndpoints, "quota-webhook-endpoints", l.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+WebhookEndpointsAnnotation+".")
+}
+
+// Validate refuses limits that are not finite numbers of at least 0 (0 is
+// a real value here: unlimited).
+func (l Limits) Validate() error {
+	if l.CreateRate < 0 || math.IsNaN(l.CreateRate) || math.IsInf(l.CreateRate, 0) || l.CreateBurst < 0 ||
+		l.ActiveCalls < 0 || l.WebhookEndpoints < 0 {
+		return errors.New("--quota-create-rate, --quota-create-burst, --quota-active-calls and --quota-webhook-endpoints " +
+			"take a finite number, at least 0 (0: unlimited)")
+	}
+	return nil
+}
 
 // limitsOf applies ns's annotations to the defaults. A value that is not a
 // valid number is ignored, as if absent.

@@ -50,6 +50,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -71,6 +72,22 @@ type Timings struct {
 // a call go through ringing and connected.
 func DefaultTimings() Timings {
 	return Timings{Ring: time.Second, Talk: 4 * time.Second, Voicemail: 2 * time.Second}
+}
+
+// BindFlags binds the timings to fs, each defaulting to its value in t
+// (DefaultTimings for the binary).
+func (t *Timings) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&t.Ring, "sim-ring", t.Ring, "Simulated carrier: ringing time.")
+	fs.DurationVar(&t.Talk, "sim-talk", t.Talk, "Simulated carrier: length of an answered call.")
+	fs.DurationVar(&t.Voicemail, "sim-voicemail", t.Voicemail, "Simulated carrier: length of a voicemail message.")
+}
+
+// Validate refuses negative timings (0 is a real value: at once).
+func (t Timings) Validate() error {
+	if t.Ring < 0 || t.Talk < 0 || t.Voicemail < 0 {
+		return fmt.Errorf("--sim-ring, --sim-talk and --sim-voicemail must not be negative, got %s, %s and %s", t.Ring, t.Talk, t.Voicemail)
+	}
+	return nil
 }
 
 // Carrier is the simulated carrier. It is safe for concurrent use because it
