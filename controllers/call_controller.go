@@ -422,7 +422,7 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 		c.Status.AnsweredAt = ptr(metav1.NewMicroTime(*p.AnsweredAt))
 	}
 	c.Status.Phase = switchboardv1.CallEnded
-	c.Status.Disposition = switchboardv1.Disposition(p.Disposition)
+	c.Status.Disposition = p.Disposition
 	c.Status.EndedAt = ptr(metav1.NewMicroTime(*p.EndedAt))
 	c.Status.DurationMS = ptr(p.Duration.Milliseconds())
 	c.Status.Duration = p.Duration.Round(time.Second).String()
@@ -551,7 +551,7 @@ func (r *CallReconciler) request(ctx context.Context, c *switchboardv1.Call) tel
 
 // endedProgress is the carrier's final word, as persisted in the status.
 func endedProgress(c *switchboardv1.Call) telephony.Progress {
-	p := telephony.Progress{Phase: telephony.Ended, Disposition: telephony.Disposition(c.Status.Disposition),
+	p := telephony.Progress{Phase: telephony.Ended, Disposition: c.Status.Disposition,
 		DisconnectionReason: c.Status.DisconnectionReason}
 	if c.Status.EndedAt != nil {
 		p.EndedAt = &c.Status.EndedAt.Time

@@ -36,6 +36,26 @@ const (
 	DispositionCarrierFailure   Disposition = "carrier_failure"
 )
 
+// Connected reports whether audio flowed, so there is a recording and a
+// conversation to analyze.
+func (d Disposition) Connected() bool { return d == DispositionAnswered || d == DispositionAnsweringMachine }
+
+// unconnectedReasons are the disconnection reasons of calls that never
+// connected: every carrier reports the same for the same disposition.
+var unconnectedReasons = map[Disposition]string{
+	DispositionNoAnswer:       "no_answer",
+	DispositionBusy:           "dial_busy",
+	DispositionRejected:       "dial_rejected",
+	DispositionUnreachable:    "dial_failed",
+	DispositionInvalidNumber:  "invalid_destination",
+	DispositionCarrierFailure: "carrier_error",
+}
+
+// UnconnectedReason is the disconnection reason of a call that ended with
+// d without connecting, and "" for a connected one, whose reason says who
+// hung up.
+func (d Disposition) UnconnectedReason() string { return unconnectedReasons[d] }
+
 // CallSource says where a call came from.
 // +kubebuilder:validation:Enum=api;kubectl;dashboard
 type CallSource string

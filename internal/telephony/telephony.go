@@ -13,39 +13,21 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
-// Disposition is what happened on the wire (the REST API's disposition).
-type Disposition string
+// Disposition is what happened on the wire: the Call's own type, so that
+// the carriers and the Call's status speak one enum.
+type Disposition = switchboardv1.Disposition
 
+// The dispositions, under the short names the carriers use.
 const (
-	Answered         Disposition = "answered"
-	AnsweringMachine Disposition = "answering_machine"
-	NoAnswer         Disposition = "no_answer"
-	Busy             Disposition = "busy"
-	Rejected         Disposition = "rejected"
-	Unreachable      Disposition = "unreachable"
-	InvalidNumber    Disposition = "invalid_number"
-	CarrierFailure   Disposition = "carrier_failure"
+	Answered         = switchboardv1.DispositionAnswered
+	AnsweringMachine = switchboardv1.DispositionAnsweringMachine
+	NoAnswer         = switchboardv1.DispositionNoAnswer
+	Busy             = switchboardv1.DispositionBusy
+	Rejected         = switchboardv1.DispositionRejected
+	Unreachable      = switchboardv1.DispositionUnreachable
+	InvalidNumber    = switchboardv1.DispositionInvalidNumber
+	CarrierFailure   = switchboardv1.DispositionCarrierFailure
 )
-
-// Connected reports whether audio flowed, so there is a recording and a
-// conversation to analyze.
-func (d Disposition) Connected() bool { return d == Answered || d == AnsweringMachine }
-
-// unconnectedReasons are the REST API's disconnection reasons of calls that
-// never connected: every carrier reports the same for the same disposition.
-var unconnectedReasons = map[Disposition]string{
-	NoAnswer:       "no_answer",
-	Busy:           "dial_busy",
-	Rejected:       "dial_rejected",
-	Unreachable:    "dial_failed",
-	InvalidNumber:  "invalid_destination",
-	CarrierFailure: "carrier_error",
-}
-
-// UnconnectedReason is the disconnection_reason of a call that ended with
-// d without connecting, and "" for a connected one, whose reason says who
-// hung up.
-func (d Disposition) UnconnectedReason() string { return unconnectedReasons[d] }
 
 // Field is one value the agent's post-call analysis extracts.
 type Field struct {

@@ -1,4 +1,4 @@
-package telephony
+package v1alpha1
 
 import "testing"
 
@@ -6,8 +6,8 @@ import "testing"
 // same whichever carrier placed it; a connected call's reason says who hung
 // up, so the table has none for it.
 func TestUnconnectedReason(t *testing.T) {
-	for _, d := range []Disposition{Answered, AnsweringMachine, NoAnswer, Busy, Rejected, Unreachable,
-		InvalidNumber, CarrierFailure} {
+	for _, d := range []Disposition{DispositionAnswered, DispositionAnsweringMachine, DispositionNoAnswer, DispositionBusy,
+		DispositionRejected, DispositionUnreachable, DispositionInvalidNumber, DispositionCarrierFailure} {
 		if got := d.UnconnectedReason(); (got == "") != d.Connected() {
 			t.Errorf("%s: reason %q, connected %v", d, got, d.Connected())
 		}
