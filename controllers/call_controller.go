@@ -29,12 +29,10 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/directory"
-	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // CallReconciler moves Calls through their lifecycle on a carrier:
@@ -43,7 +41,7 @@ import (
 // repeated safely, so a restart at any point loses nothing and sticks nowhere.
 type CallReconciler struct {
 	client.Client
-	Directory  *directory.Directory
+	Directory  Agents
 	Numbers    *numberlists.Index
 	Dialer     telephony.Dialer
 	Recordings recording.Store
@@ -58,18 +56,17 @@ type CallReconciler struct {
 	// Wake receives Calls the carrier has news of (a SIP call answered or
 	// ended, trunk capacity freed); optional.
 	Wake <-chan event.GenericEvent
-	// History keeps finished calls once they leave the cluster, and the
-	// queue of webhook deliveries.
-	History history.Store
-	// DeliveriesQueued, if set, is called when deliveries were queued (it
-	// wakes the delivery worker).
-	DeliveriesQueued func()
+	// History keeps finished calls once they leave the cluster, and when
+	// each call was first dialed.
+	History CallHistory
+	// Webhooks queues the deliveries of the events a call reaches.
+	Webhooks CallEvents
 	// Retention is how long a finished, archived Call stays in the
 	// cluster (kubectl get calls) before it is deleted.
 	Retention time.Duration
 	// Quota holds Calls that did not come through the REST API to their
 	// organization's limits, and events to its endpoint limit (nil: none).
-	Quota *quota.Admission
+	Quota Admission
 
 	writes   ownWrites
 	archived archived
@@ -81,6 +78,39 @@ type CallReconciler struct {
 // +kubebuilder:rbac:groups=switchboard.dev,resources=numberlists,verbs=get;list;watch
 // +kubebuilder:rbac:groups=switchboard.dev,resources=webhookendpoints,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Agents finds the Agent a Call names (directory.Directory).
+type Agents interface {
+	// CachedAgent reads the cache: enough to configure a dial.
+	CachedAgent(ctx context.Context, namespace, id string) (*switchboardv1.Agent, error)
+	// AgentConfirmed reads the apiserver on a cache miss: before a Call
+	// fails for want of its agent.
+	AgentConfirmed(ctx context.Context, namespace, id string) (*switchboardv1.Agent, error)
+}
+
+// CallHistory is what the call reconciler keeps in the history store:
+// finished calls (archive, then delete) and the first dial of each call,
+// so that none is dialed twice.
+type CallHistory interface {
+	SaveCall(ctx context.Context, c *switchboardv1.Call) error
+	CallVersion(ctx context.Context, namespace, id string) (string, error)
+	RecordDial(ctx context.Context, namespace, callID string, at time.Time) (time.Time, error)
+	DialedAt(ctx context.Context, namespace, callID string) (at time.Time, ok bool, err error)
+}
+
+// Admission holds Calls applied with kubectl to their organization's
+// limits (quota.Admission).
+type Admission interface {
+	AdmitApplied(ctx context.Context, c *switchboardv1.Call) (*quota.Exceeded, error)
+}
+
+// CallEvents queues the webhook deliveries of the events a call reaches
+// (deliveries.Emitter): Emit before the call's state is stored, Wake the
+// delivery worker once it is.
+type CallEvents interface {
+	Emit(ctx context.Context, c *switchboardv1.Call) (queued bool, err error)
+	Wake()
+}
 
 // Reconcile advances one Call by one step.
 func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -110,15 +140,15 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	// that records it, in the same pass, so that no event is lost to a
 	// crash in between; a delivery waits until its call's state is stored,
 	// and the worker is woken once it is.
-	queued, emitErr := r.emitEvents(ctx, &call)
+	queued, emitErr := r.Webhooks.Emit(ctx, &call)
 	err = errors.Join(err, emitErr)
 	call.Status.ObservedGeneration = call.Generation
 	if perr := r.patchStatus(ctx, &call, status); perr != nil {
 		return reconcile.Result{}, errors.Join(err, perr)
 	}
 	observeTransition(before, &call)
-	if queued && r.DeliveriesQueued != nil {
-		r.DeliveriesQueued()
+	if queued {
+		r.Webhooks.Wake()
 	}
 	if !done && finished(&call) {
 		// Only now that the analysis is stored may the carrier drop the
@@ -231,57 +261,6 @@ func (r *CallReconciler) stopTime(c *switchboardv1.Call) time.Time {
 		return c.Status.StartedAt.Time
 	}
 	return requested
-}
-
-// emitEvents queues the deliveries of every event the call has reached
-// and not yet announced, one per endpoint subscribed now, in lifecycle
-// order, in the history store, and notes the events as emitted. Queuing a
-// delivery that exists (a crash before the status write) finds it: nothing
-// is sent twice. While the store cannot be written, the call goes on and
-// its events wait: they are queued on a later pass.
-func (r *CallReconciler) emitEvents(ctx context.Context, c *switchboardv1.Call) (queued bool, err error) {
-	kinds := deliveries.Unemitted(c)
-	if len(kinds) == 0 {
-		return false, nil
-	}
-	endpoints, err := r.endpoints(ctx, c.Namespace)
-	if err != nil {
-		return false, err
-	}
-	id, now := callid.Of(c), metav1.NewTime(r.Clock.Now())
-	var queue []*history.Delivery
-	for _, kind := range kinds {
-		for i := range endpoints {
-			if ep := &endpoints[i]; deliveries.Receives(ep, kind) {
-				d := deliveries.ForCall(c, kind, ep, id)
-				d.CreationTimestamp = now
-				queue = append(queue, d)
-			}
-		}
-	}
-	if len(queue) > 0 {
-		if err := r.History.EnqueueDeliveries(ctx, queue); err != nil {
-			return false, fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
-		}
-	}
-	c.Status.EmittedEvents = append(c.Status.EmittedEvents, kinds...)
-	return len(queue) > 0, nil
-}
-
-// endpoints are the organization's webhook endpoints within its limit.
-func (r *CallReconciler) endpoints(ctx context.Context, ns string) ([]switchboardv1.WebhookEndpoint, error) {
-	var endpoints switchboardv1.WebhookEndpointList
-	if err := r.List(ctx, &endpoints, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing webhook endpoints: %w", err)
-	}
-	if r.Quota == nil {
-		return endpoints.Items, nil
-	}
-	limits, err := r.Quota.Limits(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	return quota.WithinEndpointLimit(endpoints.Items, limits.WebhookEndpoints), nil
 }
 
 // admit holds a Call Switchboard did not admit (one applied with kubectl;

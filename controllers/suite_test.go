@@ -163,7 +163,7 @@ func newManager(ctx context.Context) (manager.Manager, error) {
 		return nil, err
 	}
 	calls := newCallReconciler(mgr, recordings, historyStore, callClock)
-	calls.DeliveriesQueued = worker.Wake
+	calls.Webhooks.(*deliveries.Emitter).Queued = worker.Wake
 	return mgr, calls.SetupWithManager(mgr)
 }
 
@@ -175,6 +175,7 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 		Directory: &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Numbers:   numberlists.NewIndex(), Dialer: sim.New(timings), Recordings: recordings,
 		Events: mgr.GetEventRecorder("switchboard"), History: store, Retention: callRetention,
+		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Queue: store, Clock: clk},
 		Clock: clk, MaxConcurrent: 16}
 }
 

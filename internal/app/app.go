@@ -479,7 +479,9 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 	}
 	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
-		DeliveriesQueued: deliveriesQueued, Quota: admission,
+		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
+			Queued: deliveriesQueued, Clock: clock.RealClock{}},
+		Quota: admission,
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
 	if opts.RecordingRetention > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
