@@ -176,7 +176,7 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 		Numbers:   numberlists.NewIndex(), Dialer: sim.New(timings), Recordings: recordings,
 		Events: mgr.GetEventRecorder("switchboard"), History: store, Retention: callRetention,
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Queue: store, Clock: clk},
-		Clock: clk, MaxConcurrent: 16}
+		Clock:    clk, MaxConcurrent: 16}
 }
 
 // addConfigReconcilers registers the reconcilers of the configuration
