@@ -68,6 +68,7 @@ type flags struct {
 	normalEvents   string // "auto": on with --dev
 	quota          quota.Limits
 	authFailures   authlimit.Options
+	reads          app.ReadOptions
 }
 
 func parseFlags() (*flags, *zap.Options) {
@@ -132,6 +133,10 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.quota.ActiveCalls, "quota-active-calls", quota.Defaults.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+quota.ActiveCallsAnnotation+".")
 	flag.IntVar(&f.quota.WebhookEndpoints, "quota-webhook-endpoints", quota.Defaults.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+quota.WebhookEndpointsAnnotation+".")
 	f.authFailures.BindFlags(flag.CommandLine)
+	flag.IntVar(&f.reads.MaxConcurrentPerOrganization, "max-concurrent-reads-per-organization", app.DefaultReadsPerOrganization,
+		"Reads of calls (GET /v1/calls, the SDK's list-calls, the dashboard's overview and calls list) one organization may have in progress at once on a replica; beyond it, 429 rate_limited with Retry-After (negative: no bound).")
+	flag.IntVar(&f.reads.PageBytes, "list-page-max-bytes", httpapi.DefaultPageBytes,
+		"Bytes of JSON the calls of one page of GET /v1/calls may take; a page that would take more ends early with has_more and a next_cursor.")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	// Production logs are JSON at info level; --dev reads for people
@@ -188,6 +193,9 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	if f.recRetention < 0 {
 		return fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
 	}
+	if f.reads.PageBytes <= 0 {
+		return fmt.Errorf("--list-page-max-bytes must be positive, got %d", f.reads.PageBytes)
+	}
 	normalEvents, err := f.callNormalEvents()
 	if err != nil {
 		return err
@@ -210,7 +218,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: normalEvents,
-		Quota: f.quota, AuthFailures: f.authFailures,
+		Quota: f.quota, AuthFailures: f.authFailures, Reads: f.reads,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,21 +24,50 @@ import (
 // both (archived, within their retention in the cluster), newest first,
 // each exactly once, the live copy standing for a call in both.
 func TestListMergesLiveAndArchived(t *testing.T) {
+	book, want := mergeFixture(t, 60, 0)
+	if got := listAll(t, book, 7); !slices.Equal(got, want) {
+		t.Fatalf("listed %d calls:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
+	}
+}
+
+// A page longer than a chunk of the store, by rows or by bytes, is read
+// chunk by chunk and merged as one.
+func TestListReadsTheStoreInChunks(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		n, bytes int
+	}{{"rows", 400, 0}, {"bytes", 40, 100_000}} {
+		t.Run(tt.name, func(t *testing.T) {
+			book, want := mergeFixture(t, tt.n, tt.bytes)
+			if got := listAll(t, book, 1000); !slices.Equal(got, want) {
+				t.Fatalf("listed %d calls:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
+			}
+		})
+	}
+}
+
+// mergeFixture stores n calls, a third archived only, a third archived and
+// live, a third live only, each with metadata of about pad bytes; it
+// returns the book and their ids newest first.
+func mergeFixture(t *testing.T, n, pad int) (*calls.Book, []string) {
+	t.Helper()
 	ctx := context.Background()
 	store, err := history.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	scheme := runtimeScheme(t)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var live []client.Object
 	var want []string
-	for i := range 60 {
+	for i := range n {
 		id := fmt.Sprintf("call_%032x", i)
 		c := &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "call-" + id[5:],
 			ResourceVersion: "1", CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))},
 			Status: switchboardv1.CallStatus{CallID: id, Phase: switchboardv1.CallEnded}}
+		if pad > 0 {
+			c.Spec.Metadata = &apiextensionsv1.JSON{Raw: []byte(`{"pad":"` + strings.Repeat("x", pad) + `"}`)}
+		}
 		want = append(want, id)
 		switch i % 3 {
 		case 0: // archived, gone from the cluster
@@ -50,11 +81,17 @@ func TestListMergesLiveAndArchived(t *testing.T) {
 		}
 	}
 	slices.Reverse(want) // newest first
-	book := &calls.Book{Cache: fake.NewClientBuilder().WithScheme(scheme).WithObjects(live...).Build(), History: store}
+	return &calls.Book{Cache: fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(live...).Build(),
+		History: store}, want
+}
+
+// listAll pages through the book's calls limit at a time.
+func listAll(t *testing.T, book *calls.Book, limit int) []string {
+	t.Helper()
 	var got []string
-	q := history.CallQuery{Limit: 7}
-	for range 20 {
-		page, err := book.List(ctx, "org", q)
+	q := history.CallQuery{Limit: limit}
+	for range 100 {
+		page, err := book.List(context.Background(), "org", q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,9 +104,7 @@ func TestListMergesLiveAndArchived(t *testing.T) {
 		last := history.KeyOf(&page.Calls[len(page.Calls)-1])
 		q.After = &last
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("listed %d calls:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
-	}
+	return got
 }
 
 func mustSave(t *testing.T, s history.Store, c *switchboardv1.Call) {

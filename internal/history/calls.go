@@ -161,7 +161,7 @@ func (l callLog) CallVersion(ctx context.Context, namespace, id string) (string,
 
 func (l callLog) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
 	query, args := listQuery(namespace, q)
-	calls, err := l.calls(ctx, query, args...)
+	calls, err := l.callsUpTo(ctx, q.MaxBytes, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: listing calls: %w", err)
 	}
@@ -181,7 +181,17 @@ func (l callLog) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time
 
 // calls runs a query selecting the object column of calls.
 func (l callLog) calls(ctx context.Context, query string, args ...any) ([]switchboardv1.Call, error) {
+	return l.callsUpTo(ctx, 0, query, args...)
+}
+
+// errEnough stops a scan that has read what it needs.
+var errEnough = errors.New("history: enough rows read")
+
+// callsUpTo is calls, stopping after the row that takes the objects read
+// to maxBytes or more when maxBytes is positive.
+func (l callLog) callsUpTo(ctx context.Context, maxBytes int, query string, args ...any) ([]switchboardv1.Call, error) {
 	var calls []switchboardv1.Call
+	read := 0
 	err := l.db.query(ctx, false, query, args, func(row rowScanner) error {
 		var object []byte
 		if err := row.Scan(&object); err != nil {
@@ -192,8 +202,14 @@ func (l callLog) calls(ctx context.Context, query string, args ...any) ([]switch
 			return err
 		}
 		calls = append(calls, *c)
+		if read += len(object); maxBytes > 0 && read >= maxBytes {
+			return errEnough
+		}
 		return nil
 	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
 	return calls, err
 }
 

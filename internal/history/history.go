@@ -39,7 +39,8 @@ type Store interface {
 	// reconciler asking whether a Call is archived as it now is.
 	CallVersion(ctx context.Context, namespace, id string) (string, error)
 	// ListCalls returns up to q.Limit calls of namespace matching q, newest
-	// first by (CreatedAt, call id), strictly after q.After when set.
+	// first by (CreatedAt, call id), strictly after q.After when set; with
+	// q.MaxBytes, fewer once their stored objects reach that many bytes.
 	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)
 	// CallsWithRecordingStoredBefore returns up to limit calls, of every
 	// namespace, that still have a recording (Status.Recording) stored
@@ -70,6 +71,10 @@ type CallQuery struct {
 	// After is the key of the last call of the previous page.
 	After *Key
 	Limit int
+	// MaxBytes, when positive, ends the list after the call whose stored
+	// object takes the bytes read to MaxBytes or more (the first call is
+	// always read): a reader of large calls holds a bounded chunk of them.
+	MaxBytes int
 }
 
 // Key is a call's place in the newest-first order.

@@ -60,6 +60,7 @@ func TestStoreContract(t *testing.T) {
 		{"NamespaceIsolation", testNamespaceIsolation},
 		{"OrderAndCursorPaging", testOrderAndCursorPaging},
 		{"Filters", testFilters},
+		{"ListStopsAtMaxBytes", testListStopsAtMaxBytes},
 		{"ReopenKeepsDataAndSchema", testReopen},
 		{"NewerSchemaRefused", testNewerSchemaRefused},
 		{"CorruptMigrationTableRefused", testCorruptMigrationTable},

@@ -3,8 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -55,6 +58,11 @@ type reply struct {
 	// uncertain: the call may have been created though this reply says it
 	// was not (idempotency.Response.Uncertain).
 	uncertain bool
+}
+
+// retryAfterSeconds is d as Retry-After: whole seconds, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(int(math.Ceil(d.Seconds())))
 }
 
 func writeReply(w http.ResponseWriter, r reply) {
