@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,29 +78,6 @@ func (b *Book) List(ctx context.Context, namespace string, q history.CallQuery) 
 		page.Calls = append(page.Calls, *c.DeepCopy())
 	}
 	return page, nil
-}
-
-// Since returns the calls of namespace created after since, newest first,
-// read page by page; past atMost calls it stops and reports that it did.
-func (b *Book) Since(ctx context.Context, namespace string, since time.Time, atMost int) (
-	[]switchboardv1.Call, bool, error) {
-	var out []switchboardv1.Call
-	q := history.CallQuery{CreatedAfter: since, Limit: 1000}
-	for {
-		page, err := b.List(ctx, namespace, q)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, page.Calls...)
-		if !page.More {
-			return out, false, nil
-		}
-		if len(out) >= atMost {
-			return out, true, nil
-		}
-		after := history.KeyOf(&page.Calls[len(page.Calls)-1])
-		q.After = &after
-	}
 }
 
 // The store is read in chunks of at most archiveChunkRows calls, ended

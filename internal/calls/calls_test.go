@@ -3,6 +3,7 @@ package calls_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,13 +12,12 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // The list pages through calls that are live only, archived only, and
@@ -81,8 +81,7 @@ func mergeFixture(t *testing.T, n, pad int) (*calls.Book, []string) {
 		}
 	}
 	slices.Reverse(want) // newest first
-	return &calls.Book{Cache: fake.NewClientBuilder().WithScheme(runtimeScheme(t)).WithObjects(live...).Build(),
-		History: store}, want
+	return &calls.Book{Cache: testsupport.FakeCache(t, live...), History: store}, want
 }
 
 // listAll pages through the book's calls limit at a time.
@@ -114,11 +113,23 @@ func mustSave(t *testing.T, s history.Store, c *switchboardv1.Call) {
 	}
 }
 
-func runtimeScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := switchboardv1.AddToScheme(s); err != nil {
+// Counts counts live and archived calls together, a call in both once, by
+// its place in the range.
+func TestCountsMergesLiveAndArchived(t *testing.T) {
+	book, _ := mergeFixture(t, 60, 0)
+	from := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	counts, err := book.Counts(context.Background(), "org", from.Add(-time.Hour), from.Add(23*time.Hour))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	got := map[string]int{}
+	for _, c := range counts {
+		if c.Hour != 1 {
+			t.Errorf("a count in hour %d, want 1: %+v", c.Hour, c)
+		}
+		got[c.Status] += c.Calls
+	}
+	if want := map[string]int{"ended": 40, "in_progress": 20}; !maps.Equal(got, want) {
+		t.Fatalf("counted %v, want %v", got, want)
+	}
 }

@@ -18,8 +18,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/calls"
@@ -72,11 +70,7 @@ func listServer(t *testing.T, n, pad int, cfg Config, wrap func(history.Store) h
 			t.Fatal(err)
 		}
 	}
-	scheme := runtime.NewScheme()
-	if err := switchboardv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Calls = &calls.Book{Cache: fake.NewClientBuilder().WithScheme(scheme).Build(), History: wrap(store)}
+	cfg.Calls = &calls.Book{Cache: testsupport.FakeCache(t), History: wrap(store)}
 	cfg.Log = logr.Discard()
 	a := &api{cfg: cfg}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
