@@ -142,9 +142,7 @@ func (p *pageWriter) add(item []byte, c *switchboardv1.Call) {
 
 func (p *pageWriter) start() {
 	p.started = true
-	p.w.Header().Set("Content-Type", "application/json")
-	p.w.Header().Set("X-Content-Type-Options", "nosniff")
-	p.w.WriteHeader(http.StatusOK)
+	writeJSONHeader(p.w, http.StatusOK)
 	p.write(`{"` + p.f.array + `":[`)
 }
 

@@ -38,10 +38,16 @@ func encodeJSON(v any) ([]byte, error) {
 
 // writeRaw writes a JSON body already encoded (a replayed response).
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	writeJSONHeader(w, status)
+	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
+}
+
+// writeJSONHeader sends status with the headers of a JSON body, which
+// follows (in one piece, or streamed: a list of calls).
+func writeJSONHeader(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
 }
 
 // reply is a response decided before it is written, so that it can be
