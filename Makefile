@@ -154,6 +154,12 @@ DASHBOARD_BENCH_CALLS ?= 1000000
 bench-dashboard: ## Benchmark the dashboard's calls page and call page over a million stored calls (envtest, SQLite).
 	SWITCHBOARD_DASHBOARD_BENCH_CALLS=$(DASHBOARD_BENCH_CALLS) go test ./internal/dashboard/ -run '^$$' -bench 'Pages' -benchtime 500x -count 1 -timeout 60m
 
+READS_BENCH_CALLS ?= 1000000
+
+.PHONY: bench-reads
+bench-reads: ## Peak heap and RSS under one key's 64 parallel maximal lists and 8 overviews, over 300 calls of 60 KB and a million stored calls (envtest, SQLite).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; 	SWITCHBOARD_READS_BENCH_CALLS=$(READS_BENCH_CALLS) go test ./internal/dashboard/ -run '^$$' -bench 'ReadMemory' -benchtime 3x -count 1 -timeout 90m
+
 ##@ Build
 
 .PHONY: build

@@ -65,11 +65,12 @@ type flags struct {
 	normalEvents   string // "auto": on with --dev
 	quota          quota.Limits
 	authFailures   authlimit.Options
+	reads          app.ReadOptions
 }
 
 func parseFlags() (*flags, *zap.Options) {
 	f := &flags{timings: sim.DefaultTimings(), authFailures: authlimit.Defaults, webhooks: app.DefaultWebhookOptions, quota: quota.Defaults,
-		sip: app.DefaultSIPOptions}
+		sip: app.DefaultSIPOptions, reads: app.DefaultReadOptions}
 	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
 	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
 	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
@@ -108,6 +109,7 @@ func parseFlags() (*flags, *zap.Options) {
 	zopts := &zap.Options{}
 	f.quota.BindFlags(flag.CommandLine)
 	f.authFailures.BindFlags(flag.CommandLine)
+	f.reads.BindFlags(flag.CommandLine)
 	zopts.BindFlags(flag.CommandLine)
 	flag.Usage = func() { printUsage(flag.CommandLine.Output(), flag.CommandLine) }
 	flag.Parse()
@@ -169,7 +171,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: set.normalEvents,
-		Quota: f.quota, AuthFailures: f.authFailures,
+		Quota: f.quota, AuthFailures: f.authFailures, Reads: f.reads,
 		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,
@@ -202,7 +204,7 @@ func (f *flags) resolve() (settings, error) {
 	if f.recRetention < 0 {
 		return set, fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
 	}
-	if err := errors.Join(f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(),
+	if err := errors.Join(f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
 		f.quotaDefaults(givenFlags())); err != nil {
 		return set, err
 	}

@@ -104,6 +104,8 @@ type Options struct {
 	// Quota are the limits of an organization whose namespace does not
 	// change them (zero values: unlimited).
 	Quota quota.Limits
+	// Reads bounds what one organization's reads of calls hold.
+	Reads ReadOptions
 	// DashboardInsecureCookies sends the dashboard's session cookie without
 	// the Secure attribute, so that it works over plain http: development
 	// (--dev) only.
@@ -268,6 +270,57 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	return o
 }
 
+// ReadOptions bound the memory and connections one organization's reads of
+// calls (lists of the REST API, the dashboard's lists and overview) take.
+// A program may leave them zero for DefaultReadOptions's.
+type ReadOptions struct {
+	// MaxConcurrentPerOrganization bounds the reads of one organization in
+	// progress at once on a replica (default 4; negative: no bound);
+	// beyond it they are answered 429 rate_limited.
+	MaxConcurrentPerOrganization int
+	// PageBytes bounds the JSON of the calls in one page of GET /v1/calls
+	// (default httpapi.DefaultPageBytes); a fuller page ends early.
+	PageBytes int
+}
+
+// DefaultReadsPerOrganization: four reads at once serve a dashboard and a
+// backend paging through its calls; with each read holding one chunk of
+// the store and one call's JSON, they stay within the README's budget.
+const DefaultReadsPerOrganization = 4
+
+// DefaultReadOptions are the read bounds of the binary's flags.
+var DefaultReadOptions = ReadOptions{MaxConcurrentPerOrganization: DefaultReadsPerOrganization, PageBytes: httpapi.DefaultPageBytes}
+
+// BindFlags binds the read bounds to fs, each defaulting to its value in o
+// (DefaultReadOptions for the binary).
+func (o *ReadOptions) BindFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.MaxConcurrentPerOrganization, "max-concurrent-reads-per-organization", o.MaxConcurrentPerOrganization,
+		"Reads of calls (GET /v1/calls, the SDK's list-calls, the dashboard's overview and calls list) one organization may have "+
+			"in progress at once on a replica; beyond it, 429 rate_limited with Retry-After (at least 1; negative: no bound).")
+	fs.IntVar(&o.PageBytes, "list-page-max-bytes", o.PageBytes,
+		"Bytes of JSON the calls of one page of GET /v1/calls may take; a page that would take more ends early with has_more and a next_cursor (more than 0).")
+}
+
+// Validate refuses bounds that would refuse every read.
+func (o ReadOptions) Validate() error {
+	if o.MaxConcurrentPerOrganization == 0 || o.PageBytes <= 0 {
+		return fmt.Errorf("--max-concurrent-reads-per-organization must not be 0 (negative: no bound) and --list-page-max-bytes "+
+			"must be more than 0, got %d and %d", o.MaxConcurrentPerOrganization, o.PageBytes)
+	}
+	return nil
+}
+
+// withDefaults fills what a program (a test, say) left zero.
+func (o ReadOptions) withDefaults() ReadOptions {
+	if o.MaxConcurrentPerOrganization == 0 {
+		o.MaxConcurrentPerOrganization = DefaultReadOptions.MaxConcurrentPerOrganization
+	}
+	if o.PageBytes <= 0 {
+		o.PageBytes = DefaultReadOptions.PageBytes
+	}
+	return o
+}
+
 // DefaultLeaderElectionLease bounds how long the reconcilers wait for a
 // new leader when the leader dies: under 15 s with retries.
 const DefaultLeaderElectionLease = 10 * time.Second
@@ -345,7 +398,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err != nil {
 		return nil, err
 	}
+	reads := opts.Reads.withDefaults()
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
+		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
 		Placer: &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 			Dialer: dialer, Quota: admission},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
@@ -651,6 +706,7 @@ func authFailures(opts Options) *authlimit.Limiter {
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
+		Reads:  api.Reads,
 		Placer: api.Placer, Endpoints: api.Endpoints,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})

@@ -8,8 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,69 +64,138 @@ type Page struct {
 }
 
 // List returns the calls of namespace matching q, newest first, live and
-// archived together without gaps or duplicates.
+// archived together without gaps or duplicates (see Each).
+func (b *Book) List(ctx context.Context, namespace string, q history.CallQuery) (Page, error) {
+	var page Page
+	for c, err := range b.Each(ctx, namespace, q) {
+		switch {
+		case err != nil:
+			return Page{}, err
+		case len(page.Calls) == q.Limit:
+			page.More = true
+			return page, nil
+		}
+		page.Calls = append(page.Calls, *c.DeepCopy())
+	}
+	return page, nil
+}
+
+// The store is read in chunks of at most archiveChunkRows calls, ended
+// early at archiveChunkBytes of stored objects: a reader holds one chunk
+// at a time, and holds a database connection only while it reads one, not
+// while its caller writes the calls to a slow client.
+const (
+	archiveChunkRows  = 50
+	archiveChunkBytes = 256 << 10
+)
+
+// Each yields the first q.Limit+1 calls of namespace matching q, newest
+// first, live and archived together without gaps or duplicates; the one
+// past q.Limit tells the caller that more follow. An error ends it. The
+// calls yielded must not be changed or kept: live ones are the cache's
+// own objects, and archived ones are read a chunk at a time.
 //
 // Every call is in the cluster, in the store, or in both (it is archived
 // before it is deleted), and its place in the order never changes, so the
 // first q.Limit+1 calls of the union are among the first q.Limit+1 of each
-// side: one bounded read of each. A call in both is taken from the cluster,
-// whose state is the newer.
-func (b *Book) List(ctx context.Context, namespace string, q history.CallQuery) (Page, error) {
-	live, err := b.liveCalls(ctx, namespace, q)
-	if err != nil {
-		return Page{}, err
-	}
-	page := q
-	page.Limit = q.Limit + 1
-	archived, err := b.History.ListCalls(ctx, namespace, page)
-	if err != nil {
-		return Page{}, fmt.Errorf("listing archived calls: %w", err)
-	}
-	seen := make(map[string]bool, len(live))
-	for i := range live {
-		seen[callid.Of(&live[i])] = true
-	}
-	all := live
-	for i := range archived {
-		if !seen[callid.Of(&archived[i])] {
-			all = append(all, archived[i])
+// side: the live ones are taken from the cache, and the archived ones are
+// read from the store as the merge needs them. A call in both is taken
+// from the cluster, whose state is the newer.
+func (b *Book) Each(ctx context.Context, namespace string, q history.CallQuery) iter.Seq2[*switchboardv1.Call, error] {
+	return func(yield func(*switchboardv1.Call, error) bool) {
+		live, err := b.liveCalls(ctx, namespace, q)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		archived := &archiveReader{store: b.History, ns: namespace, q: q, left: q.Limit + 1, live: liveIDs(live)}
+		for range q.Limit + 1 {
+			a, err := archived.peek(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			var c *switchboardv1.Call
+			switch {
+			case len(live) > 0 && (a == nil || history.KeyOf(a).Before(history.KeyOf(live[0]))):
+				c, live = live[0], live[1:]
+			case a != nil:
+				c = a
+				archived.next()
+			default:
+				return
+			}
+			if !yield(c, nil) {
+				return
+			}
 		}
 	}
-	slices.SortFunc(all, func(a, b switchboardv1.Call) int { return newestFirst(history.KeyOf(&a), history.KeyOf(&b)) })
-	if len(all) > q.Limit {
-		return Page{Calls: all[:q.Limit], More: true}, nil
-	}
-	return Page{Calls: all}, nil
 }
 
-// Since returns the calls of namespace created after since, newest first,
-// read page by page; past atMost calls it stops and reports that it did.
-func (b *Book) Since(ctx context.Context, namespace string, since time.Time, atMost int) (
-	[]switchboardv1.Call, bool, error) {
-	var out []switchboardv1.Call
-	q := history.CallQuery{CreatedAfter: since, Limit: 1000}
-	for {
-		page, err := b.List(ctx, namespace, q)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, page.Calls...)
-		if !page.More {
-			return out, false, nil
-		}
-		if len(out) >= atMost {
-			return out, true, nil
-		}
-		after := history.KeyOf(&page.Calls[len(page.Calls)-1])
-		q.After = &after
+func liveIDs(live []*switchboardv1.Call) map[string]bool {
+	ids := make(map[string]bool, len(live))
+	for _, c := range live {
+		ids[callid.Of(c)] = true
 	}
+	return ids
+}
+
+// archiveReader reads a list's archived calls a chunk at a time, leaving
+// out those the cluster still has.
+type archiveReader struct {
+	store history.Store
+	ns    string
+	// q is the list's query; its After moves past each chunk read.
+	q     history.CallQuery
+	left  int // rows still to read
+	live  map[string]bool
+	chunk []switchboardv1.Call
+	done  bool
+}
+
+// peek returns the next archived call, nil after the last.
+func (r *archiveReader) peek(ctx context.Context) (*switchboardv1.Call, error) {
+	for {
+		for len(r.chunk) > 0 && r.live[callid.Of(&r.chunk[0])] {
+			r.chunk = r.chunk[1:]
+		}
+		if len(r.chunk) > 0 {
+			return &r.chunk[0], nil
+		}
+		if r.done || r.left == 0 {
+			return nil, nil
+		}
+		if err := r.read(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (r *archiveReader) next() { r.chunk = r.chunk[1:] }
+
+// read reads the next chunk, after the last call read.
+func (r *archiveReader) read(ctx context.Context) error {
+	q := r.q
+	q.Limit, q.MaxBytes = min(r.left, archiveChunkRows), archiveChunkBytes
+	chunk, err := r.store.ListCalls(ctx, r.ns, q)
+	if err != nil {
+		return fmt.Errorf("listing archived calls: %w", err)
+	}
+	if len(chunk) == 0 {
+		r.done = true
+		return nil
+	}
+	r.left -= len(chunk)
+	last := history.KeyOf(&chunk[len(chunk)-1])
+	r.q.After = &last
+	r.chunk = chunk
+	return nil
 }
 
 // liveCalls returns the cluster's first q.Limit+1 calls of namespace
-// matching q. The cache's objects are read in place and only those
-// returned are copied: a namespace holds every call of the retention
-// window.
-func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQuery) ([]switchboardv1.Call, error) {
+// matching q, newest first. They are the cache's objects, not copies: a
+// namespace holds every call of the retention window.
+func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQuery) ([]*switchboardv1.Call, error) {
 	var list switchboardv1.CallList
 	if err := b.Cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing live calls: %w", err)
@@ -138,11 +207,7 @@ func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQu
 		}
 	}
 	slices.SortFunc(matching, func(a, b *switchboardv1.Call) int { return newestFirst(history.KeyOf(a), history.KeyOf(b)) })
-	out := make([]switchboardv1.Call, 0, min(len(matching), q.Limit+1))
-	for _, c := range matching[:min(len(matching), q.Limit+1)] {
-		out = append(out, *c.DeepCopy())
-	}
-	return out, nil
+	return matching[:min(len(matching), q.Limit+1)], nil
 }
 
 // Matches reports whether c passes q's filters and comes after q.After.

@@ -18,9 +18,11 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +61,9 @@ type Config struct {
 	Stopper      *calls.Stopper
 	Endpoints    *endpoints.Service
 	Quota        *quota.Admission
+	// Reads bounds an organization's lists and overviews in progress at
+	// once (shared with the REST API); nil bounds nothing.
+	Reads *quota.Reads
 	// Recordings signs a fresh recording link each time a call is shown.
 	Recordings recording.Store
 	// Cache reads agents, SIP trunks and number lists.
@@ -126,8 +131,8 @@ func (d *dashboard) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(d.requireSession)
 		r.Post("/sign-out", d.signOut)
-		r.Get("/", d.overview)
-		r.Get("/calls", d.listCalls)
+		r.With(d.boundReads).Get("/", d.overview)
+		r.With(d.boundReads).Get("/calls", d.listCalls)
 		r.Get("/calls/new", d.newCallForm)
 		r.Post("/calls", d.placeCall)
 		r.Get("/calls/{callID}", d.showCall)
@@ -150,6 +155,23 @@ func (d *dashboard) routes() http.Handler {
 		r.Get("/number-lists", d.listNumberLists)
 	})
 	return r
+}
+
+// boundReads holds the overview and the calls list to the organization's
+// reads in progress at once, as the REST API's lists are: beyond it, 429
+// with Retry-After.
+func (d *dashboard) boundReads(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, refused := d.cfg.Reads.Begin(organization(r.Context()))
+		if refused != nil {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(refused.RetryAfter.Seconds()))))
+			d.problem(w, r, http.StatusTooManyRequests, "This organization has as many pages of calls loading as it may; "+
+				"reload in a moment.")
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // securityHeaders keeps the pages out of frames, scripts and styles to our

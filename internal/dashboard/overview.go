@@ -10,10 +10,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
-// overviewCallCap bounds the calls the overview reads: beyond it the
-// figures are those of the newest overviewCallCap calls of the day.
-const overviewCallCap = 20000
-
 // Bar groups of the chart, in stacking order, with their legend.
 var chartGroups = []struct{ Class, Label string }{
 	{"answered", "Answered"},
@@ -23,8 +19,8 @@ var chartGroups = []struct{ Class, Label string }{
 	{"open", "Queued or in progress"},
 }
 
-func chartGroup(c *switchboardv1.Call) int {
-	switch c.Status.Disposition {
+func chartGroup(status, disposition string) int {
+	switch switchboardv1.Disposition(disposition) {
 	case switchboardv1.DispositionAnswered:
 		return 0
 	case switchboardv1.DispositionAnsweringMachine:
@@ -32,7 +28,7 @@ func chartGroup(c *switchboardv1.Call) int {
 	case switchboardv1.DispositionNoAnswer, switchboardv1.DispositionBusy, switchboardv1.DispositionRejected:
 		return 2
 	}
-	if c.CurrentPhase().Final() {
+	if switchboardv1.CallPhase(status).Final() {
 		return 3
 	}
 	return 4
@@ -46,7 +42,6 @@ type overviewData struct {
 	DeliveryRate              string
 	Deliveries                int
 	Chart                     chart
-	Capped                    bool
 }
 
 // chart is a server-rendered SVG bar chart: the template only draws it.
@@ -69,17 +64,19 @@ type axisLabel struct {
 	Text string
 }
 
+// overview shows the last 24 hours, counted by the store and the cache
+// (calls.Book.Counts): however many calls a day holds, none is read into
+// memory.
 func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, ns := r.Context(), organization(r.Context())
 	now := d.cfg.Now().UTC()
 	since := now.Add(-24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
-	cs, capped, err := d.cfg.Calls.Since(ctx, ns, since.Add(-time.Nanosecond), overviewCallCap)
+	counts, err := d.cfg.Calls.Counts(ctx, ns, since, since.Add(24*time.Hour))
 	if err != nil {
-		d.unavailable(w, r, err, "The calls could not be listed")
+		d.unavailable(w, r, err, "The calls could not be counted")
 		return
 	}
-	data := summarize(cs, since)
-	data.Capped = capped
+	data := summarize(counts, since)
 	if u, err := d.cfg.Quota.Usage(ctx, ns); err == nil {
 		data.Live, data.Queued = u.Live, u.Queued
 	}
@@ -87,26 +84,22 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview.html", page{Title: "Overview", Nav: "overview", Data: data})
 }
 
-func summarize(cs []switchboardv1.Call, since time.Time) overviewData {
-	var counts [24][5]int
+func summarize(counts []history.CallCount, since time.Time) overviewData {
+	var hours [24][5]int
 	var data overviewData
-	var talked time.Duration
-	for i := range cs {
-		c := &cs[i]
-		hour := int(history.KeyOf(c).CreatedAt.Sub(since) / time.Hour)
-		if hour < 0 || hour > 23 {
+	var talkedMS int64
+	for _, c := range counts {
+		if c.Hour < 0 || c.Hour > 23 {
 			continue
 		}
-		counts[hour][chartGroup(c)]++
-		data.Calls++
-		if c.Status.Disposition != "" {
-			data.Finished++
+		hours[c.Hour][chartGroup(c.Status, c.Disposition)] += c.Calls
+		data.Calls += c.Calls
+		if c.Disposition != "" {
+			data.Finished += c.Calls
 		}
-		if c.Status.Disposition == switchboardv1.DispositionAnswered {
-			data.Answered++
-			if c.Status.DurationMS != nil {
-				talked += time.Duration(*c.Status.DurationMS) * time.Millisecond
-			}
+		if c.Disposition == string(switchboardv1.DispositionAnswered) {
+			data.Answered += c.Calls
+			talkedMS += c.DurationMS
 		}
 	}
 	data.AnswerRate, data.AverageDuration = "—", "—"
@@ -114,9 +107,9 @@ func summarize(cs []switchboardv1.Call, since time.Time) overviewData {
 		data.AnswerRate = fmt.Sprintf("%.0f%%", 100*float64(data.Answered)/float64(data.Finished))
 	}
 	if data.Answered > 0 {
-		data.AverageDuration = (talked / time.Duration(data.Answered)).Round(time.Second).String()
+		data.AverageDuration = (time.Duration(talkedMS/int64(data.Answered)) * time.Millisecond).Round(time.Second).String()
 	}
-	data.Chart = drawChart(counts, since)
+	data.Chart = drawChart(hours, since)
 	return data
 }
 

@@ -21,8 +21,8 @@ import (
 const upsertCall = `
 INSERT INTO calls (namespace, call_id, created_at, status, disposition, agent_id,
                    to_number, source, ended_at, resource_version, object, updated_at,
-                   recording_stored_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                   recording_stored_at, duration_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 ON CONFLICT (namespace, call_id) DO UPDATE SET
     created_at = excluded.created_at,
     status = excluded.status,
@@ -34,7 +34,8 @@ ON CONFLICT (namespace, call_id) DO UPDATE SET
     resource_version = excluded.resource_version,
     object = excluded.object,
     updated_at = excluded.updated_at,
-    recording_stored_at = excluded.recording_stored_at
+    recording_stored_at = excluded.recording_stored_at,
+    duration_ms = excluded.duration_ms
 WHERE excluded.resource_version >= calls.resource_version`
 
 const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
@@ -64,6 +65,7 @@ type record struct {
 	object                    string
 	updatedAt                 int64
 	recordingStoredAt         *int64
+	durationMS                *int64
 }
 
 func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
@@ -96,6 +98,7 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 		resourceVersion: rv,
 		object:          string(object),
 		updatedAt:       now.UnixNano(),
+		durationMS:      c.Status.DurationMS,
 	}
 	if c.Status.EndedAt != nil {
 		ended := c.Status.EndedAt.UnixNano()
@@ -111,7 +114,7 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 // args are r's values in upsertCall's order.
 func (r record) args() []any {
 	return []any{r.namespace, r.callID, r.createdAt, r.status, r.disposition, r.agentID,
-		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt}
+		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt, r.durationMS}
 }
 
 // callLog implements the call half of Store over either database.
@@ -161,7 +164,7 @@ func (l callLog) CallVersion(ctx context.Context, namespace, id string) (string,
 
 func (l callLog) ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error) {
 	query, args := listQuery(namespace, q)
-	calls, err := l.calls(ctx, query, args...)
+	calls, err := l.callsUpTo(ctx, q.MaxBytes, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("history: listing calls: %w", err)
 	}
@@ -181,7 +184,17 @@ func (l callLog) CallsWithRecordingStoredBefore(ctx context.Context, t time.Time
 
 // calls runs a query selecting the object column of calls.
 func (l callLog) calls(ctx context.Context, query string, args ...any) ([]switchboardv1.Call, error) {
+	return l.callsUpTo(ctx, 0, query, args...)
+}
+
+// errEnough stops a scan that has read what it needs.
+var errEnough = errors.New("history: enough rows read")
+
+// callsUpTo is calls, stopping after the row that takes the objects read
+// to maxBytes or more when maxBytes is positive.
+func (l callLog) callsUpTo(ctx context.Context, maxBytes int, query string, args ...any) ([]switchboardv1.Call, error) {
 	var calls []switchboardv1.Call
+	read := 0
 	err := l.db.query(ctx, false, query, args, func(row rowScanner) error {
 		var object []byte
 		if err := row.Scan(&object); err != nil {
@@ -192,8 +205,14 @@ func (l callLog) calls(ctx context.Context, query string, args ...any) ([]switch
 			return err
 		}
 		calls = append(calls, *c)
+		if read += len(object); maxBytes > 0 && read >= maxBytes {
+			return errEnough
+		}
 		return nil
 	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
 	return calls, err
 }
 

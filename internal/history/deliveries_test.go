@@ -321,13 +321,7 @@ func testConcurrentClaims(t *testing.T, b backend) {
 func testDeliveryFilters(t *testing.T, b backend) {
 	ctx := context.Background()
 	s := open(t, b.fresh(t))
-	ds := deliveryFixture()
-	enqueue(t, s, ds...)
-	for _, d := range ds {
-		if d.Status.Phase != "" {
-			saveDelivery(t, s, d, time.Time{})
-		}
-	}
+	ds := storeDeliveryFixture(t, s)
 	queries := map[string]history.DeliveryQuery{
 		"endpoint":                 {Endpoint: "ep-b"},
 		"endpoint id, or none":     {Endpoint: "ep-a", EndpointID: "we_2"},
@@ -523,6 +517,19 @@ func deliveryFixture() []*history.Delivery {
 	return append(ds, newDelivery("org-b", "dlv_00", deliveryBase, func(d *history.Delivery) {
 		d.Spec.EndpointRef.Name = "ep-other"
 	}))
+}
+
+// storeDeliveryFixture stores deliveryFixture, each delivery in its phase.
+func storeDeliveryFixture(t *testing.T, s history.Store) []*history.Delivery {
+	t.Helper()
+	ds := deliveryFixture()
+	enqueue(t, s, ds...)
+	for _, d := range ds {
+		if d.Status.Phase != "" {
+			saveDelivery(t, s, d, time.Time{})
+		}
+	}
+	return ds
 }
 
 // deliveryMatches is DeliveryQuery's documented meaning.

@@ -39,13 +39,21 @@ type Store interface {
 	// reconciler asking whether a Call is archived as it now is.
 	CallVersion(ctx context.Context, namespace, id string) (string, error)
 	// ListCalls returns up to q.Limit calls of namespace matching q, newest
-	// first by (CreatedAt, call id), strictly after q.After when set.
+	// first by (CreatedAt, call id), strictly after q.After when set; with
+	// q.MaxBytes, fewer once their stored objects reach that many bytes.
 	ListCalls(ctx context.Context, namespace string, q CallQuery) ([]switchboardv1.Call, error)
 	// CallsWithRecordingStoredBefore returns up to limit calls, of every
 	// namespace, that still have a recording (Status.Recording) stored
 	// before t, oldest recording first. Saving a call without a recording
 	// takes it out of this list.
 	CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error)
+	// CountCalls counts the calls of namespace created in [from, to) by
+	// hour since from, status and disposition, in the database: a day of
+	// a busy organization is not read into memory to be counted.
+	CountCalls(ctx context.Context, namespace string, from, to time.Time) ([]CallCount, error)
+	// EachCallIDSince calls f with the call id of each call of namespace
+	// created at or after from, reading no more of it.
+	EachCallIDSince(ctx context.Context, namespace string, from time.Time, f func(id string)) error
 	// DeliveryLog is the webhook delivery queue and log.
 	DeliveryLog
 	// IdempotencyKeys remembers create-call requests by key.
@@ -70,6 +78,21 @@ type CallQuery struct {
 	// After is the key of the last call of the previous page.
 	After *Key
 	Limit int
+	// MaxBytes, when positive, ends the list after the call whose stored
+	// object takes the bytes read to MaxBytes or more (the first call is
+	// always read): a reader of large calls holds a bounded chunk of them.
+	MaxBytes int
+}
+
+// CallCount is how many calls of one hour share a status and disposition,
+// and their summed talk time.
+type CallCount struct {
+	// Hour is the hour the calls were created in, counted from the start
+	// of the range.
+	Hour                int
+	Status, Disposition string
+	Calls               int
+	DurationMS          int64
 }
 
 // Key is a call's place in the newest-first order.

@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 6
+const migrations = 7
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -60,6 +60,10 @@ func TestStoreContract(t *testing.T) {
 		{"NamespaceIsolation", testNamespaceIsolation},
 		{"OrderAndCursorPaging", testOrderAndCursorPaging},
 		{"Filters", testFilters},
+		{"ListStopsAtMaxBytes", testListStopsAtMaxBytes},
+		{"CountCalls", testCountCalls},
+		{"DurationBackfilled", testDurationBackfilled},
+		{"CountDeliveryPhases", testCountDeliveryPhases},
 		{"ReopenKeepsDataAndSchema", testReopen},
 		{"NewerSchemaRefused", testNewerSchemaRefused},
 		{"CorruptMigrationTableRefused", testCorruptMigrationTable},
@@ -428,6 +432,7 @@ func testRecordingStoredAtBackfilled(t *testing.T, b backend) {
 	save(t, s, newCall("org-a", "call_none", withRecording.QueueOrder(), nil))
 	closeNow(t, s)
 	// Back to the schema before migration 3 (and those after it).
+	execRaw(t, dsn, "ALTER TABLE calls DROP COLUMN duration_ms; DELETE FROM schema_migrations WHERE version = 7")
 	execRaw(t, dsn, "DROP TABLE dial_attempts; DELETE FROM schema_migrations WHERE version = 6")
 	execRaw(t, dsn, "DROP INDEX deliveries_leased; DELETE FROM schema_migrations WHERE version = 5")
 	execRaw(t, dsn, "DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4")

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -126,7 +124,7 @@ func (a *api) placementFailed(err error) reply {
 	switch {
 	case errors.As(err, &exceeded):
 		res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
-		res.retryAfter = strconv.Itoa(int(math.Ceil(exceeded.RetryAfter.Seconds())))
+		res.retryAfter = retryAfterSeconds(exceeded.RetryAfter)
 		return res
 	case errors.As(err, &unknown):
 		return errorReply(http.StatusNotFound, ErrorDetail{Error: unknown.Message, ErrorCode: callpolicy.CodeAgentNotFound})

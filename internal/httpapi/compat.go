@@ -82,17 +82,11 @@ func (a *api) listSDKCalls(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, invalid)
 		return
 	}
-	out := sdkCallList{Items: []sdkCall{}}
-	if !none {
-		page, err := a.callPage(r.Context(), q)
-		if err != nil {
-			a.unavailable(w, err, "listing calls", "The calls could not be listed")
-			return
-		}
-		for _, c := range page.Data {
-			out.Items = append(out.Items, sdkCallOf(c))
-		}
-		out.HasMore, out.PaginationKey = page.HasMore, page.NextCursor
+	if none {
+		writeJSON(w, http.StatusOK, sdkCallList{Items: []sdkCall{}})
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	a.streamCalls(w, r, q, pageFormat{array: "items",
+		item: func(c callview.Call) any { return sdkCallOf(c) },
+		tail: func(more bool, cursor *string) any { return sdkCallListTail{HasMore: more, PaginationKey: cursor} }})
 }

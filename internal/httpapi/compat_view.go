@@ -52,11 +52,17 @@ type sdkCallAnalysis struct {
 	CustomAnalysisData map[string]json.RawMessage `json:"custom_analysis_data"`
 }
 
-// sdkCallList is the body of list-calls (CallListResponse).
+// sdkCallList is the body of list-calls (CallListResponse); a page is
+// streamed as its items and then sdkCallListTail.
 type sdkCallList struct {
 	Items         []sdkCall `json:"items"`
 	HasMore       bool      `json:"has_more"`
 	PaginationKey *string   `json:"pagination_key,omitempty"`
+}
+
+type sdkCallListTail struct {
+	HasMore       bool    `json:"has_more"`
+	PaginationKey *string `json:"pagination_key,omitempty"`
 }
 
 // sdkStatuses maps a call's status to the SDK's call_status. The SDK's

@@ -3,8 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -35,10 +38,16 @@ func encodeJSON(v any) ([]byte, error) {
 
 // writeRaw writes a JSON body already encoded (a replayed response).
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	writeJSONHeader(w, status)
+	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
+}
+
+// writeJSONHeader sends status with the headers of a JSON body, which
+// follows (in one piece, or streamed: a list of calls).
+func writeJSONHeader(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(body) //nolint:gosec // JSON served as application/json with nosniff, never rendered as HTML
 }
 
 // reply is a response decided before it is written, so that it can be
@@ -55,6 +64,11 @@ type reply struct {
 	// uncertain: the call may have been created though this reply says it
 	// was not (idempotency.Response.Uncertain).
 	uncertain bool
+}
+
+// retryAfterSeconds is d as Retry-After: whole seconds, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(int(math.Ceil(d.Seconds())))
 }
 
 func writeReply(w http.ResponseWriter, r reply) {

@@ -35,6 +35,12 @@ type Config struct {
 	Placer *calls.Placer
 	// Quota reports an organization's usage (GET /v1/concurrency).
 	Quota *quota.Admission
+	// Reads bounds an organization's lists in progress at once (shared
+	// with the dashboard); nil bounds nothing.
+	Reads *quota.Reads
+	// PageBytes bounds the JSON of the calls in one page of a list
+	// (DefaultPageBytes when zero); a fuller page ends early with has_more.
+	PageBytes int
 	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
 	Stopper *calls.Stopper
 	// Idempotency runs a create-call request once per Idempotency-Key.

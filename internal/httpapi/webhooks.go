@@ -74,9 +74,7 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -185,7 +183,7 @@ func (a *api) endpointFailed(w http.ResponseWriter, err error) {
 			status = http.StatusUnprocessableEntity
 		case refused.RetryAfter > 0:
 			status = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(refused.RetryAfter.Seconds()))))
+			w.Header().Set("Retry-After", retryAfterSeconds(refused.RetryAfter))
 		}
 		writeCodeDetail(w, status, refused.Code, refused.Message)
 	case errors.As(err, &urlRefused):

@@ -166,27 +166,15 @@ func (s *Service) Deliveries(ctx context.Context, ep *switchboardv1.WebhookEndpo
 }
 
 // Outcomes counts the finished deliveries of namespace's events created
-// after since, and those of them that succeeded, among its newest 1000
-// deliveries; test sends do not count.
+// after since, and those of them that succeeded; test sends do not count.
+// The store counts them: a day's deliveries carry a day's call objects.
 func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Time) (finished, succeeded int, err error) {
-	ds, err := s.DeliveryLog.ListDeliveries(ctx, namespace, history.DeliveryQuery{Limit: 1000})
+	counts, err := s.DeliveryLog.CountDeliveryPhases(ctx, namespace, since, webhook.EventTest)
 	if err != nil {
 		return 0, 0, err
 	}
-	for i := range ds {
-		d := &ds[i]
-		if d.CreationTimestamp.Time.Before(since) || d.Spec.Event == webhook.EventTest {
-			continue
-		}
-		switch d.CurrentPhase() {
-		case history.DeliverySucceeded:
-			finished++
-			succeeded++
-		case history.DeliveryFailed:
-			finished++
-		}
-	}
-	return finished, succeeded, nil
+	succeeded = counts[history.DeliverySucceeded]
+	return succeeded + counts[history.DeliveryFailed], succeeded, nil
 }
 
 // CallDeliveries returns the newest deliveries (at most limit) of the

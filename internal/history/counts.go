@@ -1,0 +1,78 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// countCalls groups by ordinal: both dialects accept it, and PostgreSQL
+// would not take the hour's expression, with its parameter, as the same in
+// SELECT and GROUP BY. The range is a scan of calls_by_created.
+const countCalls = `
+SELECT (created_at - $2) / 3600000000000, status, disposition, COUNT(*), CAST(COALESCE(SUM(duration_ms), 0) AS BIGINT)
+FROM calls
+WHERE namespace = $1 AND created_at >= $2 AND created_at < $3
+GROUP BY 1, 2, 3`
+
+// selectCallIDsSince reads only calls_by_created.
+const selectCallIDsSince = `SELECT call_id FROM calls WHERE namespace = $1 AND created_at >= $2`
+
+func (l callLog) CountCalls(ctx context.Context, namespace string, from, to time.Time) ([]CallCount, error) {
+	var counts []CallCount
+	err := l.db.query(ctx, false, countCalls, []any{namespace, from.UnixNano(), to.UnixNano()}, func(row rowScanner) error {
+		var c CallCount
+		var hour, calls int64
+		if err := row.Scan(&hour, &c.Status, &c.Disposition, &calls, &c.DurationMS); err != nil {
+			return err
+		}
+		c.Hour, c.Calls = int(hour), int(calls)
+		counts = append(counts, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: counting calls: %w", err)
+	}
+	return counts, nil
+}
+
+func (l callLog) EachCallIDSince(ctx context.Context, namespace string, from time.Time, f func(id string)) error {
+	err := l.db.query(ctx, false, selectCallIDsSince, []any{namespace, from.UnixNano()}, func(row rowScanner) error {
+		var id string
+		if err := row.Scan(&id); err != nil {
+			return err
+		}
+		f(id)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("history: listing call ids: %w", err)
+	}
+	return nil
+}
+
+// countDeliveryPhases scans the namespace's deliveries (no index orders
+// them by creation alone), reading two columns of each.
+const countDeliveryPhases = `
+SELECT phase, COUNT(*) FROM deliveries
+WHERE namespace = $1 AND created_at >= $2 AND event <> $3
+GROUP BY phase`
+
+func (l deliveryLog) CountDeliveryPhases(ctx context.Context, namespace string, since time.Time, except string) (
+	map[DeliveryPhase]int, error) {
+	counts := map[DeliveryPhase]int{}
+	args := []any{namespace, since.UnixNano(), except}
+	err := l.db.query(ctx, false, countDeliveryPhases, args, func(row rowScanner) error {
+		var phase string
+		var n int64
+		if err := row.Scan(&phase, &n); err != nil {
+			return err
+		}
+		counts[DeliveryPhase(phase)] = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: counting deliveries: %w", err)
+	}
+	return counts, nil
+}

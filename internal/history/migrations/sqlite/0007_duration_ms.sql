@@ -1,0 +1,9 @@
+-- How long an answered call talked (milliseconds; NULL: it did not), so that
+-- the dashboard's overview sums talk time in the store instead of reading
+-- every call. Calls archived before this migration get it from their
+-- object.
+ALTER TABLE calls ADD COLUMN duration_ms INTEGER;
+
+UPDATE calls
+SET duration_ms = json_extract(object, '$.status.durationMS')
+WHERE json_extract(object, '$.status.durationMS') IS NOT NULL;
