@@ -114,6 +114,7 @@ func (d *dashboard) routes() http.Handler {
 			r.Post("/enabled", d.setEndpointEnabled)
 			r.Post("/delete", d.deleteEndpoint)
 			r.Post("/rotate-secret", d.rotateSecret)
+			r.Get("/secret", d.showSecret)
 			r.Post("/test", d.testEndpoint)
 			r.Post("/deliveries/{deliveryID}/retry", d.retryDelivery)
 		})

@@ -240,8 +240,10 @@ func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
 		t.Fatalf("with a wrong token: %d, want 403", resp.StatusCode)
 	}
 	form.Set("csrf_token", c.csrf)
-	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusCreated {
-		t.Fatalf("with the token: %d, want 201", resp.StatusCode)
+	// Created, and sent on to the page showing its secret.
+	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusSeeOther ||
+		!strings.HasSuffix(resp.Header.Get("Location"), "/secret") {
+		t.Fatalf("with the token: %d to %q, want 303 to the secret", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

@@ -124,9 +124,7 @@ func (d *dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if len(problems) == 0 {
 		ep, secret, err := d.cfg.Endpoints.Create(r.Context(), organization(r.Context()), change)
 		if err == nil {
-			row := endpointRowOf(ep)
-			d.render(w, r, http.StatusCreated, "secret.html", page{Title: "Endpoint created", Nav: "endpoints",
-				Data: secretData{Endpoint: row, Secret: secret, Created: true}})
+			d.toSecret(w, r, secretData{Endpoint: endpointRowOf(ep), Secret: secret, Created: true})
 			return
 		}
 		var ok bool
@@ -142,10 +140,35 @@ func (d *dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 type secretData struct {
 	Endpoint endpointRow
-	Secret   string
-	Created  bool
+	// Secret is empty when it was already shown.
+	Secret  string
+	Created bool
 	// PreviousExpiresAt is when the rotated-out secret stops signing.
 	PreviousExpiresAt *time.Time
+}
+
+// toSecret hands a new secret to the page that shows it, through the
+// session: a reload of that page shows it no more, and creates or rotates
+// nothing again.
+func (d *dashboard) toSecret(w http.ResponseWriter, r *http.Request, data secretData) {
+	sessionFrom(r.Context()).flash.put(flash{endpointID: data.Endpoint.ID, secret: &data})
+	seeOther(w, r, Prefix+"/endpoints/"+data.Endpoint.ID+"/secret")
+}
+
+// showSecret shows the secret just created or rotated, once.
+func (d *dashboard) showSecret(w http.ResponseWriter, r *http.Request) {
+	ep := endpointFrom(r.Context())
+	data := secretData{Endpoint: endpointRowOf(ep)}
+	if f := sessionFrom(r.Context()).flash.take(func(f *flash) bool {
+		return f.endpointID == data.Endpoint.ID && f.secret != nil
+	}); f != nil {
+		data = *f.secret
+	}
+	title := "New signing secret"
+	if data.Created {
+		title = "Endpoint created"
+	}
+	d.render(w, r, http.StatusOK, "secret.html", page{Title: title, Nav: "endpoints", Data: data})
 }
 
 type endpointKey struct{}
@@ -191,7 +214,14 @@ type testOutcome struct {
 }
 
 func (d *dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) {
-	d.renderEndpoint(w, r, http.StatusOK, endpointFrom(r.Context()), endpointData{}, "")
+	ep := endpointFrom(r.Context())
+	var data endpointData
+	if f := sessionFrom(r.Context()).flash.take(func(f *flash) bool {
+		return f.endpointID == ep.ResolvedID() && f.test != nil
+	}); f != nil {
+		data.Test = f.test
+	}
+	d.renderEndpoint(w, r, http.StatusOK, ep, data, "")
 }
 
 // renderEndpoint shows an endpoint: its form, actions and delivery log.
@@ -310,7 +340,7 @@ func (d *dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	if rotated.HasPrevious {
 		data.PreviousExpiresAt = &rotated.PreviousExpiresAt
 	}
-	d.render(w, r, http.StatusOK, "secret.html", page{Title: "New signing secret", Nav: "endpoints", Data: data})
+	d.toSecret(w, r, data)
 }
 
 // testEndpoint sends a test event and says what the receiver's answer
@@ -338,7 +368,10 @@ func (d *dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	if tested.Result.Succeeded() {
 		outcome.Status = "succeeded"
 	}
-	d.renderEndpoint(w, r, http.StatusOK, ep, endpointData{Test: outcome}, "")
+	// The result is shown by the endpoint's page, so that reloading it
+	// sends no second test.
+	sessionFrom(r.Context()).flash.put(flash{endpointID: ep.ResolvedID(), test: outcome})
+	seeOther(w, r, Prefix+"/endpoints/"+ep.ResolvedID()+"#test-result")
 }
 
 // retryDelivery asks for one more attempt, then goes back to the page the

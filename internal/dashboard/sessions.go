@@ -31,6 +31,8 @@ type session struct {
 	Namespace string
 	keyDigest [32]byte
 	expires   time.Time
+	// flash is handed from a form's answer to the next page (flash.go).
+	flash flashBox
 }
 
 // sessions are kept in this process's memory: a restart signs everyone

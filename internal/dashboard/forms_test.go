@@ -1,0 +1,90 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// receiver is a webhook receiver that answers 204 and keeps the signature
+// header of each request.
+type receiver struct {
+	*httptest.Server
+	mu         sync.Mutex
+	signatures []string
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	rc := &receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.signatures = append(rc.signatures, r.Header.Get("Webhook-Signature"))
+		rc.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) received() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.signatures...)
+}
+
+// createEndpointFromForm creates an endpoint for rc from the dashboard's
+// form and returns its id, checking that the secret is shown once, after a
+// redirect: reloading the page creates nothing and shows it no more.
+func createEndpointFromForm(t *testing.T, c *browserlessClient, rc *receiver) string {
+	t.Helper()
+	resp := c.post(t, "/dashboard/endpoints", url.Values{"csrf_token": {c.csrf}, "url": {rc.URL + "/hooks"}})
+	where := resp.Header.Get("Location")
+	id := strings.TrimSuffix(strings.TrimPrefix(where, "/dashboard/endpoints/"), "/secret")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(id, "we_") || !strings.HasSuffix(where, "/secret") {
+		t.Fatalf("creating: %d to %q, want 303 to the endpoint's secret page", resp.StatusCode, where)
+	}
+	assertSecretShownOnce(t, c, where)
+	return id
+}
+
+func assertSecretShownOnce(t *testing.T, c *browserlessClient, path string) {
+	t.Helper()
+	if _, page := c.get(t, path); !contains(page, `id="secret"`) || !contains(page, "whsec_") {
+		t.Fatalf("the secret page does not show the secret: %s", page)
+	}
+	if _, page := c.get(t, path); contains(page, "whsec_") || !contains(page, `id="secret-gone"`) {
+		t.Fatalf("reloaded, the secret page shows it again: %s", page)
+	}
+}
+
+// A test event's result and a new secret are answers to a redirect: the
+// address no longer names the form's action, so reloading the page sends
+// no second test and rotates nothing.
+func TestFormsAnswerWithARedirect(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	rc := newReceiver(t)
+	id := createEndpointFromForm(t, c, rc)
+	page := "/dashboard/endpoints/" + id
+
+	resp := c.post(t, page+"/test", url.Values{"csrf_token": {c.csrf}})
+	if where := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || where != page+"#test-result" {
+		t.Fatalf("test event: %d to %q, want 303 to the endpoint's page", resp.StatusCode, where)
+	}
+	if _, shown := c.get(t, page); !contains(shown, `id="test-result"`) || !contains(shown, "Delivered") {
+		t.Fatalf("the endpoint's page does not show the test's result: %s", shown)
+	}
+	if _, reloaded := c.get(t, page); contains(reloaded, `id="test-result"`) || len(rc.received()) != 1 {
+		t.Fatalf("reloaded: the result shown again, or %d test events sent, want 1", len(rc.received()))
+	}
+
+	resp = c.post(t, page+"/rotate-secret", url.Values{"csrf_token": {c.csrf}, "confirm": {"yes"}})
+	if where := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || where != page+"/secret" {
+		t.Fatalf("rotation: %d to %q, want 303 to the secret page", resp.StatusCode, where)
+	}
+	assertSecretShownOnce(t, c, page+"/secret")
+}
