@@ -188,7 +188,8 @@ func TestEndpointTestEventAndRotation(t *testing.T) {
 	if meaning := text(t, ctx, "#test-meaning"); !strings.HasPrefix(meaning, "Delivered") {
 		t.Fatalf("a 204 reads %q", meaning)
 	}
-	do(t, ctx, chromedp.Click(chromedp.Search(`//button[text()="Rotate the secret"]`)),
+	do(t, ctx, chromedp.Click(chromedp.CSS("#rotate-secret")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.Search(`//button[text()="Rotate the secret"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#secret")))
 	if rotated := text(t, ctx, "#secret"); !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
 		t.Fatalf("rotating showed %q (was %q)", rotated, secret)

@@ -309,7 +309,53 @@ func (d *dashboard) setEndpointEnabled(w http.ResponseWriter, r *http.Request) {
 	d.renderEndpoint(w, r, http.StatusOK, updated, endpointData{}, flash)
 }
 
+// confirmation is a page that asks before a destructive form goes
+// through; it works without JavaScript.
+type confirmation struct {
+	Question, Detail, Button string
+	// Action is where the form posts; Cancel goes back.
+	Action, Cancel string
+}
+
+// confirmed reports whether a destructive form was sent from its
+// confirmation page, and otherwise shows that page.
+func (d *dashboard) confirmed(w http.ResponseWriter, r *http.Request, c confirmation) bool {
+	if r.Method == http.MethodPost && r.PostFormValue("confirm") == "yes" {
+		return true
+	}
+	d.render(w, r, http.StatusOK, "confirm.html", page{Title: c.Question, Nav: "endpoints", Data: c})
+	return false
+}
+
+func endpointPath(ep *switchboardv1.WebhookEndpoint, action string) string {
+	return Prefix + "/endpoints/" + ep.ResolvedID() + action
+}
+
+func deleteConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
+	return confirmation{Question: "Delete this endpoint?", Button: "Delete the endpoint",
+		Detail: ep.Spec.URL + " receives no more events, and its delivery log is no longer shown here. This cannot be undone.",
+		Action: endpointPath(ep, "/delete"), Cancel: endpointPath(ep, "")}
+}
+
+func rotateConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
+	return confirmation{Question: "Rotate the signing secret?", Button: "Rotate the secret",
+		Detail: "A new secret is shown once. The current one keeps signing for a while, so that " + ep.Spec.URL +
+			" can switch; after that, events it verifies with the current secret are refused.",
+		Action: endpointPath(ep, "/rotate-secret"), Cancel: endpointPath(ep, "")}
+}
+
+func (d *dashboard) confirmDelete(w http.ResponseWriter, r *http.Request) {
+	d.confirmed(w, r, deleteConfirmation(endpointFrom(r.Context())))
+}
+
+func (d *dashboard) confirmRotate(w http.ResponseWriter, r *http.Request) {
+	d.confirmed(w, r, rotateConfirmation(endpointFrom(r.Context())))
+}
+
 func (d *dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !d.confirmed(w, r, deleteConfirmation(endpointFrom(r.Context()))) {
+		return
+	}
 	err := d.cfg.Endpoints.Delete(r.Context(), endpointFrom(r.Context()))
 	if err != nil {
 		if d.endpointGone(w, r, err) {
@@ -324,6 +370,9 @@ func (d *dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 // while, so that receivers can switch.
 func (d *dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	ep := endpointFrom(r.Context())
+	if !d.confirmed(w, r, rotateConfirmation(ep)) {
+		return
+	}
 	rotated, err := d.cfg.Endpoints.Rotate(r.Context(), ep)
 	if err != nil {
 		if !d.endpointGone(w, r, err) {
@@ -371,7 +420,7 @@ func (d *dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	// The result is shown by the endpoint's page, so that reloading it
 	// sends no second test.
 	sessionFrom(r.Context()).flash.put(flash{endpointID: ep.ResolvedID(), test: outcome})
-	seeOther(w, r, Prefix+"/endpoints/"+ep.ResolvedID()+"#test-result")
+	seeOther(w, r, endpointPath(ep, "#test-result"))
 }
 
 // retryDelivery asks for one more attempt, then goes back to the page the

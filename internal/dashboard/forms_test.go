@@ -88,3 +88,39 @@ func TestFormsAnswerWithARedirect(t *testing.T) {
 	}
 	assertSecretShownOnce(t, c, page+"/secret")
 }
+
+// Deleting an endpoint and rotating its secret ask first, on a page of
+// their own (no JavaScript); only the confirmation's form acts.
+func TestDestructiveActionsAskFirst(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	rc := newReceiver(t)
+	id := createEndpointFromForm(t, c, rc)
+	page := "/dashboard/endpoints/" + id
+	if _, shown := c.get(t, page); contains(shown, `action="`+page+`/delete"`) || contains(shown, `action="`+page+`/rotate-secret"`) {
+		t.Fatalf("the endpoint's page deletes or rotates in one click: %s", shown)
+	}
+	for _, action := range []string{"/delete", "/rotate-secret"} {
+		if _, asked := c.get(t, page+action); !contains(asked, `id="confirm"`) || !contains(asked, `name="confirm" value="yes"`) {
+			t.Fatalf("GET %s does not ask: %s", action, asked)
+		}
+		if resp := c.post(t, page+action, url.Values{"csrf_token": {c.csrf}}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s unconfirmed = %d, want 200 (the question)", action, resp.StatusCode)
+		}
+	}
+	// Not rotated: a test event carries one signature, not the two of a rotation.
+	c.post(t, page+"/test", url.Values{"csrf_token": {c.csrf}})
+	if sigs := rc.received(); len(sigs) != 1 || strings.Contains(sigs[0], " ") {
+		t.Fatalf("after an unconfirmed rotation, the test was signed %q", sigs)
+	}
+	if status, _ := o.api(t, "GET", "/v1/webhook-endpoints/"+id, nil); status != http.StatusOK {
+		t.Fatalf("after an unconfirmed delete, the endpoint is %d", status)
+	}
+	resp := c.post(t, page+"/delete", url.Values{"csrf_token": {c.csrf}, "confirm": {"yes"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirmed delete = %d, want 303", resp.StatusCode)
+	}
+	if status, _ := o.api(t, "GET", "/v1/webhook-endpoints/"+id, nil); status != http.StatusNotFound {
+		t.Fatalf("after a confirmed delete, the endpoint is %d", status)
+	}
+}
