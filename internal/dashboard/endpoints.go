@@ -200,7 +200,10 @@ type endpointData struct {
 	Kinds    []string
 	Problems map[string]string
 	// Test is the result of a test event just sent.
-	Test       *testOutcome
+	Test *testOutcome
+	// LastTest is the latest test event's attempt: test events do not
+	// count toward the endpoint's health, so its status never has them.
+	LastTest   *attemptRow
 	Filter     url.Values
 	Deliveries []deliveryRow
 	Next       template.URL
@@ -252,6 +255,10 @@ func (d *dashboard) renderEndpoint(w http.ResponseWriter, r *http.Request, statu
 		return
 	}
 	data.Deliveries = deliveryRows(items)
+	if data.LastTest, err = d.lastTest(r.Context(), ep); err != nil {
+		d.unavailable(w, r, err, "The deliveries could not be listed")
+		return
+	}
 	if more {
 		next := cloneValues(data.Filter)
 		next.Set("cursor", items[len(items)-1].Spec.DeliveryID)
@@ -259,6 +266,19 @@ func (d *dashboard) renderEndpoint(w http.ResponseWriter, r *http.Request, statu
 	}
 	d.render(w, r, status, "endpoint.html", page{Title: "Webhook endpoint", Nav: "endpoints", Flash: flash,
 		Error: data.Problems["form"], Data: data})
+}
+
+// lastTest is the latest attempt of ep's test events, nil without one.
+func (d *dashboard) lastTest(ctx context.Context, ep *switchboardv1.WebhookEndpoint) (*attemptRow, error) {
+	items, _, err := d.cfg.Endpoints.Deliveries(ctx, ep, endpoints.DeliveryFilter{Event: webhook.EventTest, Limit: 1})
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	rows := deliveryRows(items)
+	if n := len(rows[0].Attempts); n > 0 {
+		return &rows[0].Attempts[n-1], nil
+	}
+	return nil, nil
 }
 
 func (d *dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -455,7 +475,8 @@ type deliveryRow struct {
 	CreatedAt                                        time.Time
 	NextAttemptAt                                    *time.Time
 	Attempts                                         []attemptRow
-	Retryable                                        bool
+	// Test: a test event's, whose call id names no call.
+	Test, Retryable bool
 }
 
 type attemptRow struct {
@@ -473,7 +494,8 @@ func deliveryRows(ds []history.Delivery) []deliveryRow {
 			CallID: dl.Spec.CallID, Status: string(dl.CurrentPhase()), LastError: dl.Status.LastError,
 			LastStatusCode: dl.Status.LastStatusCode, AttemptCount: dl.Status.AttemptCount,
 			CreatedAt: dl.CreationTimestamp.Time}
-		row.Retryable = dl.Spec.Event != webhook.EventTest && endpoints.ValidID(row.EndpointID)
+		row.Test = dl.Spec.Event == webhook.EventTest
+		row.Retryable = !row.Test && endpoints.ValidID(row.EndpointID)
 		if dl.Status.NextAttemptAt != nil {
 			row.NextAttemptAt = &dl.Status.NextAttemptAt.Time
 		}

@@ -124,3 +124,24 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 		t.Fatalf("after a confirmed delete, the endpoint is %d", status)
 	}
 }
+
+// A test delivery is shown as one, not as a link to the sample call id it
+// carries (no such call), and the endpoint says when it was last tested.
+func TestTestDeliveriesReadAsTests(t *testing.T) {
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	rc := newReceiver(t)
+	id := createEndpointFromForm(t, c, rc)
+	page := "/dashboard/endpoints/" + id
+	if _, before := c.get(t, page); contains(before, "Last test event") {
+		t.Fatalf("an endpoint never tested shows a test: %s", before)
+	}
+	c.post(t, page+"/test", url.Values{"csrf_token": {c.csrf}})
+	_, shown := c.get(t, page)
+	if contains(shown, "/dashboard/calls/call_test_") || !contains(shown, "test delivery (no call)") {
+		t.Fatalf("the test delivery reads as a call's: %s", shown)
+	}
+	if !contains(shown, "Last test event: ") || !contains(shown, "(HTTP 204)") {
+		t.Fatalf("the endpoint does not say it was tested: %s", shown)
+	}
+}
