@@ -51,6 +51,17 @@ func createEndpointFromForm(t *testing.T, c *browserlessClient, rc *receiver) st
 	return id
 }
 
+// endpointOfAnOrg is a new organization signed in without a browser, with
+// an endpoint created from the dashboard for a receiver, and that
+// endpoint's page.
+func endpointOfAnOrg(t *testing.T) (*org, *browserlessClient, *receiver, string) {
+	t.Helper()
+	o := newOrg(t)
+	c := signInClient(t, o.key)
+	rc := newReceiver(t)
+	return o, c, rc, "/dashboard/endpoints/" + createEndpointFromForm(t, c, rc)
+}
+
 func assertSecretShownOnce(t *testing.T, c *browserlessClient, path string) {
 	t.Helper()
 	if _, page := c.get(t, path); !contains(page, `id="secret"`) || !contains(page, "whsec_") {
@@ -65,11 +76,7 @@ func assertSecretShownOnce(t *testing.T, c *browserlessClient, path string) {
 // address no longer names the form's action, so reloading the page sends
 // no second test and rotates nothing.
 func TestFormsAnswerWithARedirect(t *testing.T) {
-	o := newOrg(t)
-	c := signInClient(t, o.key)
-	rc := newReceiver(t)
-	id := createEndpointFromForm(t, c, rc)
-	page := "/dashboard/endpoints/" + id
+	_, c, rc, page := endpointOfAnOrg(t)
 
 	resp := c.post(t, page+"/test", url.Values{"csrf_token": {c.csrf}})
 	if where := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || where != page+"#test-result" {
@@ -92,11 +99,8 @@ func TestFormsAnswerWithARedirect(t *testing.T) {
 // Deleting an endpoint and rotating its secret ask first, on a page of
 // their own (no JavaScript); only the confirmation's form acts.
 func TestDestructiveActionsAskFirst(t *testing.T) {
-	o := newOrg(t)
-	c := signInClient(t, o.key)
-	rc := newReceiver(t)
-	id := createEndpointFromForm(t, c, rc)
-	page := "/dashboard/endpoints/" + id
+	o, c, rc, page := endpointOfAnOrg(t)
+	id := strings.TrimPrefix(page, "/dashboard/endpoints/")
 	if _, shown := c.get(t, page); contains(shown, `action="`+page+`/delete"`) || contains(shown, `action="`+page+`/rotate-secret"`) {
 		t.Fatalf("the endpoint's page deletes or rotates in one click: %s", shown)
 	}
@@ -128,11 +132,7 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 // A test delivery is shown as one, not as a link to the sample call id it
 // carries (no such call), and the endpoint says when it was last tested.
 func TestTestDeliveriesReadAsTests(t *testing.T) {
-	o := newOrg(t)
-	c := signInClient(t, o.key)
-	rc := newReceiver(t)
-	id := createEndpointFromForm(t, c, rc)
-	page := "/dashboard/endpoints/" + id
+	_, c, _, page := endpointOfAnOrg(t)
 	if _, before := c.get(t, page); contains(before, "Last test event") {
 		t.Fatalf("an endpoint never tested shows a test: %s", before)
 	}
