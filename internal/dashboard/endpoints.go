@@ -360,7 +360,7 @@ func deleteConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
 func rotateConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
 	return confirmation{Question: "Rotate the signing secret?", Button: "Rotate the secret",
 		Detail: "A new secret is shown once. The current one keeps signing for a while, so that " + ep.Spec.URL +
-			" can switch; after that, events it verifies with the current secret are refused.",
+			" can switch; after that, events are signed with the new secret only.",
 		Action: endpointPath(ep, "/rotate-secret"), Cancel: endpointPath(ep, "")}
 }
 
