@@ -741,6 +741,11 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	g.Expect(attempt["attempted_at"]).To(MatchRegexp(wapiTimestamp))
 	g.Expect(attempt["duration_ms"]).To(BeNumerically(">=", 0))
 	g.Expect(d).To(HaveLen(13), "unexpected fields in %s", r.raw)
+	// One precision for every time (milliseconds), so they compare as text:
+	// the delivery is created, attempted, then completed.
+	createdAt, attempted, completed := d["created_at"].(string), attempt["attempted_at"].(string), d["completed_at"].(string)
+	g.Expect(createdAt <= attempted && attempted <= completed).To(BeTrue(),
+		"created %s, attempted %s, completed %s: out of order", createdAt, attempted, completed)
 
 	g.Eventually(func() []string {
 		ids, _ := listIDs(t, o.key, endpointPath(id, "/deliveries"))

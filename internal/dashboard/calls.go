@@ -27,8 +27,13 @@ const callsPageSize = 50
 // callRow is one line of the calls list.
 type callRow struct {
 	ID, Status, Disposition, AgentID, ToNumber, Source string
-	CreatedAt                                          time.Time
-	Duration                                           string
+	// AgentName is empty for an agent no longer declared.
+	AgentName string
+	// ErrorCode says why a failed call failed.
+	ErrorCode string
+	CreatedAt time.Time
+	// DurationMS is nil until the call ends.
+	DurationMS *int64
 }
 
 type callsData struct {
@@ -41,6 +46,7 @@ type callsData struct {
 	// changes appear.
 	Live         bool
 	Self         string
+	Agents       []agentChoice
 	Statuses     []string
 	Dispositions []string
 	Sources      []string
@@ -53,13 +59,19 @@ func (d *dashboard) listCalls(w http.ResponseWriter, r *http.Request) {
 	q, problems := d.callQuery(filter)
 	data := callsData{Filter: filter, Problems: problems, Live: filter.Get("cursor") == "", Self: r.URL.RequestURI(),
 		Statuses: calls.Statuses, Dispositions: calls.Dispositions, Sources: calls.Sources}
+	agents, err := d.agents(r.Context())
+	if err != nil {
+		d.unavailable(w, r, err, "The agents could not be listed")
+		return
+	}
+	data.Agents = agents
 	if len(problems) == 0 {
 		page, err := d.cfg.Calls.List(r.Context(), organization(r.Context()), q)
 		if err != nil {
 			d.unavailable(w, r, err, "The calls could not be listed")
 			return
 		}
-		data.Rows = callRows(page.Calls)
+		data.Rows = callRows(page.Calls, agentNames(agents))
 		if page.More {
 			next := cloneValues(filter)
 			next.Set("cursor", calls.EncodeCursor(history.KeyOf(&page.Calls[len(page.Calls)-1])))
@@ -123,19 +135,28 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-func callRows(cs []switchboardv1.Call) []callRow {
+func callRows(cs []switchboardv1.Call, agents map[string]string) []callRow {
 	rows := make([]callRow, 0, len(cs))
 	for i := range cs {
 		c := &cs[i]
 		row := callRow{ID: callid.Of(c), Status: string(c.CurrentPhase()), Disposition: string(c.Status.Disposition),
-			AgentID: c.Spec.AgentID, ToNumber: c.Spec.ToNumber, Source: string(c.Spec.Source),
-			CreatedAt: history.KeyOf(c).CreatedAt}
-		if c.Status.DurationMS != nil {
-			row.Duration = (time.Duration(*c.Status.DurationMS) * time.Millisecond).Round(time.Second).String()
+			AgentID: c.Spec.AgentID, AgentName: agents[c.Spec.AgentID], ToNumber: c.Spec.ToNumber,
+			Source: string(c.Spec.Source), CreatedAt: history.KeyOf(c).CreatedAt, DurationMS: c.Status.DurationMS}
+		if f := failureOf(c); f != nil {
+			row.ErrorCode = f.ErrorCode
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// failureOf is why a failed call failed: its status says so once the
+// operator has seen it; a call the REST API refused says so from the start.
+func failureOf(c *switchboardv1.Call) *switchboardv1.CallFailure {
+	if c.Status.Failure != nil {
+		return c.Status.Failure
+	}
+	return c.Refusal()
 }
 
 // callData is the call page.
@@ -146,7 +167,9 @@ type callData struct {
 	Variables string
 	Metadata  string
 	Extracted []extracted
-	Failure   string
+	Failure   *switchboardv1.CallFailure
+	// AgentName is empty for an agent no longer declared.
+	AgentName string
 	// Live: the call is not settled yet, so the page refreshes itself.
 	Live       bool
 	Stoppable  bool
@@ -192,12 +215,15 @@ func (d *dashboard) renderCall(w http.ResponseWriter, r *http.Request, call *swi
 		d.unavailable(w, r, err, "The call's deliveries could not be listed")
 		return
 	}
+	agents, err := d.agents(ctx)
+	if err != nil {
+		d.unavailable(w, r, err, "The agents could not be listed")
+		return
+	}
 	data := callData{View: view, Call: call, Timeline: timeline(call), Variables: pretty(view.Variables),
 		Metadata: pretty(view.Metadata), Live: !settled(call, d.cfg.Now()), Stoppable: !call.CurrentPhase().Final(),
-		Deliveries: deliveryRows(ds), Self: Prefix + "/calls/" + view.CallID}
-	if f := call.Status.Failure; f != nil {
-		data.Failure = f.Message
-	}
+		Deliveries: deliveryRows(ds), Self: Prefix + "/calls/" + view.CallID, Failure: failureOf(call),
+		AgentName: agentNames(agents)[call.Spec.AgentID]}
 	if a := view.Analysis; a != nil {
 		for name, raw := range a.ExtractedData {
 			data.Extracted = append(data.Extracted, extracted{Name: name, Value: pretty(raw)})

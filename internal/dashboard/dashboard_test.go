@@ -184,11 +184,15 @@ func TestEndpointTestEventAndRotation(t *testing.T) {
 	}
 	answer.Store(http.StatusNoContent)
 	do(t, ctx, chromedp.Click(chromedp.Search(`//button[text()="Send a test event"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#test-result.succeeded`)), screenshot("endpoint"))
+		chromedp.WaitVisible(chromedp.CSS(`#test-result.succeeded`)))
+	// The answer scrolls to the result; the README's picture is the page's top.
+	get(t, ctx, chromedp.Evaluate[bool](`window.scrollTo(0, 0) === undefined`))
+	do(t, ctx, screenshot("endpoint"))
 	if meaning := text(t, ctx, "#test-meaning"); !strings.HasPrefix(meaning, "Delivered") {
 		t.Fatalf("a 204 reads %q", meaning)
 	}
-	do(t, ctx, chromedp.Click(chromedp.Search(`//button[text()="Rotate the secret"]`)),
+	do(t, ctx, chromedp.Click(chromedp.CSS("#rotate-secret")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.Search(`//button[text()="Rotate the secret"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#secret")))
 	if rotated := text(t, ctx, "#secret"); !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
 		t.Fatalf("rotating showed %q (was %q)", rotated, secret)
@@ -240,8 +244,10 @@ func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
 		t.Fatalf("with a wrong token: %d, want 403", resp.StatusCode)
 	}
 	form.Set("csrf_token", c.csrf)
-	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusCreated {
-		t.Fatalf("with the token: %d, want 201", resp.StatusCode)
+	// Created, and sent on to the page showing its secret.
+	if resp := c.post(t, "/dashboard/endpoints", form); resp.StatusCode != http.StatusSeeOther ||
+		!strings.HasSuffix(resp.Header.Get("Location"), "/secret") {
+		t.Fatalf("with the token: %d to %q, want 303 to the secret", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

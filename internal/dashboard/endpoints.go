@@ -124,9 +124,7 @@ func (d *dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if len(problems) == 0 {
 		ep, secret, err := d.cfg.Endpoints.Create(r.Context(), organization(r.Context()), change)
 		if err == nil {
-			row := endpointRowOf(ep)
-			d.render(w, r, http.StatusCreated, "secret.html", page{Title: "Endpoint created", Nav: "endpoints",
-				Data: secretData{Endpoint: row, Secret: secret, Created: true}})
+			d.toSecret(w, r, secretData{Endpoint: endpointRowOf(ep), Secret: secret, Created: true})
 			return
 		}
 		var ok bool
@@ -142,10 +140,35 @@ func (d *dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) {
 
 type secretData struct {
 	Endpoint endpointRow
-	Secret   string
-	Created  bool
+	// Secret is empty when it was already shown.
+	Secret  string
+	Created bool
 	// PreviousExpiresAt is when the rotated-out secret stops signing.
 	PreviousExpiresAt *time.Time
+}
+
+// toSecret hands a new secret to the page that shows it, through the
+// session: a reload of that page shows it no more, and creates or rotates
+// nothing again.
+func (d *dashboard) toSecret(w http.ResponseWriter, r *http.Request, data secretData) {
+	sessionFrom(r.Context()).flash.put(flash{endpointID: data.Endpoint.ID, secret: &data})
+	seeOther(w, r, Prefix+"/endpoints/"+data.Endpoint.ID+"/secret")
+}
+
+// showSecret shows the secret just created or rotated, once.
+func (d *dashboard) showSecret(w http.ResponseWriter, r *http.Request) {
+	ep := endpointFrom(r.Context())
+	data := secretData{Endpoint: endpointRowOf(ep)}
+	if f := sessionFrom(r.Context()).flash.take(func(f *flash) bool {
+		return f.endpointID == data.Endpoint.ID && f.secret != nil
+	}); f != nil {
+		data = *f.secret
+	}
+	title := "New signing secret"
+	if data.Created {
+		title = "Endpoint created"
+	}
+	d.render(w, r, http.StatusOK, "secret.html", page{Title: title, Nav: "endpoints", Data: data})
 }
 
 type endpointKey struct{}
@@ -177,7 +200,10 @@ type endpointData struct {
 	Kinds    []string
 	Problems map[string]string
 	// Test is the result of a test event just sent.
-	Test       *testOutcome
+	Test *testOutcome
+	// LastTest is the latest test event's attempt: test events do not
+	// count toward the endpoint's health, so its status never has them.
+	LastTest   *attemptRow
 	Filter     url.Values
 	Deliveries []deliveryRow
 	Next       template.URL
@@ -191,7 +217,14 @@ type testOutcome struct {
 }
 
 func (d *dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) {
-	d.renderEndpoint(w, r, http.StatusOK, endpointFrom(r.Context()), endpointData{}, "")
+	ep := endpointFrom(r.Context())
+	var data endpointData
+	if f := sessionFrom(r.Context()).flash.take(func(f *flash) bool {
+		return f.endpointID == ep.ResolvedID() && f.test != nil
+	}); f != nil {
+		data.Test = f.test
+	}
+	d.renderEndpoint(w, r, http.StatusOK, ep, data, "")
 }
 
 // renderEndpoint shows an endpoint: its form, actions and delivery log.
@@ -222,6 +255,10 @@ func (d *dashboard) renderEndpoint(w http.ResponseWriter, r *http.Request, statu
 		return
 	}
 	data.Deliveries = deliveryRows(items)
+	if data.LastTest, err = d.lastTest(r.Context(), ep); err != nil {
+		d.unavailable(w, r, err, "The deliveries could not be listed")
+		return
+	}
 	if more {
 		next := cloneValues(data.Filter)
 		next.Set("cursor", items[len(items)-1].Spec.DeliveryID)
@@ -229,6 +266,19 @@ func (d *dashboard) renderEndpoint(w http.ResponseWriter, r *http.Request, statu
 	}
 	d.render(w, r, status, "endpoint.html", page{Title: "Webhook endpoint", Nav: "endpoints", Flash: flash,
 		Error: data.Problems["form"], Data: data})
+}
+
+// lastTest is the latest attempt of ep's test events, nil without one.
+func (d *dashboard) lastTest(ctx context.Context, ep *switchboardv1.WebhookEndpoint) (*attemptRow, error) {
+	items, _, err := d.cfg.Endpoints.Deliveries(ctx, ep, endpoints.DeliveryFilter{Event: webhook.EventTest, Limit: 1})
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	rows := deliveryRows(items)
+	if n := len(rows[0].Attempts); n > 0 {
+		return &rows[0].Attempts[n-1], nil
+	}
+	return nil, nil
 }
 
 func (d *dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -279,7 +329,53 @@ func (d *dashboard) setEndpointEnabled(w http.ResponseWriter, r *http.Request) {
 	d.renderEndpoint(w, r, http.StatusOK, updated, endpointData{}, flash)
 }
 
+// confirmation is a page that asks before a destructive form goes
+// through; it works without JavaScript.
+type confirmation struct {
+	Question, Detail, Button string
+	// Action is where the form posts; Cancel goes back.
+	Action, Cancel string
+}
+
+// confirmed reports whether a destructive form was sent from its
+// confirmation page, and otherwise shows that page.
+func (d *dashboard) confirmed(w http.ResponseWriter, r *http.Request, c confirmation) bool {
+	if r.Method == http.MethodPost && r.PostFormValue("confirm") == "yes" {
+		return true
+	}
+	d.render(w, r, http.StatusOK, "confirm.html", page{Title: c.Question, Nav: "endpoints", Data: c})
+	return false
+}
+
+func endpointPath(ep *switchboardv1.WebhookEndpoint, action string) string {
+	return Prefix + "/endpoints/" + ep.ResolvedID() + action
+}
+
+func deleteConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
+	return confirmation{Question: "Delete this endpoint?", Button: "Delete the endpoint",
+		Detail: ep.Spec.URL + " receives no more events, and its delivery log is no longer shown here. This cannot be undone.",
+		Action: endpointPath(ep, "/delete"), Cancel: endpointPath(ep, "")}
+}
+
+func rotateConfirmation(ep *switchboardv1.WebhookEndpoint) confirmation {
+	return confirmation{Question: "Rotate the signing secret?", Button: "Rotate the secret",
+		Detail: "A new secret is shown once. The current one keeps signing for a while, so that " + ep.Spec.URL +
+			" can switch; after that, events are signed with the new secret only.",
+		Action: endpointPath(ep, "/rotate-secret"), Cancel: endpointPath(ep, "")}
+}
+
+func (d *dashboard) confirmDelete(w http.ResponseWriter, r *http.Request) {
+	d.confirmed(w, r, deleteConfirmation(endpointFrom(r.Context())))
+}
+
+func (d *dashboard) confirmRotate(w http.ResponseWriter, r *http.Request) {
+	d.confirmed(w, r, rotateConfirmation(endpointFrom(r.Context())))
+}
+
 func (d *dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !d.confirmed(w, r, deleteConfirmation(endpointFrom(r.Context()))) {
+		return
+	}
 	err := d.cfg.Endpoints.Delete(r.Context(), endpointFrom(r.Context()))
 	if err != nil {
 		if d.endpointGone(w, r, err) {
@@ -294,6 +390,9 @@ func (d *dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 // while, so that receivers can switch.
 func (d *dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	ep := endpointFrom(r.Context())
+	if !d.confirmed(w, r, rotateConfirmation(ep)) {
+		return
+	}
 	rotated, err := d.cfg.Endpoints.Rotate(r.Context(), ep)
 	if err != nil {
 		if !d.endpointGone(w, r, err) {
@@ -310,7 +409,7 @@ func (d *dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	if rotated.HasPrevious {
 		data.PreviousExpiresAt = &rotated.PreviousExpiresAt
 	}
-	d.render(w, r, http.StatusOK, "secret.html", page{Title: "New signing secret", Nav: "endpoints", Data: data})
+	d.toSecret(w, r, data)
 }
 
 // testEndpoint sends a test event and says what the receiver's answer
@@ -338,7 +437,10 @@ func (d *dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	if tested.Result.Succeeded() {
 		outcome.Status = "succeeded"
 	}
-	d.renderEndpoint(w, r, http.StatusOK, ep, endpointData{Test: outcome}, "")
+	// The result is shown by the endpoint's page, so that reloading it
+	// sends no second test.
+	sessionFrom(r.Context()).flash.put(flash{endpointID: ep.ResolvedID(), test: outcome})
+	seeOther(w, r, endpointPath(ep, "#test-result"))
 }
 
 // retryDelivery asks for one more attempt, then goes back to the page the
@@ -373,7 +475,8 @@ type deliveryRow struct {
 	CreatedAt                                        time.Time
 	NextAttemptAt                                    *time.Time
 	Attempts                                         []attemptRow
-	Retryable                                        bool
+	// Test: a test event's, whose call id names no call.
+	Test, Retryable bool
 }
 
 type attemptRow struct {
@@ -391,7 +494,8 @@ func deliveryRows(ds []history.Delivery) []deliveryRow {
 			CallID: dl.Spec.CallID, Status: string(dl.CurrentPhase()), LastError: dl.Status.LastError,
 			LastStatusCode: dl.Status.LastStatusCode, AttemptCount: dl.Status.AttemptCount,
 			CreatedAt: dl.CreationTimestamp.Time}
-		row.Retryable = dl.Spec.Event != webhook.EventTest && endpoints.ValidID(row.EndpointID)
+		row.Test = dl.Spec.Event == webhook.EventTest
+		row.Retryable = !row.Test && endpoints.ValidID(row.EndpointID)
 		if dl.Status.NextAttemptAt != nil {
 			row.NextAttemptAt = &dl.Status.NextAttemptAt.Time
 		}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -47,18 +48,38 @@ func (d *dashboard) newCallForm(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "place.html", page{Title: "Place a call", Nav: "place", Data: data})
 }
 
-func (d *dashboard) placeForm(r *http.Request, form url.Values) (*placeData, error) {
+// agents are the signed-in organization's agents, by name.
+func (d *dashboard) agents(ctx context.Context) ([]agentChoice, error) {
 	var list switchboardv1.AgentList
-	if err := d.cfg.Cache.List(r.Context(), &list, client.InNamespace(organization(r.Context()))); err != nil {
+	if err := d.cfg.Cache.List(ctx, &list, client.InNamespace(organization(ctx))); err != nil {
 		return nil, err
 	}
-	data := &placeData{Form: form, Problems: map[string]string{}}
+	agents := make([]agentChoice, 0, len(list.Items))
 	for i := range list.Items {
 		a := &list.Items[i]
-		data.Agents = append(data.Agents, agentChoice{ID: a.ResolvedID(), Name: a.Name, FromNumber: a.Spec.FromNumber,
+		agents = append(agents, agentChoice{ID: a.ResolvedID(), Name: a.Name, FromNumber: a.Spec.FromNumber,
 			RequiredVariables: a.Spec.RequiredVariables})
 	}
-	slices.SortFunc(data.Agents, func(a, b agentChoice) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(agents, func(a, b agentChoice) int { return strings.Compare(a.Name, b.Name) })
+	return agents, nil
+}
+
+// agentNames maps agent ids to names, so that pages name the agents their
+// calls carry the ids of.
+func agentNames(agents []agentChoice) map[string]string {
+	names := make(map[string]string, len(agents))
+	for _, a := range agents {
+		names[a.ID] = a.Name
+	}
+	return names
+}
+
+func (d *dashboard) placeForm(r *http.Request, form url.Values) (*placeData, error) {
+	agents, err := d.agents(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	data := &placeData{Agents: agents, Form: form, Problems: map[string]string{}}
 	chosen := strings.ToLower(form.Get("agent_id"))
 	for i := range data.Agents {
 		if data.Agents[i].ID == chosen || (chosen == "" && len(data.Agents) == 1) {

@@ -33,6 +33,8 @@ type session struct {
 	Namespace string
 	keyDigest [32]byte
 	expires   time.Time
+	// flash is handed from a form's answer to the next page (flash.go).
+	flash flashBox
 }
 
 // MaxSessionsPerKey bounds the live sessions of one API key: signing in

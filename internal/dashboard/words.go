@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"html/template"
 	"slices"
 	"strconv"
@@ -110,14 +111,21 @@ var funcs = template.FuncMap{
 			}
 		case metav1.Time:
 			return formatTime(t.Time)
+		case *metav1.MicroTime:
+			if t != nil {
+				return formatTime(t.Time)
+			}
 		}
-		return "—"
+		return none
 	},
+	"duration": durationText,
+	// orNone shows an empty field as every page shows one.
+	"orNone": func(s string) string { return cmp.Or(s, none) },
 	"deref": func(s *string) string {
 		if s == nil {
-			return ""
+			return none
 		}
-		return *s
+		return cmp.Or(*s, none)
 	},
 	"selected": func(a, b string) bool { return a == b },
 	"csrf":     func() string { return csrfField },
@@ -131,9 +139,22 @@ var funcs = template.FuncMap{
 	},
 }
 
+// none is how every page shows a field without a value.
+const none = "—"
+
+// formatTime is how every page shows a time, to the second.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
-		return "—"
+		return none
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// durationText is how every page shows a call's duration (ms): to the
+// second, as the list shows it ("1m5s").
+func durationText(ms *int64) string {
+	if ms == nil {
+		return none
+	}
+	return (time.Duration(*ms) * time.Millisecond).Round(time.Second).String()
 }

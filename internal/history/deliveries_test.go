@@ -140,6 +140,37 @@ func testDeliveryStoredShape(t *testing.T, b backend) {
 	}
 }
 
+// testDeliveryTimesKeepTheirOrder: a delivery completed by its attempt
+// reads back completed when the attempt was made, to the nanosecond, and
+// never before it or before its own creation (the record's JSON keeps only
+// seconds of completedAt).
+func testDeliveryTimesKeepTheirOrder(t *testing.T, b backend) {
+	s := open(t, b.fresh(t))
+	created := time.Date(2026, 11, 26, 13, 31, 1, 40_000_000, time.UTC)
+	attempted := created.Add(52 * time.Millisecond)
+	d := newDelivery("org-a", "dlv_01", created, func(d *history.Delivery) {
+		d.Status = history.DeliveryStatus{Phase: history.DeliverySucceeded, AttemptCount: 1,
+			Attempts: []history.DeliveryAttempt{{AttemptedAt: metav1.NewMicroTime(attempted), StatusCode: 204,
+				Trigger: history.TriggerTest}},
+			CompletedAt: &metav1.Time{Time: attempted}}
+	})
+	enqueue(t, s, d)
+	saveDelivery(t, s, d, time.Time{})
+	got, err := s.GetDelivery(context.Background(), "org-a", "dlv_01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := listDeliveries(t, s, "org-a", history.DeliveryQuery{})
+	for _, r := range []*history.Delivery{got, &listed[0]} {
+		c, a, done := r.CreationTimestamp.Time, r.Status.Attempts[0].AttemptedAt.Time, r.Status.CompletedAt.Time
+		if !done.Equal(attempted) || a.Before(c) || done.Before(a) {
+			t.Fatalf("read back created %s, attempted %s, completed %s; want completed %s, in that order",
+				c.Format(time.RFC3339Nano), a.Format(time.RFC3339Nano), done.Format(time.RFC3339Nano),
+				attempted.Format(time.RFC3339Nano))
+		}
+	}
+}
+
 // testEnqueueOnce: an emit redone after a crash neither duplicates nor
 // resets a delivery.
 func testEnqueueOnce(t *testing.T, b backend) {

@@ -40,7 +40,7 @@ type deliveryLog struct {
 
 // deliveryColumns are what every query returning deliveries selects, in
 // the order scanDelivery reads them.
-const deliveryColumns = `object, created_at, retry_requested_at, due_at`
+const deliveryColumns = `object, created_at, retry_requested_at, due_at, completed_at`
 
 const insertDelivery = `
 INSERT INTO deliveries (namespace, delivery_id, endpoint, endpoint_id, call_name, event, phase,
@@ -157,18 +157,22 @@ type storedDelivery struct {
 	due *int64
 }
 
-// scanDelivery reads deliveryColumns. The record's creation time comes from
-// created_at: its JSON keeps only seconds, and DeliveryKeyOf must give back
-// the exact place the record was stored at. The retry annotation comes from
+// scanDelivery reads deliveryColumns. The record's creation and completion
+// times come from created_at and completed_at: its JSON keeps only seconds
+// of them (metav1.Time), and DeliveryKeyOf must give back the exact place
+// the record was stored at, and a delivery must not read as completed
+// before its attempts (the columns always held nanoseconds, so rows
+// written earlier read exactly too). The retry annotation comes from
 // retry_requested_at, which only RequestDeliveryRetry writes.
 func scanDelivery(row rowScanner) (storedDelivery, error) {
 	var (
-		object    []byte
-		createdAt int64
-		retry     *string
-		s         storedDelivery
+		object      []byte
+		createdAt   int64
+		retry       *string
+		completedAt *int64
+		s           storedDelivery
 	)
-	if err := row.Scan(&object, &createdAt, &retry, &s.due); err != nil {
+	if err := row.Scan(&object, &createdAt, &retry, &s.due, &completedAt); err != nil {
 		return s, err
 	}
 	s.d = &Delivery{}
@@ -176,6 +180,9 @@ func scanDelivery(row rowScanner) (storedDelivery, error) {
 		return s, fmt.Errorf("history: decoding a stored delivery: %w", err)
 	}
 	s.d.CreationTimestamp = metav1.NewTime(time.Unix(0, createdAt))
+	if completedAt != nil && s.d.Status.CompletedAt != nil {
+		s.d.Status.CompletedAt = &metav1.Time{Time: time.Unix(0, *completedAt)}
+	}
 	if retry != nil {
 		if s.d.Annotations == nil {
 			s.d.Annotations = map[string]string{}

@@ -72,6 +72,7 @@ func TestStoreContract(t *testing.T) {
 		{"RecordingStoredAtBackfilled", testRecordingStoredAtBackfilled},
 		{"DeliveryRoundTrip", testDeliveryRoundTrip},
 		{"DeliveryStoredShape", testDeliveryStoredShape},
+		{"DeliveryTimesKeepTheirOrder", testDeliveryTimesKeepTheirOrder},
 		{"EnqueueOnce", testEnqueueOnce},
 		{"ClaimOrderLimitAndLease", testClaimOrderLimitAndLease},
 		{"SaveSetsDueTime", testSaveSetsDueTime},
