@@ -285,7 +285,7 @@ type ReadOptions struct {
 
 // DefaultReadsPerOrganization: four reads at once serve a dashboard and a
 // backend paging through its calls; with each read holding one chunk of
-// the store and one call's JSON, they stay within the README's budget.
+// the store and one call's JSON, they stay within the budget hack/README.md states.
 const DefaultReadsPerOrganization = 4
 
 // DefaultReadOptions are the read bounds of the binary's flags.

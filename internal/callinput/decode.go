@@ -21,7 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
-// Limits of a create-call request (README, "Limits"). Variables and
+// Limits of a create-call request (api/README.md, "Limits"). Variables and
 // metadata are bounded by callpolicy's size limits, which Calls applied
 // with kubectl meet too; the REST API's body limit (64 KiB) binds before
 // they add up: 100 variables of 1 KiB do not fit in 64 KiB.

@@ -3,7 +3,7 @@
 // before dialing (for Calls applied with kubectl, and for lists that changed
 // in between), so both paths refuse a call for the same reasons.
 //
-// Checks run in the order of the API's error table (README, "The REST API"): agent_not_outbound,
+// Checks run in the order of the API's error table (api/README.md, "The REST API"): agent_not_outbound,
 // agent_inactive, missing_variables, from_number_mismatch, dnc_blocked,
 // number_blocked; spoken_text_too_long (a limit of Switchboard's, on what
 // the variables make the agent say) comes after missing_variables. The

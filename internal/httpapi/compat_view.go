@@ -4,7 +4,7 @@ package httpapi
 // pinned in hack/sdk-compat), and their mapping onto Switchboard's: the
 // call object is rendered from the /v1 call object, so both always say
 // the same thing of a call; a list-calls body becomes a GET /v1/calls
-// query. The README's compatibility table is the user's view of this file.
+// query. The compatibility table of api/README.md is the user's view of this file.
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 package httpapi
 
-// Webhook endpoints and their delivery log (README, "Webhook-endpoint API"). An
+// Webhook endpoints and their delivery log (api/README.md, "Webhook-endpoint API"). An
 // endpoint is a WebhookEndpoint resource in the caller's organization; the
 // REST id is ResolvedID() (we_ + the UID's hex), so endpoints applied as
 // YAML show up here too. Every response is JSON; every route needs the API

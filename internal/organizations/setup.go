@@ -17,19 +17,19 @@ import (
 const ServiceAccount = "switchboard-system:switchboard-manager"
 
 // RoleBindingCommand lets Switchboard read the Secrets of namespace, as the
-// README's organizations section writes it.
+// operations guide (config/README.md, "Organizations and RBAC") writes it.
 func RoleBindingCommand(namespace string) string {
 	return fmt.Sprintf("kubectl create rolebinding %s -n %s --clusterrole=%s --serviceaccount=%s",
 		switchboardv1.OrganizationClusterRole, namespace, switchboardv1.OrganizationClusterRole, ServiceAccount)
 }
 
-// LabelCommand labels namespace an organization, as the README writes it.
+// LabelCommand labels namespace an organization, as config/README.md writes it.
 func LabelCommand(namespace string) string {
 	return fmt.Sprintf("kubectl label namespace %s %s=true", namespace, switchboardv1.OrganizationLabel)
 }
 
 // makeIt is the end of a message about a namespace that is no organization:
-// the two commands that make it one, in the README's order, ready to paste.
+// the two commands that make it one, in config/README.md's order, ready to paste.
 func makeIt(namespace string) string {
 	return "Make it one: " + RoleBindingCommand(namespace) + " && " + LabelCommand(namespace)
 }

@@ -6,17 +6,18 @@ import (
 	"testing"
 )
 
-// The commands a resource outside an organization gives are the README's,
-// so that what a platform team reads in `kubectl describe` and in the
-// organizations section does the same thing.
+// The commands a resource outside an organization gives are the
+// operations guide's (config/README.md, "Organizations and RBAC"), so that
+// what a platform team reads in `kubectl describe` and in that section does
+// the same thing.
 func TestCommandsAreTheREADMEs(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../config/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{RoleBindingCommand("acme"), LabelCommand("acme")} {
 		if !strings.Contains(string(readme), "\n"+cmd+"\n") {
-			t.Errorf("README.md does not document the command %q", cmd)
+			t.Errorf("config/README.md does not document the command %q", cmd)
 		}
 	}
 }

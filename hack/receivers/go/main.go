@@ -2,7 +2,7 @@
 // of your backend. It verifies every request with the official Standard
 // Webhooks library, ignores redeliveries and logs one line per event.
 //
-// README: run it with the endpoint's signing secret (the whsec_ value of the
+// api/README.md ("A session with a local receiver"): run it with the endpoint's signing secret (the whsec_ value of the
 // WebhookEndpoint's Secret), then point the endpoint at
 // http(s)://<host>:4000/webhooks/switchboard:
 //

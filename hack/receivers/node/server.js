@@ -2,7 +2,7 @@
 // Node's built-in http. It verifies every request with the official Standard
 // Webhooks library, ignores redeliveries and logs one line per event.
 //
-// README: install once, run it with the endpoint's signing secret (the
+// api/README.md ("A session with a local receiver"): install once, run it with the endpoint's signing secret (the
 // whsec_ value of the WebhookEndpoint's Secret), then point the endpoint at
 // http(s)://<host>:4000/webhooks/switchboard:
 //
