@@ -38,7 +38,9 @@ const (
 
 // Connected reports whether audio flowed, so there is a recording and a
 // conversation to analyze.
-func (d Disposition) Connected() bool { return d == DispositionAnswered || d == DispositionAnsweringMachine }
+func (d Disposition) Connected() bool {
+	return d == DispositionAnswered || d == DispositionAnsweringMachine
+}
 
 // unconnectedReasons are the disconnection reasons of calls that never
 // connected: every carrier reports the same for the same disposition.
