@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // receiver is a webhook receiver that answers 204 and keeps the signature
@@ -124,9 +125,15 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("confirmed delete = %d, want 303", resp.StatusCode)
 	}
-	if status, _ := o.api(t, "GET", "/v1/webhook-endpoints/"+id, nil); status != http.StatusNotFound {
-		t.Fatalf("after a confirmed delete, the endpoint is %d", status)
+	// The REST API reads endpoints from the informer cache, which hears of
+	// the delete a moment later (as TestWebhookAPI's delete waits too).
+	status := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if status, _ = o.api(t, "GET", "/v1/webhook-endpoints/"+id, nil); status == http.StatusNotFound {
+			return
+		}
 	}
+	t.Fatalf("after a confirmed delete, the endpoint is %d", status)
 }
 
 // A test delivery is shown as one, not as a link to the sample call id it
