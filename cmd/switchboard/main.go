@@ -184,6 +184,30 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	return mgr.Start(ctx)
 }
 
+// validateOwn refuses the flags declared here whose zero would mean
+// nothing, rather than let the code below read it as a default (a zero
+// lease, timeout or retention used to become 10 s, 10 s and 1 h; a zero
+// QPS, client-go's 5 requests a second).
+func (f *flags) validateOwn() error {
+	var errs []error
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"call-retention", f.callRetention > 0},
+		{"api-request-timeout", f.apiTimeout > 0},
+		{"leader-elect-lease-duration", f.leaderLease > 0},
+		{"max-concurrent-calls", f.maxCalls > 0},
+		{"kube-api-qps", f.qps > 0},
+		{"kube-api-burst", f.burst > 0},
+	} {
+		if !c.ok {
+			errs = append(errs, fmt.Errorf("--%s must be more than 0", c.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // settings are what the flags resolve to beyond their own values.
 type settings struct {
 	s3            *recording.S3Config
@@ -204,7 +228,7 @@ func (f *flags) resolve() (settings, error) {
 	if f.recRetention < 0 {
 		return set, fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
 	}
-	if err := errors.Join(f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
+	if err := errors.Join(f.validateOwn(), f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
 		f.quotaDefaults(givenFlags())); err != nil {
 		return set, err
 	}

@@ -59,3 +59,27 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 		}
 	})
 }
+
+// The flags main declares itself refuse a zero that would mean nothing,
+// each by name; their defaults pass.
+func TestOwnFlagsRefuseZero(t *testing.T) {
+	valid := flags{callRetention: time.Hour, apiTimeout: 10 * time.Second, leaderLease: 10 * time.Second,
+		maxCalls: 64, qps: 1000, burst: 2000}
+	if err := valid.validateOwn(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	for name, zero := range map[string]func(*flags){
+		"call-retention":              func(f *flags) { f.callRetention = 0 },
+		"api-request-timeout":         func(f *flags) { f.apiTimeout = 0 },
+		"leader-elect-lease-duration": func(f *flags) { f.leaderLease = 0 },
+		"max-concurrent-calls":        func(f *flags) { f.maxCalls = 0 },
+		"kube-api-qps":                func(f *flags) { f.qps = 0 },
+		"kube-api-burst":              func(f *flags) { f.burst = 0 },
+	} {
+		f := valid
+		zero(&f)
+		if err := f.validateOwn(); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
+			t.Errorf("--%s=0: %v, want it refused by name", name, err)
+		}
+	}
+}
