@@ -73,7 +73,7 @@ func TestCreate(t *testing.T) {
 		t.Fatalf("the signing Secret: %v", err)
 	}
 	if !metav1.IsControlledBy(&stored, ep) || string(stored.Data[switchboardv1.WebhookSecretKey]) != secret {
-		t.Errorf("the Secret is not the endpoint's, or holds another secret: %+v", stored.ObjectMeta.OwnerReferences)
+		t.Errorf("the Secret is not the endpoint's, or holds another secret: %+v", stored.OwnerReferences)
 	}
 	_, _, err = create(t, s, "https://1.0.0.1/hooks")
 	var refused *Refused
