@@ -39,16 +39,16 @@ func TestSecondLockRefusedNamingTheHolder(t *testing.T) {
 
 func TestFindLeftovers(t *testing.T) {
 	procs := []process{
-		{pid: 10, name: "etcd", args: []string{"--data-dir=/work/.dev/etcd", "--listen-client-urls=http://127.0.0.1:2379"}},
+		{pid: 10, name: "etcd", args: []string{"--data-dir=/home/dev/switchboard/.dev/etcd", "--listen-client-urls=http://127.0.0.1:2379"}},
 		{pid: 11, name: "etcd", args: []string{"--data-dir=/elsewhere/etcd", "--listen-client-urls=http://127.0.0.1:2380"}},
 		// Started by an older version with a path relative to its folder.
-		{pid: 12, name: "etcd", cwd: "/work", args: []string{"--data-dir", ".dev/etcd", "--listen-client-urls=http://127.0.0.1:2381"}},
+		{pid: 12, name: "etcd", cwd: "/home/dev/switchboard", args: []string{"--data-dir", ".dev/etcd", "--listen-client-urls=http://127.0.0.1:2381"}},
 		{pid: 20, name: "kube-apiserver", args: []string{"--etcd-servers=http://127.0.0.1:2379"}},
 		{pid: 21, name: "kube-apiserver", args: []string{"--etcd-servers=http://127.0.0.1:2380"}},
 		{pid: 22, name: "kube-apiserver", args: []string{"--etcd-servers=http://127.0.0.1:2381"}},
-		{pid: 30, name: "bash", args: []string{"--data-dir=/work/.dev/etcd"}},
+		{pid: 30, name: "bash", args: []string{"--data-dir=/home/dev/switchboard/.dev/etcd"}},
 	}
-	got := findLeftovers(procs, "/work/.dev/etcd/")
+	got := findLeftovers(procs, "/home/dev/switchboard/.dev/etcd/")
 	want := []Leftover{{10, "etcd"}, {12, "etcd"}, {20, "kube-apiserver"}, {22, "kube-apiserver"}}
 	if len(got) != len(want) {
 		t.Fatalf("found %v, want %v", got, want)
