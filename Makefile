@@ -71,7 +71,7 @@ envtest: ## Build (once, cached) the kube-apiserver and etcd used by tests and m
 	@hack/setup-envtest.sh >/dev/null
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no control plane and no tool outside Go (go test -short), in about a minute.
+test-unit: ## Run the tests that need no control plane and no tool outside Go (go test -short), in a minute or two.
 	go test -short -timeout 5m $(TEST_FLAGS) ./...
 
 .PHONY: test

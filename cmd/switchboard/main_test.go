@@ -210,18 +210,30 @@ func stopDev(t *testing.T, cmd *exec.Cmd, logs *testsupport.Buffer) {
 
 // getCall reads a call object; the test fails on anything but 200.
 func getCall(t *testing.T, base, key, id string) string {
-	req, _ := http.NewRequestWithContext(context.Background(), "GET", base+"/v1/calls/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	status, body, err := send("GET", base+"/v1/calls/"+id, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /v1/calls/%s = %d %s", id, resp.StatusCode, b)
+	if status != http.StatusOK {
+		t.Fatalf("GET /v1/calls/%s = %d %s", id, status, body)
 	}
-	return string(b)
+	return body
+}
+
+// send makes one request with the API key and returns the answer.
+func send(method, url, key, body string) (int, string, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 // waitForCall waits until the call object contains text.
@@ -287,19 +299,15 @@ func waitForLog(t *testing.T, logs *testsupport.Buffer, text string) {
 	t.Fatalf("never printed %q\n%s", text, tail(logs.String()))
 }
 
+// readmeCall is the body of the README's first call.
+const readmeCall = `{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`
+
 // waitForAPI places the README's first call as soon as the API answers.
 func waitForAPI(t *testing.T, url, key string, logs *testsupport.Buffer) (int, string) {
-	body := `{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		req, _ := http.NewRequestWithContext(context.Background(), "POST", url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue
+		if status, body, err := send("POST", url, key, readmeCall); err == nil {
+			return status, body
 		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode, string(b)
 	}
 	t.Fatalf("REST API never answered\n%s", tail(logs.String()))
 	return 0, ""

@@ -10,10 +10,8 @@ package main
 // cleanly.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -168,8 +166,7 @@ func kill(t *testing.T, cmd *exec.Cmd) {
 
 func placeCall(t *testing.T, base, key string) string {
 	t.Helper()
-	status, body := post(t, base+"/v1/calls", key,
-		`{"agent_id":"7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f","to_number":"+14155551234","variables":{"customer_name":"Ada"}}`)
+	status, body := post(t, base+"/v1/calls", key, readmeCall)
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/calls = %d %s", status, body)
 	}
@@ -185,15 +182,11 @@ func createEndpoint(t *testing.T, base, key, url string) {
 
 func post(t *testing.T, url, key, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(context.Background(), "POST", url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	status, answer, err := send("POST", url, key, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return status, answer
 }
 
 // eventLog is a webhook receiver that keeps which events came for which

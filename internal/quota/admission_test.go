@@ -15,20 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
-// fakeClock is the admission's clock, moved by the test.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-
 // newAdmission serves the organizations "acme" (annotated) and "globex"
 // (defaults: unlimited), holding calls.
-func newAdmission(t *testing.T, annotations map[string]string, calls ...*switchboardv1.Call) (*Admission, *fakeClock, client.Client) {
+func newAdmission(t *testing.T, annotations map[string]string, calls ...*switchboardv1.Call) (*Admission, *clocktesting.FakePassiveClock, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := switchboardv1.AddToScheme(scheme); err != nil {
@@ -46,7 +42,7 @@ func newAdmission(t *testing.T, annotations map[string]string, calls ...*switchb
 	}
 	cache := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&switchboardv1.Call{}, LivePhaseIndex, LivePhase).
 		WithObjects(objs...).WithStatusSubresource(&switchboardv1.Call{}).Build()
-	clk := &fakeClock{now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC))
 	return &Admission{Cache: cache, Now: clk.Now}, clk, cache
 }
 
@@ -90,7 +86,7 @@ func TestCreateRatePerOrganization(t *testing.T) {
 			t.Fatalf("another organization held back: %v", err)
 		}
 	}
-	clk.now = clk.now.Add(5 * time.Second)
+	clk.SetTime(clk.Now().Add(5 * time.Second))
 	if _, err := a.Admit(ctx, "acme"); err != nil {
 		t.Fatalf("after 5 s (one call at 0.2/s): %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // Two tiers of tests. `make test-unit` runs `go test -short ./...`: no
-// control plane and no tool outside Go, in about a minute. `make test`
+// control plane and no tool outside Go, in a minute or two. `make test`
 // runs everything, as CI does. A test that needs a control plane or an
 // external tool says so with Needs (a suite that starts one in TestMain
 // with SkipSuiteIfShort): skipped under -short, and without the tool it
