@@ -86,13 +86,31 @@ type Progress struct {
 	NextCheck time.Duration
 }
 
-// Turn is one utterance of the conversation.
+// Turn is one entry of the call's transcript: an agent's line, a callee's
+// utterance or keypresses, a gather's decision, or a bot's mark.
 type Turn struct {
 	Speaker string // "agent" or "callee"
 	Text    string
 	// Field and Digits are set on a callee's turn that keyed Digits in
 	// answer to a gather step for the agent's extracted field Field.
 	Field, Digits string
+	// Start and End place the turn in the call's recording, as offsets
+	// from its start (answer); both zero when the carrier cannot say.
+	Start, End time.Duration
+	// Confidence is the recognizer's confidence in Text (0 to 1) on a
+	// callee's recognized utterance; zero on every other turn.
+	Confidence float64
+	// Recognizer names what turned the callee's speech into Text, as the
+	// transcript shows it ("embedded", "server", or "embedded (server
+	// failed: timeout)" when the organization's server fell back); empty
+	// on agent lines and keypresses.
+	Recognizer string
+	// Branch is what a gather step decided on this turn: a choice's value,
+	// "noMatch" or "noInput"; Next is the id of the step it went to
+	// (empty: the next step in order).
+	Branch, Next string
+	// Mark is the name of a bot's mark (agents that stream to a bot).
+	Mark string
 }
 
 // Dialer places calls on a carrier.

@@ -1,0 +1,33 @@
+// Package speech turns a callee's speech into text. A Recognizer is one
+// engine: the embedded default, which runs on the operator's CPU, or a
+// server the organization runs (an OpenAI-compatible transcription endpoint,
+// a Vosk server). The call engine cuts the callee's audio into utterances
+// (voice activity detection, package media) and asks a Recognizer for each.
+package speech
+
+import "context"
+
+// SampleRate is the rate of the audio a Recognizer is given: telephone
+// audio, 16-bit signed mono PCM, as the call's media carries it.
+const SampleRate = 8000
+
+// Recognizer transcribes utterances.
+type Recognizer interface {
+	// Name is how the transcript names this recognizer ("embedded",
+	// "server").
+	Name() string
+	// Recognize transcribes one utterance of 8 kHz mono PCM. Hints are the
+	// phrases the caller expects (a gather step's choices); a recognizer
+	// that supports constrained recognition favours them, others may
+	// ignore them. Nil hints ask for open recognition. An utterance with
+	// no speech recognized gives an empty Text and no error.
+	Recognize(ctx context.Context, pcm []int16, hints []string) (Result, error)
+}
+
+// Result is what was recognized in one utterance.
+type Result struct {
+	Text string
+	// Confidence is from 0 to 1; recognizers that report none give 1 for
+	// a non-empty Text.
+	Confidence float64
+}
