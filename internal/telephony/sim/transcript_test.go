@@ -40,7 +40,7 @@ func TestTranscriptAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got\n%q\nwant\n%q", got, want)
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
 	}
 }
 
@@ -52,7 +52,7 @@ func TestTranscriptGreeting(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].Text != r.Greeting || got[1].Speaker != "agent" {
-		t.Errorf("got %q", got)
+		t.Errorf("got %+v", got)
 	}
 }
 
@@ -65,7 +65,7 @@ func TestTranscriptVoicemail(t *testing.T) {
 	}
 	greeting := telephony.Turn{Speaker: "callee", Text: "You have reached the voicemail of +15551230003. Please leave a message after the tone."}
 	if len(got) != 2 || got[0] != greeting || got[1].Speaker != "agent" {
-		t.Errorf("got %q", got)
+		t.Errorf("got %+v", got)
 	}
 }
 
