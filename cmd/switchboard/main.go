@@ -32,84 +32,71 @@ import (
 )
 
 type flags struct {
-	dev            bool
-	devDir         string
-	apiAddr        string
-	publicURL      string
-	recordingDir   string
-	signingKeyFile string
-	recordingStore string // local | s3
-	s3             recording.S3Config
-	s3Insecure     bool
-	region         string
-	metricsAddr    string
-	metricsSecure  string // "auto": off with --dev
-	probeAddr      string
-	leaderElect    bool
-	leaderNS       string
-	leaderLease    time.Duration
-	qps            float64
-	burst          int
-	maxCalls       int
+	dev           bool
+	devDir        string
+	apiAddr       string
+	publicURL     string
+	region        string
+	metricsAddr   string
+	metricsSecure string // "auto": off with --dev
+	probeAddr     string
+	maxCalls      int
+	insecureHooks string // "auto": on with --dev
+	webhookCAFile string
+	simulator     bool
+	sipEnabled    bool
+	historyDSN    string
+	apiTimeout    time.Duration
+	normalEvents  string // "auto": on with --dev
+
+	// The option groups, each with its flags and defaults in its package.
+	client         app.ClientOptions
+	leaderElection app.LeaderElectionOptions
+	retention      app.RetentionOptions
+	recordings     recording.Options
 	timings        sim.Timings
 	webhooks       app.WebhookOptions
-	insecureHooks  string // "auto": on with --dev
-	webhookCAFile  string
-	simulator      bool
-	sipEnabled     bool
 	sip            app.SIPOptions
-	historyDSN     string
-	callRetention  time.Duration
-	apiTimeout     time.Duration
-	recRetention   time.Duration
-	normalEvents   string // "auto": on with --dev
 	quota          quota.Limits
 	authFailures   authlimit.Options
 	reads          app.ReadOptions
 }
 
 func parseFlags() (*flags, *zap.Options) {
-	f := &flags{timings: sim.DefaultTimings(), authFailures: authlimit.Defaults, webhooks: app.DefaultWebhookOptions, quota: quota.Defaults,
-		sip: app.DefaultSIPOptions, reads: app.DefaultReadOptions}
+	f := &flags{client: app.DefaultClientOptions, leaderElection: app.DefaultLeaderElectionOptions, retention: app.DefaultRetentionOptions,
+		recordings: recording.DefaultOptions, timings: sim.DefaultTimings(), authFailures: authlimit.Defaults, webhooks: app.DefaultWebhookOptions,
+		quota: quota.Defaults, sip: app.DefaultSIPOptions, reads: app.DefaultReadOptions}
 	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
 	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
 	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
 	flag.StringVar(&f.publicURL, "public-url", "", "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
-	flag.StringVar(&f.recordingDir, "recording-dir", "", "Directory for recordings (default /var/lib/switchboard/recordings; <dev-dir>/recordings with --dev).")
-	flag.StringVar(&f.signingKeyFile, "recording-signing-key-file", "", "File holding the key that signs recording links. Env SWITCHBOARD_RECORDING_SIGNING_KEY holds it directly.")
-	flag.StringVar(&f.recordingStore, "recording-store", "local", "Where recordings are kept: local (files in --recording-dir, links served by the REST API) or s3 (links are presigned S3 URLs; credentials from env AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).")
-	flag.StringVar(&f.s3.Endpoint, "s3-endpoint", "", "With --recording-store=s3: the S3 endpoint, host[:port] without scheme (e.g. s3.eu-west-1.amazonaws.com).")
-	flag.StringVar(&f.s3.Bucket, "s3-bucket", "", "With --recording-store=s3: the bucket holding recordings; it must exist.")
-	flag.StringVar(&f.s3.Region, "s3-region", recording.DefaultS3Region, "With --recording-store=s3: the bucket's region.")
-	flag.StringVar(&f.s3.Prefix, "s3-prefix", "", "With --recording-store=s3: a key prefix for the recordings in the bucket (e.g. switchboard/prod).")
-	flag.BoolVar(&f.s3Insecure, "s3-insecure", false, "With --recording-store=s3: plain http instead of https, for a local S3 gateway only.")
 	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "", "Prometheus metrics address (default :8082; 127.0.0.1:8082 with --dev); 0 disables.")
-	flag.StringVar(&f.metricsSecure, "metrics-secure", "auto", "Serve metrics over HTTPS to clients the apiserver authenticates and authorizes (the metrics-reader ClusterRole): true, false, or auto (true unless --dev).")
-	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
-	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader to run the reconcilers; every replica serves the REST API.")
-	flag.StringVar(&f.leaderNS, "leader-election-namespace", "", "Namespace of the leader-election lease (default: the pod's).")
-	flag.DurationVar(&f.leaderLease, "leader-elect-lease-duration", app.DefaultLeaderElectionLease, "How long the leader's lease lasts unrenewed: the longest the reconcilers wait for another replica when the leader dies.")
-	flag.Float64Var(&f.qps, "kube-api-qps", 1000, "Requests per second to the Kubernetes API.")
-	flag.IntVar(&f.burst, "kube-api-burst", 2000, "Burst of requests to the Kubernetes API.")
+	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
+	f.authFailures.BindFlags(flag.CommandLine)
+	f.reads.BindFlags(flag.CommandLine)
+
 	flag.IntVar(&f.maxCalls, "max-concurrent-calls", 64, "Calls reconciled at once.")
-	f.timings.BindFlags(flag.CommandLine)
+	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	flag.BoolVar(&f.simulator, "simulated-carrier", true, "Place the calls of agents without a trunkRef on the simulated carrier; false fails them with dispatch_failed.")
+	f.timings.BindFlags(flag.CommandLine)
 	flag.BoolVar(&f.sipEnabled, "sip", true, "Place the calls of agents with a trunkRef over their SIP trunk.")
-	f.sip.BindHost = envOr("POD_IP", "")
 	f.sip.BindFlags(flag.CommandLine)
+
+	f.recordings.BindFlags(flag.CommandLine)
+	f.retention.BindFlags(flag.CommandLine)
+	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
+
 	flag.StringVar(&f.insecureHooks, "webhook-allow-insecure", "auto", "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
 	flag.StringVar(&f.webhookCAFile, "webhook-ca-file", "", "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")
 	f.webhooks.BindFlags(flag.CommandLine)
-	flag.StringVar(&f.historyDSN, "history-dsn", envOr("SWITCHBOARD_HISTORY_DSN", ""), "The history store of calls: postgres://user@host/db?sslmode=verify-full (PostgreSQL, for production and several replicas; the password from env PGPASSWORD or the DSN) or sqlite:PATH (embedded, one replica). Default sqlite:/var/lib/switchboard/history/history.db (sqlite:<dev-dir>/history.db with --dev). Env SWITCHBOARD_HISTORY_DSN.")
-	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
-	flag.DurationVar(&f.callRetention, "call-retention", app.DefaultCallRetention, "How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that.")
-	flag.DurationVar(&f.recRetention, "recording-retention", 0, "How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it (recording_url null). 0 (the default) keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers 404 for the recordings it removed).")
-	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
-	zopts := &zap.Options{}
 	f.quota.BindFlags(flag.CommandLine)
-	f.authFailures.BindFlags(flag.CommandLine)
-	f.reads.BindFlags(flag.CommandLine)
+
+	f.client.BindFlags(flag.CommandLine)
+	f.leaderElection.BindFlags(flag.CommandLine)
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "", "Prometheus metrics address (default :8082; 127.0.0.1:8082 with --dev); 0 disables.")
+	flag.StringVar(&f.metricsSecure, "metrics-secure", "auto", "Serve metrics over HTTPS to clients the apiserver authenticates and authorizes (the metrics-reader ClusterRole): true, false, or auto (true unless --dev).")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Health probe address; 0 disables (default 0 with --dev).")
+	zopts := &zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Usage = func() { printUsage(flag.CommandLine.Output(), flag.CommandLine) }
 	flag.Parse()
@@ -152,7 +139,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		return err
 	}
 	defer stop()
-	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	f.client.Apply(cfg)
 	var key []byte // S3 links are signed with the S3 credentials
 	if set.s3 == nil {
 		if key, err = signingKey(f); err != nil {
@@ -170,13 +157,13 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer func() { _ = store.Close() }()
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		History: store, CallRetention: f.callRetention, APIRequestTimeout: f.apiTimeout, RecordingRetention: f.recRetention, CallNormalEvents: set.normalEvents,
+		History: store, Retention: f.retention, APIRequestTimeout: f.apiTimeout, CallNormalEvents: set.normalEvents,
 		Quota: f.quota, AuthFailures: f.authFailures, Reads: f.reads,
-		RecordingDir: f.recordingDir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
+		RecordingDir: f.recordings.Dir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,
 		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
-		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderNS, LeaderElectionLease: f.leaderLease,
+		LeaderElection: f.leaderElection,
 		MetricsAddr: f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
@@ -186,24 +173,14 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 
 // validateOwn refuses the flags declared here whose zero would mean
 // nothing, rather than let the code below read it as a default (a zero
-// lease, timeout or retention used to become 10 s, 10 s and 1 h; a zero
-// QPS, client-go's 5 requests a second).
+// timeout used to become 10 s).
 func (f *flags) validateOwn() error {
 	var errs []error
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"call-retention", f.callRetention > 0},
-		{"api-request-timeout", f.apiTimeout > 0},
-		{"leader-elect-lease-duration", f.leaderLease > 0},
-		{"max-concurrent-calls", f.maxCalls > 0},
-		{"kube-api-qps", f.qps > 0},
-		{"kube-api-burst", f.burst > 0},
-	} {
-		if !c.ok {
-			errs = append(errs, fmt.Errorf("--%s must be more than 0", c.name))
-		}
+	if f.apiTimeout <= 0 {
+		errs = append(errs, errors.New("--api-request-timeout must be more than 0"))
+	}
+	if f.maxCalls <= 0 {
+		errs = append(errs, errors.New("--max-concurrent-calls must be more than 0"))
 	}
 	return errors.Join(errs...)
 }
@@ -219,16 +196,16 @@ type settings struct {
 func (f *flags) resolve() (settings, error) {
 	var set settings
 	var err error
-	if set.s3, err = f.recordingS3(); err != nil {
+	if set.s3, err = f.recordings.S3Config(os.Getenv); err != nil {
 		return set, err
+	}
+	if set.s3 != nil && f.recordings.Insecure {
+		ctrl.Log.Info("recordings go to S3 over plain http (--s3-insecure): local gateways only", "endpoint", set.s3.Endpoint)
 	}
 	if err := f.webhookOptions(); err != nil {
 		return set, err
 	}
-	if f.recRetention < 0 {
-		return set, fmt.Errorf("--recording-retention must not be negative (0 keeps recordings forever), got %s", f.recRetention)
-	}
-	if err := errors.Join(f.validateOwn(), f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
+	if err := errors.Join(f.validateOwn(), f.client.Validate(), f.leaderElection.Validate(), f.retention.Validate(), f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
 		f.quotaDefaults(givenFlags())); err != nil {
 		return set, err
 	}
@@ -237,36 +214,6 @@ func (f *flags) resolve() (settings, error) {
 	}
 	set.metricsSecure, err = f.secureMetrics()
 	return set, err
-}
-
-// recordingS3 returns the S3 store's configuration with
-// --recording-store=s3, nil for local files. The credentials come from the
-// environment only (a Secret in a Deployment), never from flags, which show
-// in the process list.
-func (f *flags) recordingS3() (*recording.S3Config, error) {
-	switch f.recordingStore {
-	case "local":
-		if f.s3.Endpoint != "" || f.s3.Bucket != "" || f.s3.Prefix != "" || f.s3Insecure {
-			return nil, errors.New("--s3-endpoint, --s3-bucket, --s3-prefix and --s3-insecure need --recording-store=s3")
-		}
-		return nil, nil
-	case "s3":
-	default:
-		return nil, fmt.Errorf("--recording-store: want local or s3, got %q", f.recordingStore)
-	}
-	if f.s3.Endpoint == "" || f.s3.Bucket == "" {
-		return nil, errors.New("--recording-store=s3 needs --s3-endpoint and --s3-bucket")
-	}
-	cfg := f.s3
-	cfg.Secure = !f.s3Insecure
-	cfg.AccessKey, cfg.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	if cfg.AccessKey == "" || cfg.SecretKey == "" {
-		return nil, errors.New("--recording-store=s3 needs the S3 credentials in the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-	}
-	if f.s3Insecure {
-		ctrl.Log.Info("recordings go to S3 over plain http (--s3-insecure): local gateways only", "endpoint", cfg.Endpoint)
-	}
-	return &cfg, nil
 }
 
 // webhookOptions resolves the development-mode switch and the extra CAs.
@@ -378,17 +325,17 @@ func (f *flags) applyDefaults() {
 		}
 		f.publicURL = "http://" + host
 	}
-	f.orDefault(&f.recordingDir, "/var/lib/switchboard/recordings", filepath.Join(f.devDir, "recordings"))
+	f.orDefault(&f.recordings.Dir, "/var/lib/switchboard/recordings", filepath.Join(f.devDir, "recordings"))
 	f.orDefault(&f.historyDSN, "sqlite:/var/lib/switchboard/history/history.db", "sqlite:"+filepath.Join(f.devDir, "history.db"))
-	if f.dev && f.leaderNS == "" {
-		f.leaderNS = devLeaderElectionNamespace // no pod to take it from
+	if f.dev && f.leaderElection.Namespace == "" {
+		f.leaderElection.Namespace = devLeaderElectionNamespace // no pod to take it from
 	}
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
 	}
 	f.sip.Disabled = !f.sipEnabled
 	if f.sip.SpoolDir == "" {
-		f.sip.SpoolDir = filepath.Join(f.recordingDir, ".spool") // no namespace starts with a dot
+		f.sip.SpoolDir = filepath.Join(f.recordings.Dir, ".spool") // no namespace starts with a dot
 	}
 	if f.sip.BindHost == "" {
 		f.sip.BindHost = "127.0.0.1"
@@ -442,8 +389,8 @@ func signingKey(f *flags) ([]byte, error) {
 	if k := os.Getenv("SWITCHBOARD_RECORDING_SIGNING_KEY"); k != "" {
 		return []byte(k), nil
 	}
-	if f.signingKeyFile != "" {
-		return os.ReadFile(f.signingKeyFile)
+	if f.recordings.SigningKeyFile != "" {
+		return os.ReadFile(f.recordings.SigningKeyFile)
 	}
 	path := filepath.Join(f.devDir, "recording-signing-key")
 	if f.dev {

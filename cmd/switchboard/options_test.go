@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/recording"
 )
 
 // Webhook flags default to the one definition of their defaults, and a
@@ -60,26 +63,98 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 	})
 }
 
-// The flags main declares itself refuse a zero that would mean nothing,
-// each by name; their defaults pass.
-func TestOwnFlagsRefuseZero(t *testing.T) {
-	valid := flags{callRetention: time.Hour, apiTimeout: 10 * time.Second, leaderLease: 10 * time.Second,
-		maxCalls: 64, qps: 1000, burst: 2000}
-	if err := valid.validateOwn(); err != nil {
+// Each option group's flags default to its one definition of them, and a
+// zero that means nothing is refused by name, while a zero that means
+// something (recordings kept forever) is accepted.
+func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
+	type group struct {
+		bind     func(*flag.FlagSet)
+		validate func() error
+	}
+	groups := func() []group {
+		client, election, retention := app.DefaultClientOptions, app.DefaultLeaderElectionOptions, app.DefaultRetentionOptions
+		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64}
+		return []group{
+			// Validate reads the options when called, after parsing (a
+			// method value would copy them before).
+			{client.BindFlags, func() error { return client.Validate() }},
+			{election.BindFlags, func() error { return election.Validate() }},
+			{retention.BindFlags, func() error { return retention.Validate() }},
+			{func(fs *flag.FlagSet) {
+				fs.DurationVar(&own.apiTimeout, "api-request-timeout", own.apiTimeout, "")
+				fs.IntVar(&own.maxCalls, "max-concurrent-calls", own.maxCalls, "")
+			}, func() error { return own.validateOwn() }},
+		}
+	}
+	parse := func(args ...string) error {
+		var errs []error
+		for _, g := range groups() {
+			fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+			g.bind(fs)
+			var known []string
+			for _, a := range args {
+				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				if fs.Lookup(name) != nil {
+					known = append(known, a)
+				}
+			}
+			if err := fs.Parse(known); err != nil {
+				t.Fatal(err)
+			}
+			errs = append(errs, g.validate())
+		}
+		return errors.Join(errs...)
+	}
+	if err := parse(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
-	for name, zero := range map[string]func(*flags){
-		"call-retention":              func(f *flags) { f.callRetention = 0 },
-		"api-request-timeout":         func(f *flags) { f.apiTimeout = 0 },
-		"leader-elect-lease-duration": func(f *flags) { f.leaderLease = 0 },
-		"max-concurrent-calls":        func(f *flags) { f.maxCalls = 0 },
-		"kube-api-qps":                func(f *flags) { f.qps = 0 },
-		"kube-api-burst":              func(f *flags) { f.burst = 0 },
-	} {
-		f := valid
-		zero(&f)
-		if err := f.validateOwn(); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
+	if err := parse("--recording-retention=0"); err != nil {
+		t.Errorf("--recording-retention=0 (keep forever) refused: %v", err)
+	}
+	if err := parse("--recording-retention=-1s"); err == nil || !strings.Contains(err.Error(), "--recording-retention ") {
+		t.Errorf("--recording-retention=-1s: %v, want it refused by name", err)
+	}
+	for _, name := range []string{"call-retention", "api-request-timeout", "leader-elect-lease-duration",
+		"max-concurrent-calls", "kube-api-qps", "kube-api-burst"} {
+		if err := parse("--" + name + "=0"); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
 			t.Errorf("--%s=0: %v, want it refused by name", name, err)
+		}
+	}
+}
+
+// The recording flags fit together or say what is missing; the S3
+// credentials come from the environment only.
+func TestRecordingOptions(t *testing.T) {
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}
+	s3 := func(getenv func(string) string, args ...string) (*recording.S3Config, error) {
+		o := recording.DefaultOptions
+		fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return o.S3Config(getenv)
+	}
+	withEnv := func(k string) string { return env[k] }
+	if cfg, err := s3(withEnv); cfg != nil || err != nil {
+		t.Errorf("default: %v %v, want local files", cfg, err)
+	}
+	cfg, err := s3(withEnv, "--recording-store=s3", "--s3-endpoint=s3.example.com", "--s3-bucket=calls")
+	if err != nil || cfg.Region != recording.DefaultS3Region || !cfg.Secure || cfg.AccessKey != "id" || cfg.SecretKey != "secret" {
+		t.Errorf("s3: %+v %v", cfg, err)
+	}
+	for want, args := range map[string][]string{
+		"need --recording-store=s3": {"--s3-bucket=calls"},
+		"needs --s3-endpoint":       {"--recording-store=s3", "--s3-bucket=calls"},
+		"want local or s3":          {"--recording-store=disk"},
+		"AWS_SECRET_ACCESS_KEY":     {"--recording-store=s3", "--s3-endpoint=s3.example.com", "--s3-bucket=calls"},
+	} {
+		getenv := withEnv
+		if want == "AWS_SECRET_ACCESS_KEY" {
+			getenv = func(string) string { return "" }
+		}
+		if _, err := s3(getenv, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want an error saying %q", args, err, want)
 		}
 	}
 }

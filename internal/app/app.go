@@ -88,15 +88,10 @@ type Options struct {
 	// History is the store of calls that have left the cluster (required);
 	// the caller opens and closes it.
 	History history.Store
-	// CallRetention is how long a finished, archived Call stays in the
-	// cluster before it is deleted (default one hour).
-	CallRetention time.Duration
-	// RecordingRetention is how long a recording is kept after it was
-	// stored; the leader then deletes it from the recording store and from
-	// its archived call (which is kept). 0 keeps recordings forever. Calls
-	// still in the cluster keep theirs until they leave, so it should be
-	// longer than CallRetention.
-	RecordingRetention time.Duration
+	// Retention says how long finished Calls stay in the cluster and how
+	// long recordings are kept (DefaultRetentionOptions' call retention
+	// when zero).
+	Retention RetentionOptions
 	// CallNormalEvents records the Normal Events of calls (dialing,
 	// answered, ended, analyzed), an apiserver write each; Warnings are
 	// always recorded.
@@ -118,12 +113,9 @@ type Options struct {
 	// unique per process, for metrics.
 	SkipNameValidation bool
 
-	LeaderElection          bool
-	LeaderElectionNamespace string
-	// LeaderElectionLease is how long a leader's lease lasts without
-	// renewal: the longest a dead leader's work waits for another replica
-	// (default 10 s; renewals are due at 70 %, retries every fifth).
-	LeaderElectionLease time.Duration
+	// LeaderElection elects the replica that runs the reconcilers
+	// (DefaultLeaderElectionLease when the lease is zero).
+	LeaderElection LeaderElectionOptions
 	// MetricsAddr is where Prometheus metrics are served ("0": nowhere).
 	MetricsAddr string
 	// MetricsSecure serves them over HTTPS to authenticated and authorized
@@ -321,14 +313,6 @@ func (o ReadOptions) withDefaults() ReadOptions {
 	return o
 }
 
-// DefaultLeaderElectionLease bounds how long the reconcilers wait for a
-// new leader when the leader dies: under 15 s with retries.
-const DefaultLeaderElectionLease = 10 * time.Second
-
-// DefaultCallRetention is how long a finished Call stays in the cluster
-// after it is archived, for `kubectl get calls`.
-const DefaultCallRetention = time.Hour
-
 // NewScheme returns the scheme with Kubernetes' and Switchboard's types.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -428,16 +412,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 // newManager builds the manager: caches, clients, metrics, probes and
 // leader election.
 func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
-	lease := cmp.Or(opts.LeaderElectionLease, DefaultLeaderElectionLease)
+	lease := cmp.Or(opts.LeaderElection.Lease, DefaultLeaderElectionLease)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOptions(),
 		Client:                  clientOptions(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
-		LeaderElection:          opts.LeaderElection,
+		LeaderElection:          opts.LeaderElection.Enabled,
 		LeaderElectionID:        "switchboard.dev",
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaderElectionNamespace: opts.LeaderElection.Namespace,
 		LeaseDuration:           &lease,
 		RenewDeadline:           ptr.To(lease * 7 / 10),
 		// Followers look for a free lease every second whatever its length
@@ -528,19 +512,16 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 	if !opts.CallNormalEvents {
 		recorder = controllers.WarningsOnly{EventRecorder: recorder}
 	}
-	retention := opts.CallRetention
-	if retention <= 0 {
-		retention = DefaultCallRetention
-	}
+	retention := cmp.Or(opts.Retention.Calls, DefaultCallRetention)
 	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
 		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
 			Queued: deliveriesQueued, Clock: clock.RealClock{}},
 		Quota: admission,
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
-	if opts.RecordingRetention > 0 {
+	if opts.Retention.Recordings > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
-			Client: mgr.GetClient(), Retention: opts.RecordingRetention, Clock: clock.RealClock{},
+			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
 			Log: opts.Log.WithName("recording-retention")}); err != nil {
 			return fmt.Errorf("recording retention: %w", err)
 		}

@@ -56,7 +56,7 @@ func callFields(t *testing.T, raw []byte) (variables, metadata any) {
 }
 
 func TestCallKeepsExactValues(t *testing.T) {
-	withOperator(t, func(o *app.Options) { o.CallRetention = shortRetention })
+	withOperator(t, func(o *app.Options) { o.Retention.Calls = shortRetention })
 	g := NewWithT(t)
 	o := newOrg(t)
 	rc := newReceiver(t, nil)

@@ -51,13 +51,12 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	})
 	replica := func(o *app.Options) {
 		o.History = store
-		o.LeaderElection, o.LeaderElectionNamespace = true, devenv.LeaderElectionNamespace
 		// A long lease: only a handover can bring the survivor in within
 		// the bound below, and the new leader's first burst of reconciles
 		// (every Call in the cluster, on a loaded machine under -race)
 		// cannot delay its renewals past the deadline. A replica that loses
 		// its lease stops, and here no kubelet would restart it.
-		o.LeaderElectionLease = failoverLease
+		o.LeaderElection = app.LeaderElectionOptions{Enabled: true, Namespace: devenv.LeaderElectionNamespace, Lease: failoverLease}
 		o.SimTimings = sim.Timings{Ring: 2 * time.Second, Talk: 6 * time.Second, Voicemail: 6 * time.Second}
 		o.MaxConcurrentCalls = 64
 	}

@@ -48,7 +48,7 @@ func withoutLink(call map[string]any) map[string]any {
 }
 
 func TestArchivedCallReadsAsItDidLive(t *testing.T) {
-	withOperator(t, func(o *app.Options) { o.CallRetention = shortRetention })
+	withOperator(t, func(o *app.Options) { o.Retention.Calls = shortRetention })
 	g := NewWithT(t)
 	o := newOrg(t)
 	answered := o.createCall(t, "+14155551234", map[string]any{"metadata": map[string]any{"order": 42}})
@@ -129,7 +129,7 @@ func listAll(t *testing.T, key, query string, limit int) []string {
 
 func TestListCallsAcrossLiveAndArchived(t *testing.T) {
 	g := NewWithT(t)
-	withOperator(t, func(o *app.Options) { o.CallRetention = shortRetention })
+	withOperator(t, func(o *app.Options) { o.Retention.Calls = shortRetention })
 	o := newOrg(t)
 	// Oldest first: three calls that will have left the cluster...
 	var created []string
@@ -212,7 +212,7 @@ func TestHistoryStoreDown(t *testing.T) {
 	store, err := history.Open(context.Background(), pg.DSN())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = store.Close() })
-	withOperator(t, func(o *app.Options) { o.History, o.CallRetention = store, shortRetention })
+	withOperator(t, func(o *app.Options) { o.History, o.Retention.Calls = store, shortRetention })
 	o := newOrg(t)
 	before := o.createCall(t, "+14155551234", nil)
 	o.waitAnalyzed(t, before)

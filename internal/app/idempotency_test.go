@@ -115,7 +115,7 @@ func TestIdempotentCreateWhatIsKept(t *testing.T) {
 // The key outlives the process and the Call's retention in the cluster.
 func TestIdempotencyKeySurvivesRestartAndRetention(t *testing.T) {
 	g := NewWithT(t)
-	withOperator(t, func(o *app.Options) { o.CallRetention = shortRetention })
+	withOperator(t, func(o *app.Options) { o.Retention.Calls = shortRetention })
 	o := newOrg(t)
 	body := o.jsonBody(t, "+14155550147")
 	first := postWithKey(t, operator.baseURL, o.key, "survivor", body)
@@ -125,7 +125,7 @@ func TestIdempotencyKeySurvivesRestartAndRetention(t *testing.T) {
 	waitRemoved(t, o.ns, id)
 
 	operator.stop()
-	op, err := startOperator(true, func(o *app.Options) { o.CallRetention = shortRetention })
+	op, err := startOperator(true, func(o *app.Options) { o.Retention.Calls = shortRetention })
 	g.Expect(err).NotTo(HaveOccurred())
 	operator = op
 

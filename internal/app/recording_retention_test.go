@@ -19,8 +19,8 @@ import (
 
 func TestRecordingRetention(t *testing.T) {
 	withOperator(t, func(o *app.Options) {
-		o.CallRetention = 300 * time.Millisecond
-		o.RecordingRetention = 2 * time.Second
+		o.Retention.Calls = 300 * time.Millisecond
+		o.Retention.Recordings = 2 * time.Second
 	})
 	g := NewWithT(t)
 	o := newOrg(t)

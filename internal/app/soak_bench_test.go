@@ -49,9 +49,9 @@ func BenchmarkSoak(b *testing.B) {
 	full, err := startOperator(true, func(o *app.Options) {
 		o.SimTimings = sim.DefaultTimings()
 		o.MaxConcurrentCalls = 64
-		o.CallRetention = retention
-		o.RecordingRetention = 2 * retention // keeps the disk bounded too
-		o.CallNormalEvents = false           // the default outside --dev
+		o.Retention.Calls = retention
+		o.Retention.Recordings = 2 * retention // keeps the disk bounded too
+		o.CallNormalEvents = false             // the default outside --dev
 	})
 	if err != nil {
 		b.Fatal(err)

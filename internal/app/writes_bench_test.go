@@ -28,7 +28,7 @@ import (
 func BenchmarkCallWrites(b *testing.B) {
 	full, err := startOperator(true, func(o *app.Options) {
 		o.SimTimings = benchTimings
-		o.CallRetention = 100 * time.Millisecond
+		o.Retention.Calls = 100 * time.Millisecond
 		o.CallNormalEvents = false // the default outside --dev
 	})
 	if err != nil {
