@@ -1,0 +1,86 @@
+package workers_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/workers"
+)
+
+// A worker's heartbeat, against a real apiserver: its Lease appears with
+// its capacity, follows its load, says when it drains (and the pool then
+// assigns it nothing), and goes when the worker stops.
+func TestHeartbeat(t *testing.T) {
+	testsupport.Needs(t, "a control plane (kube-apiserver and etcd)")
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, err := testsupport.StartControlPlane("../..", scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	ns := cp.NewNamespace(t, "switchboard-system-")
+	var active atomic.Int64
+	hb := &workers.Heartbeat{Client: cp.Client, Namespace: ns, Name: "switchboard-7d9f-abcde", Capacity: 8,
+		Active: func() int { return int(active.Load()) }, Lease: 3 * time.Second, Clock: clock.RealClock{}, Log: logr.Discard()}
+	p := &workers.Pool{Reader: cp.Client, Namespace: ns, Clock: clock.RealClock{}}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hb.Start(ctx) }()
+	t.Cleanup(stop)
+
+	waitFor(t, p, "alive with room for 8", func(w workers.Worker) bool { return w.Alive(time.Now()) && w.Capacity == 8 && w.Active == 0 })
+	if w, err := p.Pick(context.Background()); err != nil || w != hb.Name {
+		t.Fatalf("Pick: %q, %v; want the worker", w, err)
+	}
+	active.Store(5)
+	hb.Renew()
+	waitFor(t, p, "carrying 5", func(w workers.Worker) bool { return w.Active == 5 })
+	hb.Drain()
+	waitFor(t, p, "draining", func(w workers.Worker) bool { return w.Draining })
+	if _, err := p.Pick(context.Background()); !errors.Is(err, workers.ErrNoCapacity) {
+		t.Fatalf("Pick with the only worker draining: %v, want ErrNoCapacity", err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: workers.LeaseName(hb.Name)}}
+	if err := cp.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), lease); !apierrors.IsNotFound(err) {
+		t.Fatalf("a stopped worker's Lease: %v, want it deleted", err)
+	}
+}
+
+// waitFor waits until the pool's only worker is as described.
+func waitFor(t *testing.T, p *workers.Pool, what string, ok func(workers.Worker) bool) {
+	t.Helper()
+	var last []workers.Worker
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ws, err := p.Workers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ok(ws[0]) {
+			return
+		}
+		last = ws
+	}
+	t.Fatalf("the worker never was %s: %+v", what, last)
+}
