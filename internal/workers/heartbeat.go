@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -109,7 +110,7 @@ func (h *Heartbeat) describe(l *coordinationv1.Lease) {
 	}
 	now := metav1.NewMicroTime(h.Clock.Now())
 	l.Spec.HolderIdentity = ptr.To(h.Name)
-	l.Spec.LeaseDurationSeconds = ptr.To(int32(max(1, h.Lease/time.Second)))
+	l.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(h.Lease))
 	l.Spec.RenewTime = &now
 	if l.Spec.AcquireTime == nil {
 		l.Spec.AcquireTime = &now
@@ -122,4 +123,16 @@ func (h *Heartbeat) release() error {
 	defer cancel()
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: LeaseName(h.Name)}}
 	return client.IgnoreNotFound(h.Client.Delete(ctx, lease))
+}
+
+// leaseSeconds is d in whole seconds as a Lease holds it, at least one.
+func leaseSeconds(d time.Duration) int32 {
+	s := d / time.Second
+	switch {
+	case s < 1:
+		return 1
+	case s > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(s)
 }
