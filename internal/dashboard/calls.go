@@ -266,8 +266,8 @@ func (d *dashboard) transcript(ctx context.Context, namespace, id string) ([]lin
 		l := line{Utterance: u, Speaker: speakers[u.Role]}
 		if u.Start != nil {
 			l.Seek = strconv.FormatFloat(*u.Start, 'f', 3, 64)
-			whole := int(*u.Start)
-			l.At = fmt.Sprintf("%d:%02d", whole/60, whole%60)
+			minutes := int(*u.Start) / 60
+			l.At = fmt.Sprintf("%d:%04.1f", minutes, *u.Start-float64(60*minutes))
 		}
 		lines = append(lines, l)
 	}
