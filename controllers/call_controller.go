@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -89,13 +90,14 @@ type Agents interface {
 }
 
 // CallHistory is what the call reconciler keeps in the history store:
-// finished calls (archive, then delete) and the first dial of each call,
-// so that none is dialed twice.
+// finished calls (archive, then delete), the first dial of each call, so
+// that none is dialed twice, and each connected call's transcript.
 type CallHistory interface {
 	SaveCall(ctx context.Context, c *switchboardv1.Call) error
 	CallVersion(ctx context.Context, namespace, id string) (string, error)
 	RecordDial(ctx context.Context, namespace, callID string, at time.Time) (time.Time, error)
 	DialedAt(ctx context.Context, namespace, callID string) (at time.Time, ok bool, err error)
+	SaveTranscript(ctx context.Context, namespace, callID string, t history.Transcript) error
 }
 
 // Admission holds Calls applied with kubectl to their organization's
@@ -446,6 +448,9 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 			return reconcile.Result{}, fmt.Errorf("reading transcript: %w", err)
 		}
 		transcript = t
+		if err := r.storeTranscript(ctx, c, t); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	analyzer := r.Analyzer
 	if analyzer == nil {
@@ -464,6 +469,21 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 	r.setReady(c, metav1.ConditionTrue, switchboardv1.ReasonCompleted, res.Summary)
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Analyzed", "Analyze", "%s", res.Summary)
 	return reconcile.Result{}, nil
+}
+
+// storeTranscript writes the transcript to the history store, never to the
+// Call (the apiserver's write budget) nor to events. The store keeps the
+// first one written, so a pass redone after a failure or a restart changes
+// nothing.
+func (r *CallReconciler) storeTranscript(ctx context.Context, c *switchboardv1.Call, turns []telephony.Turn) error {
+	if r.History == nil {
+		return nil
+	}
+	t := history.Transcript{StoredAt: r.Clock.Now(), Turns: turns}
+	if err := r.History.SaveTranscript(ctx, c.Namespace, callid.Of(c), t); err != nil {
+		return fmt.Errorf("storing transcript: %w", err)
+	}
+	return nil
 }
 
 // extractedValues lists the analysis in the agent's field order.

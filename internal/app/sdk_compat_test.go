@@ -98,6 +98,20 @@ func TestSDKCompatNode(t *testing.T) {
 	g.Expect(analysis).To(And(HaveKeyWithValue("in_voicemail", false), HaveKey("call_summary"),
 		HaveKeyWithValue("custom_analysis_data", HaveKeyWithValue("customer_name", "Ada"))))
 
+	// Its transcript in the SDK's shape (PhoneCallResponse.transcript, a
+	// string, and transcript_object, utterances of role agent or user with
+	// content and words), the same as GET /v1/calls/{call_id}/transcript.
+	g.Expect(final["transcript"]).To(And(BeAssignableToTypeOf(""), ContainSubstring("User: Um, Ada.\n")))
+	utterances, _ := final["transcript_object"].([]any)
+	g.Expect(utterances).NotTo(BeEmpty())
+	for _, u := range utterances {
+		g.Expect(u).To(And(HaveKeyWithValue("role", BeElementOf("agent", "user")),
+			HaveKeyWithValue("content", BeAssignableToTypeOf("")), HaveKeyWithValue("words", BeEmpty())))
+	}
+	v1Transcript := do(t, "GET", "/v1/calls/"+id+"/transcript", o.key, nil)
+	g.Expect(final["transcript"]).To(Equal(v1Transcript.body["transcript"]))
+	g.Expect(run.Created).NotTo(HaveKey("transcript"), "a call just placed has no transcript")
+
 	// The same call through /v1: the same times, length, analysis, data.
 	v1 := o.getCall(t, id)
 	g.Expect(v1).To(And(HaveKeyWithValue("status", "ended"), HaveKeyWithValue("source", "api")))

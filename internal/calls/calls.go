@@ -56,6 +56,20 @@ func (b *Book) Get(ctx context.Context, namespace, id string) (*switchboardv1.Ca
 	return c, err
 }
 
+// ErrNoTranscript: the call has no transcript (it has not connected, or
+// not ended yet, or the transcript's retention has passed).
+var ErrNoTranscript = errors.New("transcript not found")
+
+// Transcript returns the stored transcript of the call of namespace whose
+// call_id is id; the caller has found the call in namespace first.
+func (b *Book) Transcript(ctx context.Context, namespace, id string) (history.Transcript, error) {
+	t, err := b.History.GetTranscript(ctx, namespace, id)
+	if errors.Is(err, history.ErrNotFound) {
+		return history.Transcript{}, ErrNoTranscript
+	}
+	return t, err
+}
+
 // Page is one page of a list, newest first.
 type Page struct {
 	Calls []switchboardv1.Call

@@ -2,11 +2,14 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,7 +170,10 @@ type callData struct {
 	Variables string
 	Metadata  string
 	Extracted []extracted
-	Failure   *switchboardv1.CallFailure
+	// Transcript is the conversation, from the history store; empty
+	// until a connected call has ended.
+	Transcript []line
+	Failure    *switchboardv1.CallFailure
 	// AgentName is empty for an agent no longer declared.
 	AgentName string
 	// Live: the call is not settled yet, so the page refreshes itself.
@@ -183,6 +189,14 @@ type step struct {
 }
 
 type extracted struct{ Name, Value string }
+
+// line is an utterance of the transcript as the call page shows it. Seek
+// is its start in the recording, in seconds, for the player ("" when the
+// carrier could not place it).
+type line struct {
+	callview.Utterance
+	Speaker, Seek, At string
+}
 
 func (d *dashboard) showCall(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "callID")
@@ -224,6 +238,10 @@ func (d *dashboard) renderCall(w http.ResponseWriter, r *http.Request, call *swi
 		Metadata: pretty(view.Metadata), Live: !settled(call, d.cfg.Now()), Stoppable: !call.CurrentPhase().Final(),
 		Deliveries: deliveryRows(ds), Self: Prefix + "/calls/" + view.CallID, Failure: failureOf(call),
 		AgentName: agentNames(agents)[call.Spec.AgentID]}
+	if data.Transcript, err = d.transcript(ctx, call.Namespace, view.CallID); err != nil {
+		d.unavailable(w, r, err, "The call's transcript could not be read")
+		return
+	}
 	if a := view.Analysis; a != nil {
 		for name, raw := range a.ExtractedData {
 			data.Extracted = append(data.Extracted, extracted{Name: name, Value: pretty(raw)})
@@ -231,6 +249,29 @@ func (d *dashboard) renderCall(w http.ResponseWriter, r *http.Request, call *swi
 		sortExtracted(data.Extracted)
 	}
 	d.render(w, r, http.StatusOK, "call.html", page{Title: "Call " + view.CallID, Nav: "calls", Flash: flash, Data: data})
+}
+
+// transcript reads the call's transcript, if it has one.
+func (d *dashboard) transcript(ctx context.Context, namespace, id string) ([]line, error) {
+	t, err := d.cfg.Calls.Transcript(ctx, namespace, id)
+	switch {
+	case errors.Is(err, calls.ErrNoTranscript):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	speakers := map[string]string{callview.RoleAgent: "Agent", callview.RoleUser: "Callee", callview.RoleDTMF: "Callee (keys)"}
+	var lines []line
+	for _, u := range callview.RenderTranscript(id, t.Turns).Utterances {
+		l := line{Utterance: u, Speaker: speakers[u.Role]}
+		if u.Start != nil {
+			l.Seek = strconv.FormatFloat(*u.Start, 'f', 3, 64)
+			minutes := int(*u.Start) / 60
+			l.At = fmt.Sprintf("%d:%04.1f", minutes, *u.Start-float64(60*minutes))
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
 }
 
 // settled: nothing more will happen to the call. An answered call is

@@ -3,10 +3,12 @@ package dashboard_test
 import (
 	"context"
 	"html"
+	"math"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,6 +62,23 @@ func TestPlaceACallAndWatchIt(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "audio/wav" {
 		t.Fatalf("the player's source %s answers %d %s, want 200 audio/wav", src.Value, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// The transcript is beside the recording, in the callee's own words;
+	// choosing an utterance's time seeks the player there.
+	transcript := text(t, ctx, "#transcript")
+	if !strings.Contains(transcript, "Callee 0:00.3 Um, Ada.") || !strings.Contains(transcript, "Agent 0:00.0 Hello from the test clinic.") {
+		t.Fatalf("the transcript reads %q, want the agent's lines and the callee's answers", transcript)
+	}
+	seek := get(t, ctx, chromedp.AttributeValue(chromedp.CSS(`#transcript li.user button.seek`), "data-seek"))
+	get(t, ctx, chromedp.Evaluate[bool](`document.getElementById("recording").addEventListener("seeked",
+		function (e) { window.seekedTo = e.target.currentTime; }) === undefined`))
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#transcript li.user button.seek`)))
+	eventually(t, "the player seeks to the utterance", func() bool {
+		return get(t, ctx, chromedp.Evaluate[bool](`window.seekedTo !== undefined`))
+	})
+	seekedTo := get(t, ctx, chromedp.Evaluate[float64](`window.seekedTo`))
+	if want, _ := strconv.ParseFloat(seek.Value, 64); want <= 0 || math.Abs(seekedTo-want) > 0.05 {
+		t.Fatalf("the player seeked to %.3f s, want the utterance's start, %s s", seekedTo, seek.Value)
 	}
 	if _, call := o.api(t, "GET", "/v1/calls/"+callID, nil); call["source"] != "dashboard" ||
 		call["metadata"].(map[string]any)["ticket"] != "T-17" {

@@ -60,6 +60,8 @@ type Store interface {
 	IdempotencyKeys
 	// Dials remembers the first attempt to dial each call.
 	Dials
+	// Transcripts keeps each connected call's transcript.
+	Transcripts
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -90,6 +90,7 @@ func TestStoreContract(t *testing.T) {
 		{"IdempotencyKeyTakeOverAndExpiry", testIdempotencyKeyTakeOverAndExpiry},
 		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
 		{"DialRecordedOnce", testDialRecordedOnce},
+		{"TranscriptWrittenOnce", testTranscriptWrittenOnce},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -8,12 +8,14 @@ package httpapi
 // raises as APIError with the status and body.
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
+	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 )
 
@@ -53,22 +55,38 @@ func (a *api) createPhoneCall(w http.ResponseWriter, r *http.Request) {
 	a.writeSDKCall(w, r, res.status, res.call)
 }
 
-// getSDKCall is call.retrieve: GET /v1/calls/{call_id}.
+// getSDKCall is call.retrieve: GET /v1/calls/{call_id}, with the
+// transcript (GET /v1/calls/{call_id}/transcript) as the SDK's transcript
+// and transcript_object once the call has one.
 func (a *api) getSDKCall(w http.ResponseWriter, r *http.Request) {
 	call, ok := a.findCall(w, r)
 	if !ok {
 		return
 	}
-	a.writeSDKCall(w, r, http.StatusOK, call)
+	id := callid.Of(call)
+	t, err := a.cfg.Calls.Transcript(r.Context(), organization(r.Context()), id)
+	if err != nil && !errors.Is(err, calls.ErrNoTranscript) {
+		a.unavailable(w, err, "reading transcript", "The call could not be read")
+		return
+	}
+	a.writeSDKCall(w, r, http.StatusOK, call, func(out *sdkCall) {
+		if err == nil {
+			out.sdkTranscript(callview.RenderTranscript(id, t.Turns))
+		}
+	})
 }
 
-func (a *api) writeSDKCall(w http.ResponseWriter, r *http.Request, status int, call *switchboardv1.Call) {
+func (a *api) writeSDKCall(w http.ResponseWriter, r *http.Request, status int, call *switchboardv1.Call, extra ...func(*sdkCall)) {
 	view, err := callview.Render(r.Context(), call, a.cfg.Recordings)
 	if err != nil {
 		a.unavailable(w, err, "rendering call", "The call could not be read")
 		return
 	}
-	writeJSON(w, status, sdkCallOf(view))
+	out := sdkCallOf(view)
+	for _, f := range extra {
+		f(&out)
+	}
+	writeJSON(w, status, out)
 }
 
 // listSDKCalls is call.list: GET /v1/calls with the body's filters.

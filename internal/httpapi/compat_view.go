@@ -12,6 +12,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -25,7 +26,7 @@ import (
 // sdkCall is the SDK's phone call object (PhoneCallResponse, and
 // V3PhoneCallResponse in lists). Fields Switchboard has no value for are
 // left out, as the service leaves out those it has not filled yet:
-// agent_version, agent_name, transcripts, costs, latency, public logs.
+// agent_version, agent_name, costs, latency, public logs.
 type sdkCall struct {
 	CallID              string           `json:"call_id"`
 	CallType            string           `json:"call_type"`
@@ -42,6 +43,36 @@ type sdkCall struct {
 	Metadata            json.RawMessage  `json:"metadata,omitempty"`
 	DynamicVariables    json.RawMessage  `json:"retell_llm_dynamic_variables,omitempty"`
 	CallAnalysis        *sdkCallAnalysis `json:"call_analysis,omitempty"`
+	// Transcript and TranscriptObject are on call.retrieve only, once the
+	// call has a transcript (see sdkTranscript).
+	Transcript       string         `json:"transcript,omitempty"`
+	TranscriptObject []sdkUtterance `json:"transcript_object,omitempty"`
+}
+
+// sdkUtterance is the SDK's transcript_object item: role agent or user,
+// content, and words (empty: Switchboard's recognizers give no word
+// offsets).
+type sdkUtterance struct {
+	Role    string          `json:"role"`
+	Content string          `json:"content"`
+	Words   []callview.Word `json:"words"`
+}
+
+// sdkTranscript fills the SDK's transcript and transcript_object from the
+// call's transcript. The SDK's utterances are the agent's and the user's
+// only, so keypresses (Switchboard's dtmf role, which the SDK keeps in
+// another field) are left out of both.
+func (out *sdkCall) sdkTranscript(t callview.Transcript) {
+	var text strings.Builder
+	for _, u := range t.Utterances {
+		if u.Role != callview.RoleAgent && u.Role != callview.RoleUser {
+			continue
+		}
+		out.TranscriptObject = append(out.TranscriptObject, sdkUtterance{Role: u.Role, Content: u.Content, Words: u.Words})
+		text.WriteString(callview.Line(u))
+		text.WriteByte('\n')
+	}
+	out.Transcript = text.String()
 }
 
 // sdkCallAnalysis is the SDK's call_analysis. call_successful and

@@ -92,6 +92,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/", a.listCalls)
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
+			r.Get("/{callID}/transcript", a.getTranscript)
 			r.Post("/{callID}/stop", a.stopCall)
 		})
 		r.Get("/concurrency", a.getConcurrency)

@@ -17,12 +17,11 @@ func TestRecordingWAV(t *testing.T) {
 		name     string
 		p        telephony.Progress
 		wantSecs int
-		pitches  []float64 // first two speakers
 	}{
-		{"answered", endedProgress(t, "+15551230000"), 4, []float64{agentHz, calleeHz}},
+		{"answered", endedProgress(t, "+15551230000"), 4},
 		// The machine's greeting comes before the agent's message.
-		{"voicemail", endedProgress(t, "+15551230003"), 2, []float64{calleeHz, agentHz}},
-		{"capped", telephony.Progress{Phase: telephony.Ended, Disposition: telephony.Answered, Duration: time.Hour}, 600, []float64{agentHz, calleeHz}},
+		{"voicemail", endedProgress(t, "+15551230003"), 2},
+		{"capped", telephony.Progress{Phase: telephony.Ended, Disposition: telephony.Answered, Duration: time.Hour}, 600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +30,7 @@ func TestRecordingWAV(t *testing.T) {
 				t.Fatalf("len = %d, want %d", len(wav), want)
 			}
 			checkHeader(t, wav)
-			checkAudible(t, wav[44:], tt.pitches)
+			checkAudible(t, wav[44:], tt.p)
 		})
 	}
 }
@@ -82,30 +81,41 @@ func checkHeader(t *testing.T, wav []byte) {
 	}
 }
 
-// checkAudible requires every utterance to be loud and the speakers to
-// alternate between the agent's and the callee's pitch.
-func checkAudible(t *testing.T, data []byte, pitches []float64) {
+// checkAudible requires each turn of the transcript to be a loud tone of
+// its speaker's pitch at its offsets, and silence between turns.
+func checkAudible(t *testing.T, data []byte, p telephony.Progress) {
 	t.Helper()
 	pcm := make([]int16, len(data)/2)
 	for i := range pcm {
 		pcm[i] = int16(binary.LittleEndian.Uint16(data[2*i:]))
 	}
-	for turn := 0; (turn+1)*turnSamples <= len(pcm); turn++ {
-		seg := pcm[turn*turnSamples : (turn+1)*turnSamples]
-		speech, gap := seg[:talkSamples], seg[talkSamples:]
+	turns, err := New(DefaultTimings()).Transcript(context.Background(), req("+15551230000"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silentFrom := 0
+	for i, turn := range turns {
+		from, to := samples(turn.Start), samples(turn.End)
+		if gap := peak(pcm[silentFrom:from]); gap != 0 {
+			t.Fatalf("before turn %d: peak %d, want silence", i, gap)
+		}
+		speech := pcm[from:to]
 		if p := peak(speech); p < 5000 {
-			t.Fatalf("utterance %d: peak %d, want audible", turn, p)
+			t.Fatalf("turn %d: peak %d, want audible", i, p)
 		}
-		if p := peak(gap); p != 0 {
-			t.Fatalf("pause after utterance %d: peak %d, want silence", turn, p)
+		pitch := agentHz
+		if turn.Speaker == "callee" {
+			pitch = calleeHz
 		}
-		if turn < 2 {
-			// A sine of f Hz crosses zero 2f times a second.
-			want := pitches[turn] * 2 * utterance.Seconds()
-			if got := crossings(speech); math.Abs(float64(got)-want) > 4 {
-				t.Errorf("utterance %d: %d zero crossings, want about %.0f", turn, got, want)
-			}
+		// A sine of f Hz crosses zero 2f times a second.
+		want := pitch * 2 * (turn.End - turn.Start).Seconds()
+		if got := crossings(speech); math.Abs(float64(got)-want) > 4 {
+			t.Errorf("turn %d (%s): %d zero crossings, want about %.0f", i, turn.Speaker, got, want)
 		}
+		silentFrom = to
+	}
+	if gap := peak(pcm[silentFrom:]); gap != 0 {
+		t.Fatalf("after the last turn: peak %d, want silence", gap)
 	}
 }
 

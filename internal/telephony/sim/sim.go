@@ -30,21 +30,28 @@
 // On an answered call the agent greets the callee with the agent's greeting
 // (or "Hello, this is an automated call."), then asks for each extracted-data
 // field in turn, using the field's description or else its name. The callee
-// answers every question with one sentence of the exact form
+// answers in the varied ways people do, the wording chosen by the last two
+// digits of To modulo 4 (Wording):
 //
-//	My <field name, underscores as spaces> is <value>.
+//	     number field                 boolean field           string field
+//	0    Four.                        Yes.                    My <field name> is <value>.
+//	1    There will be four of us.    Yeah, sure.             It's <value>.
+//	2    Um, four people.             That's right.           Um, <value>.
+//	3    4.                           Yep, that's correct.    <value>.
 //
-// where value is the call variable of the same name when the field is a
-// string and that variable is a string, "simulated" for any other string
-// field, "42" for a number field and "yes" for a boolean field. The agent
-// then says goodbye.
+// where value is the call variable of the same name when it is a string,
+// and "simulated" otherwise. The agent then says goodbye. The simulator
+// stays media-free: no speech is synthesized or recognized, and its
+// transcript goes through the same analysis as a real call's.
 //
 // On an answering machine the machine says "You have reached the voicemail
 // of <To>. Please leave a message after the tone." and the agent leaves a
 // short message; no field is answered.
 //
-// The recording is a 16-bit mono 8 kHz WAV as long as the connected time,
-// with the agent and the callee rendered as alternating tones.
+// The recording is a 16-bit mono 8 kHz WAV as long as the connected time:
+// each turn of the transcript has an equal slot of it and is a tone of its
+// speaker's pitch for the first four fifths of the slot, and the
+// transcript gives each turn those offsets.
 package sim
 
 import (

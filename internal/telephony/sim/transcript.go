@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,15 +21,38 @@ const (
 )
 
 // Transcript returns the scripted conversation described in the package
-// documentation. It depends only on req and p, so it is stable across calls.
+// documentation, each turn placed in the recording (see Recording). It
+// depends only on req and p, so it is stable across calls.
 func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telephony.Progress) ([]telephony.Turn, error) {
 	if err := endedConnected(p); err != nil {
 		return nil, err
 	}
+	return turns(req, p), nil
+}
+
+// turns is the conversation of a connected call, placed in its recording.
+func turns(req telephony.Request, p telephony.Progress) []telephony.Turn {
+	var t []telephony.Turn
 	if p.Disposition == telephony.AnsweringMachine {
-		return voicemail(req), nil
+		t = voicemail(req)
+	} else {
+		t = conversation(req)
 	}
-	return conversation(req), nil
+	return place(t, recordingLength(p))
+}
+
+// place gives each turn an equal slot of the recording, of which it speaks
+// the first four fifths: the offsets the recording's tones follow.
+func place(turns []telephony.Turn, length time.Duration) []telephony.Turn {
+	if len(turns) == 0 || length <= 0 {
+		return turns
+	}
+	slot := length / time.Duration(len(turns))
+	for i := range turns {
+		turns[i].Start = (time.Duration(i) * slot).Truncate(time.Millisecond)
+		turns[i].End = (time.Duration(i)*slot + slot*4/5).Truncate(time.Millisecond)
+	}
+	return turns
 }
 
 func voicemail(req telephony.Request) []telephony.Turn {
@@ -47,7 +72,7 @@ func conversation(req telephony.Request) []telephony.Turn {
 	for _, f := range req.Fields {
 		turns = append(turns,
 			telephony.Turn{Speaker: agent, Text: question(f)},
-			telephony.Turn{Speaker: callee, Text: "My " + words(f.Name) + " is " + answer(req, f) + "."},
+			telephony.Turn{Speaker: callee, Text: answer(req, f)},
 		)
 	}
 	return append(turns, telephony.Turn{Speaker: agent, Text: goodbye})
@@ -76,17 +101,42 @@ func lowerFirst(s string) string {
 	return string(unicode.ToLower(r)) + s[n:]
 }
 
-// answer is the callee's value for f: a string variable echoes back, so tests
-// can see variables flow through, and other types get fixed values.
+// The callee's answers, in the ways people give them: a number field is
+// always four, a boolean always yes, a string the call variable of the same
+// name (or "simulated"). Which wording is chosen by the destination's last
+// two digits (see Wording), so a demo shows the analysis reading real
+// phrasing, not a sentence made for it.
+var (
+	numberAnswers  = [...]string{"Four.", "There will be four of us.", "Um, four people.", "4."}
+	booleanAnswers = [...]string{"Yes.", "Yeah, sure.", "That's right.", "Yep, that's correct."}
+	stringAnswers  = [...]string{"My %[1]s is %[2]s.", "It's %[2]s.", "Um, %[2]s.", "%[2]s."}
+)
+
+// Wording is the variant of the callee's answers a call to `to` gets: its
+// last two digits modulo 4 (0 for a number without digits).
+func Wording(to string) int {
+	n := 0
+	for _, r := range suffix(to)[max(len(suffix(to))-2, 0):] {
+		if r >= '0' && r <= '9' {
+			n = n*10 + int(r-'0')
+		}
+	}
+	return n % len(numberAnswers)
+}
+
+// answer is the callee's answer to f: a string variable echoes back, so
+// tests can see variables flow through, and other types get fixed values.
 func answer(req telephony.Request, f telephony.Field) string {
+	w := Wording(req.To)
 	switch f.Type {
 	case "number":
-		return "42"
+		return numberAnswers[w]
 	case "boolean":
-		return "yes"
+		return booleanAnswers[w]
 	}
+	value := "simulated"
 	if v, ok := req.Variables[f.Name].(string); ok {
-		return v
+		value = v
 	}
-	return "simulated"
+	return fmt.Sprintf(stringAnswers[w], words(f.Name), value)
 }
