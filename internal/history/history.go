@@ -60,6 +60,8 @@ type Store interface {
 	IdempotencyKeys
 	// Dials remembers the first attempt to dial each call.
 	Dials
+	// Contacts keeps the contacts of campaigns.
+	Contacts
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -24,6 +24,7 @@ type postgresStore struct {
 	deliveryLog
 	idempotencyLog
 	dialLog
+	contactLog
 }
 
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
@@ -33,7 +34,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	}
 	s := &postgresStore{pool: pool}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: postgresIndexes}, idempotencyLog{db: s}
-	s.dialLog = dialLog{db: s}
+	s.dialLog, s.contactLog = dialLog{db: s}, contactLog{db: s, indexes: postgresContactIndexes}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)

@@ -35,6 +35,7 @@ type sqliteStore struct {
 	deliveryLog
 	idempotencyLog
 	dialLog
+	contactLog
 }
 
 // openSQLite opens (creating it, and its folder, if needed) the database at
@@ -43,7 +44,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: sqliteIndexes}, idempotencyLog{db: s}
-	s.dialLog = dialLog{db: s}
+	s.dialLog, s.contactLog = dialLog{db: s}, contactLog{db: s, indexes: sqliteContactIndexes}
 	if path == ":memory:" {
 		// Every connection to :memory: is a database of its own, so one
 		// connection serves reads and writes alike.
