@@ -27,9 +27,11 @@ type Contacts interface {
 	DueContacts(ctx context.Context, namespace, campaign string, now time.Time, limit int) ([]Contact, error)
 	// DialingContacts returns the contacts whose attempt is claimed.
 	DialingContacts(ctx context.Context, namespace, campaign string) ([]Contact, error)
-	// DeferContact moves a pending contact's due time (a calling window
-	// not open yet).
-	DeferContact(ctx context.Context, namespace, campaign string, seq int64, dueAt, now time.Time) error
+	// DeferContacts moves pending contacts' due times (a calling window
+	// not open yet), in one transaction.
+	DeferContacts(ctx context.Context, namespace, campaign string, ds []Deferral, now time.Time) error
+	// SkipContact makes a pending contact skipped, with outcome saying why.
+	SkipContact(ctx context.Context, namespace, campaign string, seq int64, outcome string, now time.Time) (bool, error)
 	// ClaimContact claims the next attempt of a pending contact whose
 	// attempts are c.Attempts: it becomes dialing with call id callID,
 	// counted on day. false: someone else claimed it first.
@@ -84,6 +86,12 @@ type Contact struct {
 	CallID, Outcome string
 }
 
+// Deferral is a pending contact's new due time.
+type Deferral struct {
+	Seq   int64
+	DueAt time.Time
+}
+
 // ContactUpdate is a contact's state after an attempt.
 type ContactUpdate struct {
 	State   ContactState
@@ -127,6 +135,9 @@ const selectDialingContacts = `SELECT ` + contactColumns + ` FROM campaign_conta
 WHERE namespace = $1 AND campaign = $2 AND state = 'dialing' ORDER BY seq`
 
 const deferContact = `UPDATE campaign_contacts SET due_at = $4, updated_at = $5
+WHERE namespace = $1 AND campaign = $2 AND seq = $3 AND state = 'pending'`
+
+const skipContact = `UPDATE campaign_contacts SET state = 'skipped', outcome = $4, updated_at = $5
 WHERE namespace = $1 AND campaign = $2 AND seq = $3 AND state = 'pending'`
 
 // claimContact ($4 attempts before, $5 call id, $6 day, $7 now).
@@ -268,11 +279,26 @@ func scanContact(row rowScanner) (Contact, error) {
 	return c, err
 }
 
-func (l contactLog) DeferContact(ctx context.Context, ns, campaign string, seq int64, dueAt, now time.Time) error {
-	if _, err := l.db.exec(ctx, deferContact, ns, campaign, seq, dueAt.UnixNano(), now.UnixNano()); err != nil {
-		return fmt.Errorf("history: deferring contact %d of campaign %s/%s: %w", seq, ns, campaign, err)
+func (l contactLog) DeferContacts(ctx context.Context, ns, campaign string, ds []Deferral, now time.Time) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	args := make([][]any, len(ds))
+	for i, d := range ds {
+		args[i] = []any{ns, campaign, d.Seq, d.DueAt.UnixNano(), now.UnixNano()}
+	}
+	if err := l.db.execAll(ctx, deferContact, args); err != nil {
+		return fmt.Errorf("history: deferring contacts of campaign %s/%s: %w", ns, campaign, err)
 	}
 	return nil
+}
+
+func (l contactLog) SkipContact(ctx context.Context, ns, campaign string, seq int64, outcome string, now time.Time) (bool, error) {
+	n, err := l.db.exec(ctx, skipContact, ns, campaign, seq, outcome, now.UnixNano())
+	if err != nil {
+		return false, fmt.Errorf("history: skipping contact %d of campaign %s/%s: %w", seq, ns, campaign, err)
+	}
+	return n == 1, nil
 }
 
 func (l contactLog) ClaimContact(ctx context.Context, ns, campaign string, c Contact, callID, day string, now time.Time) (bool, error) {

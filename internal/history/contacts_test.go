@@ -114,15 +114,23 @@ func testContactLifecycle(t *testing.T, b backend) {
 		counts.ByOutcome["answered"] != 1 || counts.Waiting != 1 || !counts.NextDue.Equal(now.Add(time.Hour)) {
 		t.Fatalf("counts = %+v, %v", counts, err)
 	}
-	if err := s.DeferContact(ctx, "org-a", "cmp_1", 0, now.Add(2*time.Hour), now); err != nil {
+	later2 := []history.Deferral{{Seq: 0, DueAt: now.Add(2 * time.Hour)}, {Seq: 1, DueAt: now.Add(3 * time.Hour)}}
+	if err := s.DeferContacts(ctx, "org-a", "cmp_1", later2, now); err != nil {
 		t.Fatal(err)
 	}
-	if counts, _ := s.CountContacts(ctx, "org-a", "cmp_1", now); counts.Waiting != 2 {
-		t.Fatalf("a deferred contact does not wait: %+v", counts)
+	if counts, _ := s.CountContacts(ctx, "org-a", "cmp_1", now); counts.Waiting != 3 {
+		t.Fatalf("deferred contacts do not wait: %+v", counts)
+	}
+	if ok, err := s.SkipContact(ctx, "org-a", "cmp_1", 2, "window_closed", now); !ok || err != nil {
+		t.Fatalf("skipping: %v, %v", ok, err)
+	}
+	if counts, _ := s.CountContacts(ctx, "org-a", "cmp_1", now); counts.ByOutcome["window_closed"] != 1 ||
+		counts.ByState[history.ContactSkipped] != 1 {
+		t.Fatalf("a skipped contact is not counted: %+v", counts)
 	}
 	n, err := s.CancelContacts(ctx, "org-a", "cmp_1", now)
-	if err != nil || n != 1199 {
-		t.Fatalf("canceled %d, %v; want the 1199 pending", n, err)
+	if err != nil || n != 1198 {
+		t.Fatalf("canceled %d, %v; want the 1198 pending", n, err)
 	}
 	if due, _ := s.DueContacts(ctx, "org-a", "cmp_1", now.Add(24*time.Hour), 10); len(due) != 0 {
 		t.Fatalf("a canceled campaign has due contacts: %+v", due)
