@@ -119,15 +119,15 @@ func (r *Runner) Pass(ctx context.Context) error {
 	return nil
 }
 
-// Active reports whether a campaign's contacts are being worked on: it was
-// started and has not ended. A paused campaign is active (its calls in
-// flight are settled) but places none.
+// Active reports whether a campaign's contacts are being worked on: it
+// runs, or it is paused or canceled with calls in flight, whose outcomes
+// are still recorded (though nothing new is placed).
 func Active(c *switchboardv1.Campaign) bool {
 	switch c.Status.State {
 	case switchboardv1.CampaignRunning, switchboardv1.CampaignPaused:
 		return true
 	case switchboardv1.CampaignCanceled:
-		return false
+		return c.Status.Dialing > 0
 	}
 	return false
 }
