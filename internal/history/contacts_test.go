@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
 // undoCampaignContacts takes a database back to before the contacts' migration.
-const undoCampaignContacts = "DROP TABLE campaign_contacts; DELETE FROM schema_migrations WHERE version = 8"
+const undoCampaignContacts = "DROP INDEX calls_by_campaign; ALTER TABLE calls DROP COLUMN campaign; " +
+	"DROP TABLE campaign_contacts; DELETE FROM schema_migrations WHERE version = 8"
 
 func contactsOf(n int, due time.Time) []history.Contact {
 	cs := make([]history.Contact, n)
@@ -165,4 +167,21 @@ func dialingContact(t *testing.T, s history.Store, seq int64) history.Contact {
 		t.Fatalf("dialing = %+v, %v; want contact %d", dialing, err, seq)
 	}
 	return dialing[0]
+}
+
+// A campaign's calls are listed by the campaign's label.
+func testCallsByCampaign(t *testing.T, b backend) {
+	s := open(t, b.fresh(t))
+	at := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+	for i, campaign := range []string{"spring", "autumn", "spring", ""} {
+		save(t, s, newCall("org-a", fmt.Sprintf("call_%d", i), at.Add(time.Duration(i)*time.Second), func(c *switchboardv1.Call) {
+			if campaign != "" {
+				c.Labels = map[string]string{switchboardv1.CampaignLabel: campaign}
+			}
+		}))
+	}
+	got, err := s.ListCalls(context.Background(), "org-a", history.CallQuery{Campaign: "spring", Limit: 10})
+	if err != nil || len(got) != 2 || got[0].Status.CallID != "call_2" || got[1].Status.CallID != "call_0" {
+		t.Fatalf("spring's calls = %d, %v", len(got), err)
+	}
 }

@@ -74,7 +74,8 @@ type CallQuery struct {
 	Disposition string
 	AgentID     string // compared in lower case
 	ToNumber    string // E.164, exact
-	Source      string // api, kubectl
+	Source      string // api, kubectl, dashboard, campaign
+	Campaign    string // the campaign that placed it
 	// CreatedAfter and CreatedBefore bound CreatedAt (exclusive).
 	CreatedAfter, CreatedBefore time.Time
 	// After is the key of the last call of the previous page.

@@ -91,6 +91,7 @@ func TestStoreContract(t *testing.T) {
 		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
 		{"DialRecordedOnce", testDialRecordedOnce},
 		{"ContactLifecycle", testContactLifecycle},
+		{"CallsByCampaign", testCallsByCampaign},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

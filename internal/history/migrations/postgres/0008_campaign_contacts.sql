@@ -35,3 +35,9 @@ CREATE INDEX campaign_contacts_dialing ON campaign_contacts (namespace, campaign
 
 -- The status counters.
 CREATE INDEX campaign_contacts_state ON campaign_contacts (namespace, campaign, state, outcome);
+
+-- The campaign that placed a call (its switchboard.dev/campaign label), so
+-- that GET /v1/campaigns/{id}/calls pages through the store as the list of
+-- calls does. Calls before campaigns existed have none.
+ALTER TABLE calls ADD COLUMN campaign TEXT NOT NULL DEFAULT '';
+CREATE INDEX calls_by_campaign ON calls (namespace, campaign, created_at DESC, call_id DESC);
