@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
@@ -412,6 +413,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
 		Placer: placer,
+		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Endpoints: &endpoints.Service{Directory: dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Quota: admission, DeliveryLog: opts.History, Wake: wakeDeliveries, Sender: sender, Policy: policy,

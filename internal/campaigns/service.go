@@ -22,9 +22,11 @@ const DuplicatesAnnotation = "switchboard.dev/duplicate-contacts"
 // Service is the campaign operations the REST API, the dashboard and the
 // SDK path share: each handler decodes, calls one of these, renders.
 type Service struct {
-	// Client creates and changes Campaigns; Cache reads them.
+	// Client creates and changes Campaigns; Cache reads them, and Live
+	// when the cache has not seen one yet.
 	Client    client.Client
 	Cache     client.Reader
+	Live      client.Reader
 	Directory *directory.Directory
 	Contacts  history.Contacts
 	// Region reads numbers sent without "+".
@@ -85,7 +87,7 @@ func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.
 		Annotations: map[string]string{DuplicatesAnnotation: fmt.Sprint(prepared.Duplicates)}}, Spec: spec}
 	err := s.Client.Create(ctx, c)
 	if apierrors.IsAlreadyExists(err) {
-		err = s.Client.Get(ctx, client.ObjectKeyFromObject(c), c)
+		err = s.Live.Get(ctx, client.ObjectKeyFromObject(c), c)
 	}
 	if err != nil {
 		return nil, err
@@ -99,7 +101,7 @@ func (s *Service) Get(ctx context.Context, ns, id string) (*switchboardv1.Campai
 	err := s.Cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
 	if apierrors.IsNotFound(err) {
 		// Created a moment ago and not in the cache yet: one live read.
-		err = s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
+		err = s.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, ErrNotFound
