@@ -161,3 +161,60 @@ func TestCampaignIdempotentCreate(t *testing.T) {
 	g.Expect(k8s.List(context.Background(), &campaigns, client.InNamespace(o.ns))).To(Succeed())
 	g.Expect(campaigns.Items).To(HaveLen(1))
 }
+
+// An edit of pacing takes effect, a pause halts new dials within a
+// second, resume goes on, and cancel skips every contact not yet dialed.
+func TestCampaignPauseEditCancel(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	o := newOrg(t)
+	contacts := make([]map[string]any, 200)
+	for i := range contacts {
+		contacts[i] = map[string]any{"to_number": fmt.Sprintf("+1212556%04d", 100+i), "variables": map[string]any{"customer_name": "Ada"}}
+	}
+	r := do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": o.agentID, "contacts": contacts,
+		"calling_window": map[string]any{"start": "00:00", "end": "24:00"},
+		"pacing":         map[string]any{"calls_per_minute": 1, "max_concurrent": 5}})
+	g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+	id := r.body["campaign_id"].(string)
+	placed := func() int { return len(campaignCalls(t, o.ns, id)) }
+
+	// One call a minute: the first goes out, the next would take a minute.
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
+	c := getCampaign(t, o.ns, id)
+	edited := c.DeepCopy()
+	edited.Spec.Pacing.CallsPerMinute = 600
+	g.Expect(k8s.Patch(ctx, edited, client.MergeFrom(c))).To(Succeed())
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 10))
+
+	pausedAt := time.Now()
+	r = do(t, "POST", "/v1/campaigns/"+id+"/pause", o.key, nil)
+	g.Expect(r.status).To(Equal(http.StatusOK))
+	g.Expect(r.body["status"]).To(Equal("paused"))
+	g.Eventually(func() switchboardv1.CampaignState { return getCampaign(t, o.ns, id).Status.State },
+		10*time.Second, 100*time.Millisecond).Should(Equal(switchboardv1.CampaignPaused))
+	before := placed()
+	g.Consistently(placed, 2*time.Second, 200*time.Millisecond).Should(Equal(before))
+	for _, call := range campaignCalls(t, o.ns, id) {
+		accepted, err := time.Parse(time.RFC3339Nano, call.Annotations[switchboardv1.AcceptedAtAnnotation])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(accepted).To(BeTemporally("<", pausedAt.Add(time.Second)), "%s was placed %v after the pause",
+			call.Name, accepted.Sub(pausedAt))
+	}
+
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/resume", o.key, nil).body["status"]).To(Equal("running"))
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", before))
+
+	r = do(t, "POST", "/v1/campaigns/"+id+"/cancel", o.key, nil)
+	g.Expect(r.body["status"]).To(Equal("canceled"))
+	var final *switchboardv1.Campaign
+	g.Eventually(func() int64 {
+		final = getCampaign(t, o.ns, id)
+		return final.Status.Done
+	}, 30*time.Second, 200*time.Millisecond).Should(Equal(int64(len(contacts))))
+	g.Expect(final.Status.State).To(Equal(switchboardv1.CampaignCanceled))
+	calls := placed()
+	g.Expect(final.Status.Outcomes["canceled"]).To(Equal(int64(len(contacts) - calls)))
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/resume", o.key, nil).status).To(Equal(http.StatusConflict))
+	g.Consistently(placed, time.Second, 200*time.Millisecond).Should(Equal(calls))
+}
