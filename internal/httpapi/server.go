@@ -44,7 +44,7 @@ type Config struct {
 	PageBytes int
 	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
 	Stopper *calls.Stopper
-	// Campaigns is the campaign operations (/v1/campaigns); nil serves none.
+	// Campaigns is the campaign operations (/v1/campaigns).
 	Campaigns *campaigns.Service
 	// Idempotency runs a create-call request once per Idempotency-Key.
 	Idempotency *idempotency.Keys
@@ -98,9 +98,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/{callID}/stop", a.stopCall)
 		})
 		r.Get("/concurrency", a.getConcurrency)
-		if cfg.Campaigns != nil {
-			r.Route("/campaigns", a.campaignRoutes)
-		}
+		r.Route("/campaigns", a.campaignRoutes)
 		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
 	// The hosted service's SDK paths, under the same keys (compat.go).
