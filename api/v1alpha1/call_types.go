@@ -59,7 +59,7 @@ var unconnectedReasons = map[Disposition]string{
 func (d Disposition) UnconnectedReason() string { return unconnectedReasons[d] }
 
 // CallSource says where a call came from.
-// +kubebuilder:validation:Enum=api;kubectl;dashboard
+// +kubebuilder:validation:Enum=api;kubectl;dashboard;campaign
 type CallSource string
 
 const (
@@ -69,6 +69,9 @@ const (
 	SourceKubectl CallSource = "kubectl"
 	// SourceDashboard: placed from the dashboard's form.
 	SourceDashboard CallSource = "dashboard"
+	// SourceCampaign: placed by a Campaign; its metadata carries
+	// campaign_id.
+	SourceCampaign CallSource = "campaign"
 )
 
 // Annotations the REST API puts on the record of a call it refused (a

@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
@@ -81,6 +82,9 @@ type Options struct {
 	AuthFailures authlimit.Options
 	// Reconcilers false runs only the REST API (a benchmark, say).
 	Reconcilers bool
+	// CampaignStatusInterval is how often a running campaign's counters
+	// are written (controllers.DefaultCampaignStatusInterval when zero).
+	CampaignStatusInterval time.Duration
 	// MaxConcurrentCalls bounds concurrent Call reconciles.
 	MaxConcurrentCalls int
 	// Webhooks configures event delivery.
@@ -383,10 +387,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, err
 	}
 	reads := opts.Reads.withDefaults()
+	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
+		Dialer: dialer, Quota: admission}
+	if opts.Reconcilers {
+		if err := setupCampaigns(mgr, placer, book, admission, opts); err != nil {
+			return nil, err
+		}
+	}
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
-			Dialer: dialer, Quota: admission},
+		Placer: placer,
+		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
 		Endpoints: &endpoints.Service{Directory: dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Quota: admission, DeliveryLog: opts.History, Wake: wakeDeliveries, Sender: sender, Policy: policy,

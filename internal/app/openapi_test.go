@@ -201,6 +201,33 @@ func TestOpenAPIContract(t *testing.T) {
 		get("/v1/calls?limit=1001", false, 422)
 	})
 
+	t.Run("campaigns", func(t *testing.T) {
+		c, g := &contract{t: t, v: v}, NewWithT(t)
+		send := func(method, path string, body any, valid bool, want ...int) response {
+			return c.do(exchange{method: method, path: path, key: o.key, body: body, valid: valid, want: want})
+		}
+		created := send("POST", "/v1/campaigns", map[string]any{"agent_id": o.agentID, "name": "Contract",
+			"contacts":       []any{map[string]any{"to_number": "+14155551240", "variables": ada}},
+			"calling_window": map[string]any{"start": "00:00", "end": "24:00"}, "pacing": map[string]any{"calls_per_second": 1},
+			"redial": map[string]any{"busy": map[string]any{"attempts": 2, "min_gap_seconds": 60}}}, true, 201)
+		id := created.body["campaign_id"].(string)
+		send("GET", "/v1/campaigns/"+id, nil, true, 200)
+		send("GET", "/v1/campaigns", nil, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/pause", nil, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/cancel", nil, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/resume", nil, true, 409)
+		g.Eventually(func() any { return send("GET", "/v1/campaigns/"+id, nil, true, 200).body["completed_at"] },
+			10*time.Second, 100*time.Millisecond).ShouldNot(BeNil())
+		send("GET", "/v1/campaigns/"+id, nil, true, 200)
+		send("GET", "/v1/campaigns/"+id+"/calls", nil, true, 200)
+		send("GET", "/v1/campaigns/campaign-none", nil, true, 404)
+		send("POST", "/v1/campaigns", map[string]any{"agent_id": o.agentID,
+			"contacts": []any{map[string]any{"to_number": "+14155551240", "timezone": "Nowhere/Land"}}}, true, 422)
+		send("POST", "/v1/campaigns", map[string]any{"agent_id": o.agentID}, false, 422)
+		send("POST", "/v1/campaigns", map[string]any{"agent_id": "7f2c1e9a-0000-4000-8000-000000000000",
+			"contacts": []any{map[string]any{"to_number": "+14155551240"}}}, true, 404)
+	})
+
 	t.Run("stop", func(t *testing.T) {
 		c, g := &contract{t: t, v: v}, NewWithT(t)
 		stop := func(id string, valid bool, want ...int) response {

@@ -28,7 +28,7 @@ var (
 		string(switchboardv1.DispositionUnreachable), string(switchboardv1.DispositionInvalidNumber),
 		string(switchboardv1.DispositionCarrierFailure)}
 	Sources = []string{string(switchboardv1.SourceAPI), string(switchboardv1.SourceDashboard),
-		string(switchboardv1.SourceKubectl)}
+		string(switchboardv1.SourceKubectl), string(switchboardv1.SourceCampaign)}
 )
 
 // ErrNotFound: no call by that id in the organization, live or archived.
@@ -253,6 +253,8 @@ func fieldsMatch(c *switchboardv1.Call, q history.CallQuery) bool {
 	case q.ToNumber != "" && c.Spec.ToNumber != q.ToNumber:
 		return false
 	case q.Source != "" && string(c.Spec.Source) != q.Source:
+		return false
+	case q.Campaign != "" && c.Labels[switchboardv1.CampaignLabel] != q.Campaign:
 		return false
 	}
 	return true

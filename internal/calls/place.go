@@ -42,6 +42,8 @@ type Request struct {
 	RawVars    json.RawMessage // as sent, compacted; nil when absent
 	Metadata   json.RawMessage // as sent, compacted; nil when absent
 	Source     switchboardv1.CallSource
+	// Labels go on the Call (a campaign's name, so its calls can be found).
+	Labels map[string]string
 }
 
 // Placed is a call that was queued.
@@ -203,7 +205,7 @@ func createFailed(msg string, err error) *Unavailable {
 
 func newCall(ns, id string, req Request) *switchboardv1.Call {
 	call := &switchboardv1.Call{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: callid.ResourceName(id), Labels: req.Labels,
 			Annotations: map[string]string{switchboardv1.AcceptedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}},
 		Spec: switchboardv1.CallSpec{
 			AgentID:    req.AgentID,

@@ -21,8 +21,8 @@ import (
 const upsertCall = `
 INSERT INTO calls (namespace, call_id, created_at, status, disposition, agent_id,
                    to_number, source, ended_at, resource_version, object, updated_at,
-                   recording_stored_at, duration_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                   recording_stored_at, duration_ms, campaign)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ON CONFLICT (namespace, call_id) DO UPDATE SET
     created_at = excluded.created_at,
     status = excluded.status,
@@ -35,7 +35,8 @@ ON CONFLICT (namespace, call_id) DO UPDATE SET
     object = excluded.object,
     updated_at = excluded.updated_at,
     recording_stored_at = excluded.recording_stored_at,
-    duration_ms = excluded.duration_ms
+    duration_ms = excluded.duration_ms,
+    campaign = excluded.campaign
 WHERE excluded.resource_version >= calls.resource_version`
 
 const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
@@ -66,6 +67,7 @@ type record struct {
 	updatedAt                 int64
 	recordingStoredAt         *int64
 	durationMS                *int64
+	campaign                  string
 }
 
 func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
@@ -99,6 +101,7 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 		object:          string(object),
 		updatedAt:       now.UnixNano(),
 		durationMS:      c.Status.DurationMS,
+		campaign:        c.Labels[switchboardv1.CampaignLabel],
 	}
 	if c.Status.EndedAt != nil {
 		ended := c.Status.EndedAt.UnixNano()
@@ -114,7 +117,7 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 // args are r's values in upsertCall's order.
 func (r record) args() []any {
 	return []any{r.namespace, r.callID, r.createdAt, r.status, r.disposition, r.agentID,
-		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt, r.durationMS}
+		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt, r.durationMS, r.campaign}
 }
 
 // callLog implements the call half of Store over either database.
@@ -225,6 +228,7 @@ func listQuery(namespace string, q CallQuery) (string, []any) {
 	p.equal("agent_id", strings.ToLower(q.AgentID))
 	p.equal("to_number", q.ToNumber)
 	p.equal("source", q.Source)
+	p.equal("campaign", q.Campaign)
 	if !q.CreatedAfter.IsZero() {
 		p.add("created_at > " + p.param(unixNanoClamped(q.CreatedAfter)))
 	}

@@ -62,6 +62,8 @@ type Store interface {
 	Dials
 	// Transcripts keeps each connected call's transcript.
 	Transcripts
+	// Contacts keeps the contacts of campaigns.
+	Contacts
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -74,7 +76,8 @@ type CallQuery struct {
 	Disposition string
 	AgentID     string // compared in lower case
 	ToNumber    string // E.164, exact
-	Source      string // api, kubectl
+	Source      string // api, kubectl, dashboard, campaign
+	Campaign    string // the campaign that placed it
 	// CreatedAfter and CreatedBefore bound CreatedAt (exclusive).
 	CreatedAfter, CreatedBefore time.Time
 	// After is the key of the last call of the previous page.

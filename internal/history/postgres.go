@@ -25,6 +25,7 @@ type postgresStore struct {
 	idempotencyLog
 	dialLog
 	transcriptLog
+	contactLog
 }
 
 func openPostgres(ctx context.Context, dsn string) (Store, error) {
@@ -34,7 +35,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	}
 	s := &postgresStore{pool: pool}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: postgresIndexes}, idempotencyLog{db: s}
-	s.dialLog, s.transcriptLog = dialLog{db: s}, transcriptLog{db: s}
+	s.dialLog, s.transcriptLog, s.contactLog = dialLog{db: s}, transcriptLog{db: s}, contactLog{db: s, indexes: postgresContactIndexes}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history: opening postgres: %w", err)

@@ -36,6 +36,7 @@ type sqliteStore struct {
 	idempotencyLog
 	dialLog
 	transcriptLog
+	contactLog
 }
 
 // openSQLite opens (creating it, and its folder, if needed) the database at
@@ -44,7 +45,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	const pragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
 	s := &sqliteStore{}
 	s.callLog, s.deliveryLog, s.idempotencyLog = callLog{db: s}, deliveryLog{db: s, indexes: sqliteIndexes}, idempotencyLog{db: s}
-	s.dialLog, s.transcriptLog = dialLog{db: s}, transcriptLog{db: s}
+	s.dialLog, s.transcriptLog, s.contactLog = dialLog{db: s}, transcriptLog{db: s}, contactLog{db: s, indexes: sqliteContactIndexes}
 	if path == ":memory:" {
 		// Every connection to :memory: is a database of its own, so one
 		// connection serves reads and writes alike.

@@ -173,7 +173,7 @@ var undocumentedPrefixes = []string{"/v2/", "/v3/", "/recordings/", "/healthz", 
 
 // chiParams maps the router's parameter names to the document's (the
 // API's public names).
-var chiParams = map[string]string{"callID": "call_id", "endpointID": "id", "deliveryID": "delivery_id"}
+var chiParams = map[string]string{"callID": "call_id", "endpointID": "id", "deliveryID": "delivery_id", "campaignID": "campaign_id"}
 
 var chiParam = regexp.MustCompile(`\{([^}:]+)(:[^}]*)?\}`)
 
@@ -260,6 +260,7 @@ var samplePathValues = map[string]string{
 	"call_id":     "call_4a35433fba4ee9a8dde28705f8a6f374",
 	"id":          "we_8ae376b9238d40ae846c9214bc6c076c",
 	"delivery_id": "dlv_dbbc1225034483e274a05f3247835f55",
+	"campaign_id": "campaign-4a35433fba4ee9a8dde28705f8a6f374",
 }
 
 // TestOpenAPISecurityMatchesRouter sends every documented operation

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
@@ -43,6 +44,8 @@ type Config struct {
 	PageBytes int
 	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
 	Stopper *calls.Stopper
+	// Campaigns is the campaign operations (/v1/campaigns).
+	Campaigns *campaigns.Service
 	// Idempotency runs a create-call request once per Idempotency-Key.
 	Idempotency *idempotency.Keys
 	// Endpoints is the webhook-endpoint and delivery-log operations.
@@ -96,6 +99,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/{callID}/stop", a.stopCall)
 		})
 		r.Get("/concurrency", a.getConcurrency)
+		r.Route("/campaigns", a.campaignRoutes)
 		r.Route("/webhook-endpoints", a.webhookRoutes)
 	})
 	// The hosted service's SDK paths, under the same keys (compat.go).

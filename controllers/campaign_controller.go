@@ -1,0 +1,272 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/campaigns"
+	"github.com/switchboard-dev/switchboard/internal/history"
+)
+
+// CampaignContactsFinalizer keeps a Campaign until its contacts are
+// deleted from the history store.
+const CampaignContactsFinalizer = "switchboard.dev/campaign-contacts"
+
+// DefaultCampaignStatusInterval is how often a running campaign's counters
+// are written: a status write every few seconds per campaign, whatever
+// its calls per second.
+const DefaultCampaignStatusInterval = 5 * time.Second
+
+// CampaignReconciler keeps each Campaign's state and counters; the dialing
+// itself is campaigns.Runner's. It imports contacts declared in the
+// resource, cancels, and deletes the contacts of a deleted campaign.
+type CampaignReconciler struct {
+	client.Client
+	Contacts history.Contacts
+	Events   events.EventRecorder
+	Clock    clock.PassiveClock
+	// StatusInterval: DefaultCampaignStatusInterval when zero.
+	StatusInterval time.Duration
+	// Changed, when set, is told of every change of state (events,
+	// metrics).
+	Changed func(c *switchboardv1.Campaign, from switchboardv1.CampaignState)
+}
+
+// +kubebuilder:rbac:groups=switchboard.dev,resources=campaigns,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=switchboard.dev,resources=campaigns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=switchboard.dev,resources=campaigns/finalizers,verbs=update
+
+// Reconcile brings the campaign's state and counters up to date, and comes
+// back while it runs.
+func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var c switchboardv1.Campaign
+	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.reconcileDelete(ctx, &c)
+	}
+	if !controllerutil.ContainsFinalizer(&c, CampaignContactsFinalizer) {
+		controllerutil.AddFinalizer(&c, CampaignContactsFinalizer)
+		if err := r.Update(ctx, &c); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	status := newWholeStatusPatcher(r.Client, &c)
+	from := c.Status.State
+	if err := r.reconcileContacts(ctx, &c); err != nil {
+		return reconcile.Result{}, err
+	}
+	next, err := r.reconcileState(ctx, &c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	c.Status.ObservedGeneration = c.Generation
+	if _, err := status.patch(ctx, &c); err != nil {
+		return reconcile.Result{}, err
+	}
+	if c.Status.State != from {
+		r.changed(&c, from)
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// reconcileContacts copies the contacts declared in the resource to the
+// store, once.
+func (r *CampaignReconciler) reconcileContacts(ctx context.Context, c *switchboardv1.Campaign) error {
+	if c.Status.ContactsImported || len(c.Spec.Contacts) == 0 {
+		return nil
+	}
+	in := make([]campaigns.ContactInput, len(c.Spec.Contacts))
+	for i, sc := range c.Spec.Contacts {
+		in[i] = campaigns.ContactInput{ToNumber: sc.ToNumber, Timezone: sc.Timezone}
+		if sc.Variables != nil {
+			in[i].Variables = json.RawMessage(sc.Variables.Raw)
+		}
+	}
+	now := r.Clock.Now()
+	prepared, invalid := campaigns.Prepare(in, "", 0, now)
+	if len(invalid) > 0 {
+		v := invalid[0]
+		r.setReady(c, metav1.ConditionFalse, ReasonInvalidContacts,
+			fmt.Sprintf("spec.contacts[%d].%s: %s (%d contacts refused)", v.Index, v.Field, v.Msg, len(invalid)))
+		return reconcile.TerminalError(fmt.Errorf("campaign %s/%s has invalid contacts", c.Namespace, c.Name))
+	}
+	if _, err := r.Contacts.AddContacts(ctx, c.Namespace, c.Name, prepared.Contacts, now); err != nil {
+		return err
+	}
+	c.Status.ContactsImported = true
+	return nil
+}
+
+// ReasonInvalidContacts: spec.contacts holds a contact that cannot be
+// called (a bad number, an unknown time zone).
+const ReasonInvalidContacts = "InvalidContacts"
+
+// reconcileState counts the contacts and moves the campaign along:
+// scheduled until its start, running, paused, and finally completed or
+// canceled. It returns when to look again.
+func (r *CampaignReconciler) reconcileState(ctx context.Context, c *switchboardv1.Campaign) (time.Duration, error) {
+	now := r.Clock.Now()
+	if c.Spec.Canceled && c.Status.State != switchboardv1.CampaignCanceled {
+		if _, err := r.Contacts.CancelContacts(ctx, c.Namespace, c.Name, now); err != nil {
+			return 0, err
+		}
+	}
+	counts, err := r.Contacts.CountContacts(ctx, c.Namespace, c.Name, now)
+	if err != nil {
+		return 0, err
+	}
+	setCounters(&c.Status, counts)
+	c.Status.State = stateOf(c, now)
+	switch c.Status.State {
+	case switchboardv1.CampaignRunning:
+		if c.Status.StartedAt == nil {
+			c.Status.StartedAt = &metav1.Time{Time: now}
+		}
+	case switchboardv1.CampaignCompleted, switchboardv1.CampaignCanceled:
+		if c.Status.CompletedAt == nil {
+			c.Status.CompletedAt = &metav1.Time{Time: now}
+		}
+	}
+	r.setReady(c, metav1.ConditionTrue, string(c.Status.State), stateMessage(c))
+	return r.requeue(c, now), nil
+}
+
+// stateOf is the campaign's state from its spec and counters.
+func stateOf(c *switchboardv1.Campaign, now time.Time) switchboardv1.CampaignState {
+	s := c.Status
+	finished := s.Pending == 0 && s.Dialing == 0
+	switch {
+	case s.State == switchboardv1.CampaignCompleted || s.State == switchboardv1.CampaignCanceled:
+		return s.State
+	case c.Spec.Canceled:
+		return switchboardv1.CampaignCanceled
+	case finished && (len(c.Spec.Contacts) == 0 || s.ContactsImported):
+		return switchboardv1.CampaignCompleted
+	case c.Spec.Paused:
+		return switchboardv1.CampaignPaused
+	case c.Spec.CallingWindow.StartAt != nil && now.Before(c.Spec.CallingWindow.StartAt.Time):
+		return switchboardv1.CampaignScheduled
+	}
+	return switchboardv1.CampaignRunning
+}
+
+// requeue is when to count again: every StatusInterval while calls may be
+// in flight, at the start time of a scheduled campaign, never once ended.
+func (r *CampaignReconciler) requeue(c *switchboardv1.Campaign, now time.Time) time.Duration {
+	interval := r.StatusInterval
+	if interval <= 0 {
+		interval = DefaultCampaignStatusInterval
+	}
+	switch c.Status.State {
+	case switchboardv1.CampaignScheduled:
+		return min(c.Spec.CallingWindow.StartAt.Sub(now), time.Hour)
+	case switchboardv1.CampaignCompleted:
+		return 0
+	case switchboardv1.CampaignCanceled:
+		if c.Status.Dialing == 0 {
+			return 0
+		}
+	}
+	return interval
+}
+
+func setCounters(s *switchboardv1.CampaignStatus, counts history.ContactCounts) {
+	s.Total = counts.Total()
+	s.Pending = counts.ByState[history.ContactPending]
+	s.Dialing = counts.ByState[history.ContactDialing]
+	s.Done = counts.ByState[history.ContactDone] + counts.ByState[history.ContactSkipped] +
+		counts.ByState[history.ContactCanceled]
+	s.Skipped = counts.ByState[history.ContactSkipped]
+	s.Answered = counts.ByOutcome[string(switchboardv1.DispositionAnswered)]
+	s.Waiting = counts.Waiting
+	s.NextDueAt = nil
+	if !counts.NextDue.IsZero() {
+		s.NextDueAt = &metav1.Time{Time: counts.NextDue}
+	}
+	s.Outcomes = nil
+	if len(counts.ByOutcome) > 0 {
+		s.Outcomes = counts.ByOutcome
+	}
+}
+
+func stateMessage(c *switchboardv1.Campaign) string {
+	s := c.Status
+	msg := fmt.Sprintf("%d of %d contacts done, %d answered, %d dialing", s.Done, s.Total, s.Answered, s.Dialing)
+	if s.Waiting > 0 && s.NextDueAt != nil {
+		msg += fmt.Sprintf(", %d waiting for their calling window or redial until %s", s.Waiting,
+			s.NextDueAt.UTC().Format(time.RFC3339))
+	}
+	return msg + "."
+}
+
+func (r *CampaignReconciler) setReady(c *switchboardv1.Campaign, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: switchboardv1.ReadyCondition,
+		Status: status, Reason: reasonOf(reason), Message: msg, ObservedGeneration: c.Generation})
+}
+
+// reasonOf turns a state (running) into a condition reason (Running).
+func reasonOf(s string) string {
+	if s == "" {
+		return "Unknown"
+	}
+	if s[0] >= 'a' && s[0] <= 'z' {
+		return string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}
+
+func (r *CampaignReconciler) changed(c *switchboardv1.Campaign, from switchboardv1.CampaignState) {
+	if r.Events != nil {
+		r.Events.Eventf(c, nil, "Normal", reasonOf(string(c.Status.State)), "Campaign",
+			"Campaign %s (was %s): %s", c.Status.State, orNone(string(from)), stateMessage(c))
+	}
+	if r.Changed != nil {
+		r.Changed(c, from)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "new"
+	}
+	return s
+}
+
+// reconcileDelete deletes the campaign's contacts, then lets it go. Its
+// calls are ordinary calls and stay.
+func (r *CampaignReconciler) reconcileDelete(ctx context.Context, c *switchboardv1.Campaign) error {
+	if !controllerutil.ContainsFinalizer(c, CampaignContactsFinalizer) {
+		return nil
+	}
+	if _, err := r.Contacts.DeleteContacts(ctx, c.Namespace, c.Name); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(c, CampaignContactsFinalizer)
+	return r.Update(ctx, c)
+}
+
+// SetupWithManager registers the reconciler. Status writes do not bring it
+// back (GenerationChangedPredicate); time does (RequeueAfter).
+func (r *CampaignReconciler) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&switchboardv1.Campaign{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}))).
+		Named("campaign").
+		Complete(r)
+}

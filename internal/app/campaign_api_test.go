@@ -1,0 +1,220 @@
+package app_test
+
+// The campaigns REST API as a customer backend uses it: a CSV upload that
+// runs to its end, its calls listed, the bad inputs refused in the spec's
+// shapes, an Idempotency-Key, pause, resume, an edit of pacing, cancel.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// uploadCampaign posts a multipart campaign with csv as its contacts file.
+func uploadCampaign(t *testing.T, o *org, csv string, fields map[string]string, header http.Header) response {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("agent_id", o.agentID)
+	for k, v := range fields {
+		_ = mw.WriteField(k, v)
+	}
+	fw, err := mw.CreateFormFile("contacts", "contacts.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte(csv))
+	_ = mw.Close()
+	h := http.Header{"Content-Type": {mw.FormDataContentType()}}
+	for k, v := range header {
+		h[k] = v
+	}
+	return sendWithHeader(t, operator.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key, body.Bytes(), h)
+}
+
+const openAllDay = `{"start":"00:00","end":"24:00"}`
+
+func TestCampaignFromCSV(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	csv := "to_number,timezone,customer_name\n" +
+		"+12125550100,,Ada\n" +
+		"+12125550101,America/Chicago,Grace\n" +
+		"+12125550100,,Ada again\n" + // a duplicate
+		"+13105550001,,Busy Bee\n" +
+		"(212) 555-0123,,Without a country code\n"
+	r := uploadCampaign(t, o, csv, map[string]string{"name": "Reminders", "calling_window": openAllDay,
+		"pacing": `{"calls_per_second": 50, "max_concurrent": 5}`,
+		"redial": `{"busy": {"attempts": 2, "min_gap_seconds": 0}}`}, nil)
+	g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+	g.Expect(r.body).To(HaveKeyWithValue("contacts", BeNumerically("==", 4)))
+	g.Expect(r.body).To(HaveKeyWithValue("duplicates", BeNumerically("==", 1)))
+	g.Expect(r.body).To(HaveKeyWithValue("status", "scheduled"))
+	id := r.body["campaign_id"].(string)
+
+	var got map[string]any
+	g.Eventually(func() any {
+		got = do(t, "GET", "/v1/campaigns/"+id, o.key, nil).body
+		return got["status"]
+	}, time.Minute, 100*time.Millisecond).Should(Equal("completed"))
+	g.Expect(got["contacts"]).To(HaveKeyWithValue("done", BeNumerically("==", 4)))
+	g.Expect(got["contacts"]).To(HaveKeyWithValue("answered", BeNumerically("==", 3)))
+	g.Expect(got["outcomes"]).To(Equal(map[string]any{"answered": 3.0, "busy": 1.0}))
+
+	list := do(t, "GET", "/v1/campaigns/"+id+"/calls?limit=100", o.key, nil)
+	g.Expect(list.status).To(Equal(http.StatusOK))
+	calls := list.body["data"].([]any)
+	g.Expect(calls).To(HaveLen(5), "four contacts, the busy one twice")
+	for _, c := range calls {
+		call := c.(map[string]any)
+		g.Expect(call["source"]).To(Equal("campaign"))
+		g.Expect(call["metadata"]).To(HaveKeyWithValue("campaign_id", id))
+	}
+	busy := do(t, "GET", "/v1/campaigns/"+id+"/calls?disposition=busy", o.key, nil)
+	g.Expect(busy.body["data"]).To(HaveLen(2))
+	g.Expect(do(t, "GET", "/v1/campaigns", o.key, nil).body["data"]).To(HaveLen(1))
+	g.Expect(do(t, "GET", "/v1/campaigns/campaign-nope/calls", o.key, nil).status).To(Equal(http.StatusNotFound))
+}
+
+func TestCampaignBadInput(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	var rows strings.Builder
+	rows.WriteString("to_number,customer_name\n")
+	for i := range 10 {
+		number := fmt.Sprintf("+1212555%04d", 100+i)
+		if i == 5 {
+			number = "+1 555 not a number" // line 7: the header is line 1
+		}
+		rows.WriteString(number + ",Ada\n")
+	}
+	r := uploadCampaign(t, o, rows.String(), nil, nil)
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity), string(r.raw))
+	item := r.body["detail"].([]any)[0].(map[string]any)
+	g.Expect(item["loc"]).To(Equal([]any{"body", "contacts", "line 7", "to_number"}))
+	g.Expect(item["msg"]).To(HavePrefix("line 7: "))
+
+	r = uploadCampaign(t, o, "phone,customer_name\n+12125550100,Ada\n", nil, nil)
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(string(r.raw)).To(ContainSubstring("no to_number column"))
+
+	r = uploadCampaign(t, o, "to_number,timezone\n+12125550100,Mars/Olympus\n", nil, nil)
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(string(r.raw)).To(ContainSubstring(`unknown time zone \"Mars/Olympus\"`))
+
+	big := strings.Repeat("+12125550100,Ada\n", 50<<20/17)
+	r = uploadCampaign(t, o, "to_number,customer_name\n"+big, nil, nil)
+	g.Expect(r.status).To(Equal(http.StatusRequestEntityTooLarge))
+	g.Expect(r.body["detail"]).To(ContainSubstring("limit"))
+
+	inline := make([]map[string]any, 1001)
+	for i := range inline {
+		inline[i] = map[string]any{"to_number": fmt.Sprintf("+1212555%04d", i)}
+	}
+	r = do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": o.agentID, "contacts": inline})
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(string(r.raw)).To(ContainSubstring("as a CSV file"))
+
+	r = do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": "00000000-0000-0000-0000-000000000000",
+		"contacts": []any{map[string]any{"to_number": "+12125550100"}}})
+	g.Expect(r.status).To(Equal(http.StatusNotFound))
+	g.Expect(detail(t, r)["error_code"]).To(Equal("agent_not_found"))
+
+	r = do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": o.agentID,
+		"contacts":       []any{map[string]any{"to_number": "+12125550100"}},
+		"calling_window": map[string]any{"start": "21:00", "end": "08:00"}, "pacing": map[string]any{"max_concurrent": 0}})
+	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(r.body["detail"]).To(HaveLen(2))
+
+	var campaigns switchboardv1.CampaignList
+	g.Expect(k8s.List(context.Background(), &campaigns, client.InNamespace(o.ns))).To(Succeed())
+	g.Expect(campaigns.Items).To(BeEmpty(), "a refused request created a campaign")
+}
+
+func TestCampaignIdempotentCreate(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	key := http.Header{"Idempotency-Key": {"import-" + randHex(4)}}
+	body := fmt.Sprintf(`{"agent_id":%q,"contacts":[{"to_number":"+12125550100","variables":{"customer_name":"Ada"}}],
+		"calling_window":`+openAllDay+`}`, o.agentID)
+	first := sendWithHeader(t, operator.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key, body, key)
+	g.Expect(first.status).To(Equal(http.StatusCreated), string(first.raw))
+	second := sendWithHeader(t, operator.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key, body, key)
+	g.Expect(second.status).To(Equal(http.StatusCreated))
+	g.Expect(second.header.Get("Idempotent-Replayed")).To(Equal("true"))
+	g.Expect(second.body["campaign_id"]).To(Equal(first.body["campaign_id"]))
+	other := sendWithHeader(t, operator.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key,
+		strings.Replace(body, "0100", "0101", 1), key)
+	g.Expect(other.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(detail(t, other)["error_code"]).To(Equal("idempotency_key_reused"))
+	var campaigns switchboardv1.CampaignList
+	g.Expect(k8s.List(context.Background(), &campaigns, client.InNamespace(o.ns))).To(Succeed())
+	g.Expect(campaigns.Items).To(HaveLen(1))
+}
+
+// An edit of pacing takes effect, a pause halts new dials within a
+// second, resume goes on, and cancel skips every contact not yet dialed.
+func TestCampaignPauseEditCancel(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	o := newOrg(t)
+	contacts := make([]map[string]any, 200)
+	for i := range contacts {
+		contacts[i] = map[string]any{"to_number": fmt.Sprintf("+1212556%04d", 100+i), "variables": map[string]any{"customer_name": "Ada"}}
+	}
+	r := do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": o.agentID, "contacts": contacts,
+		"calling_window": map[string]any{"start": "00:00", "end": "24:00"},
+		"pacing":         map[string]any{"calls_per_minute": 1, "max_concurrent": 5}})
+	g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+	id := r.body["campaign_id"].(string)
+	placed := func() int { return len(campaignCalls(t, o.ns, id)) }
+
+	// One call a minute: the first goes out, the next would take a minute.
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
+	c := getCampaign(t, o.ns, id)
+	edited := c.DeepCopy()
+	edited.Spec.Pacing.CallsPerMinute = 600
+	g.Expect(k8s.Patch(ctx, edited, client.MergeFrom(c))).To(Succeed())
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 10))
+
+	pausedAt := time.Now()
+	r = do(t, "POST", "/v1/campaigns/"+id+"/pause", o.key, nil)
+	g.Expect(r.status).To(Equal(http.StatusOK))
+	g.Expect(r.body["status"]).To(Equal("paused"))
+	g.Eventually(func() switchboardv1.CampaignState { return getCampaign(t, o.ns, id).Status.State },
+		10*time.Second, 100*time.Millisecond).Should(Equal(switchboardv1.CampaignPaused))
+	before := placed()
+	g.Consistently(placed, 2*time.Second, 200*time.Millisecond).Should(Equal(before))
+	for _, call := range campaignCalls(t, o.ns, id) {
+		accepted, err := time.Parse(time.RFC3339Nano, call.Annotations[switchboardv1.AcceptedAtAnnotation])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(accepted).To(BeTemporally("<", pausedAt.Add(time.Second)), "%s was placed %v after the pause",
+			call.Name, accepted.Sub(pausedAt))
+	}
+
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/resume", o.key, nil).body["status"]).To(Equal("running"))
+	g.Eventually(placed, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", before))
+
+	r = do(t, "POST", "/v1/campaigns/"+id+"/cancel", o.key, nil)
+	g.Expect(r.body["status"]).To(Equal("canceled"))
+	var final *switchboardv1.Campaign
+	g.Eventually(func() int64 {
+		final = getCampaign(t, o.ns, id)
+		return final.Status.Done
+	}, 30*time.Second, 200*time.Millisecond).Should(Equal(int64(len(contacts))))
+	g.Expect(final.Status.State).To(Equal(switchboardv1.CampaignCanceled))
+	calls := placed()
+	g.Expect(final.Status.Outcomes["canceled"]).To(Equal(int64(len(contacts) - calls)))
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/resume", o.key, nil).status).To(Equal(http.StatusConflict))
+	g.Consistently(placed, time.Second, 200*time.Millisecond).Should(Equal(calls))
+}

@@ -1,0 +1,168 @@
+package campaigns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/history"
+)
+
+// DuplicatesAnnotation on a Campaign counts the contacts its creation left
+// out because an earlier one had the same number.
+const DuplicatesAnnotation = "switchboard.dev/duplicate-contacts"
+
+// Service is the campaign operations the REST API, the dashboard and the
+// SDK path share: each handler decodes, calls one of these, renders.
+type Service struct {
+	// Client creates and changes Campaigns; Cache reads them, and Live
+	// when the cache has not seen one yet.
+	Client    client.Client
+	Cache     client.Reader
+	Live      client.Reader
+	Directory *directory.Directory
+	Contacts  history.Contacts
+	// Region reads numbers sent without "+".
+	Region string
+	Now    func() time.Time
+}
+
+// Errors of the operations.
+var (
+	// ErrNotFound: no campaign of that id in the organization.
+	ErrNotFound = errors.New("campaign not found")
+	// ErrEnded: the campaign is completed or canceled.
+	ErrEnded = errors.New("campaign has ended")
+)
+
+type (
+	// AgentUnknown: no agent of that id in the organization.
+	AgentUnknown struct{ AgentID string }
+	// InvalidContacts: some contacts cannot be called; nothing was created.
+	InvalidContacts struct{ Items []Invalid }
+)
+
+func (e *AgentUnknown) Error() string { return "No agent " + e.AgentID + " in this organization." }
+func (e *InvalidContacts) Error() string {
+	return fmt.Sprintf("%d contacts are invalid, the first at %s", len(e.Items), e.Items[0].Where())
+}
+
+// Created is a campaign created.
+type Created struct {
+	Campaign *switchboardv1.Campaign
+	// Contacts is how many contacts it holds; Duplicates how many were
+	// left out as repeats.
+	Contacts, Duplicates int
+}
+
+// Create creates campaign id of namespace with spec and contacts: the
+// contacts go to the history store first, then the resource, so the
+// runner never sees a campaign without its contacts. Both steps are
+// idempotent: a request repeated with the same id (an Idempotency-Key)
+// finds what the first one created.
+func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.CampaignSpec,
+	contacts []ContactInput) (*Created, error) {
+	if _, err := s.Directory.Agent(ctx, ns, directory.NormalizeAgentID(spec.AgentID)); err != nil {
+		if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
+			return nil, &AgentUnknown{AgentID: spec.AgentID}
+		}
+		return nil, err
+	}
+	now := s.Now()
+	prepared, invalid := Prepare(contacts, s.Region, 0, now)
+	if len(invalid) > 0 {
+		return nil, &InvalidContacts{Items: invalid}
+	}
+	if _, err := s.Contacts.AddContacts(ctx, ns, id, prepared.Contacts, now); err != nil {
+		return nil, err
+	}
+	c := &switchboardv1.Campaign{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id,
+		Annotations: map[string]string{DuplicatesAnnotation: fmt.Sprint(prepared.Duplicates)}}, Spec: spec}
+	err := s.Client.Create(ctx, c)
+	if apierrors.IsAlreadyExists(err) {
+		err = s.Live.Get(ctx, client.ObjectKeyFromObject(c), c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Created{Campaign: c, Contacts: len(prepared.Contacts), Duplicates: prepared.Duplicates}, nil
+}
+
+// Get returns campaign id of namespace.
+func (s *Service) Get(ctx context.Context, ns, id string) (*switchboardv1.Campaign, error) {
+	var c switchboardv1.Campaign
+	err := s.Cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
+	if apierrors.IsNotFound(err) {
+		// Created a moment ago and not in the cache yet: one live read.
+		err = s.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, ErrNotFound
+	}
+	return &c, err
+}
+
+// List returns the campaigns of namespace, newest first.
+func (s *Service) List(ctx context.Context, ns string) ([]switchboardv1.Campaign, error) {
+	var list switchboardv1.CampaignList
+	if err := s.Cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	items := list.Items
+	for i := 1; i < len(items); i++ { // insertion sort: a namespace holds few
+		for j := i; j > 0 && items[j-1].CreationTimestamp.Before(&items[j].CreationTimestamp); j-- {
+			items[j-1], items[j] = items[j], items[j-1]
+		}
+	}
+	return items, nil
+}
+
+// Action is a change of a campaign's course.
+type Action string
+
+// The actions of POST /v1/campaigns/{id}/pause|resume|cancel.
+const (
+	Pause  Action = "pause"
+	Resume Action = "resume"
+	Cancel Action = "cancel"
+)
+
+// Do applies action to campaign id: a patch of its spec, which the runner
+// sees at its next tick. Pausing or resuming an ended campaign is ErrEnded;
+// canceling one is a no-op.
+func (s *Service) Do(ctx context.Context, ns, id string, action Action) (*switchboardv1.Campaign, error) {
+	c, err := s.Get(ctx, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	ended := c.Spec.Canceled || c.Status.State == switchboardv1.CampaignCompleted
+	if ended && action == Cancel {
+		return c, nil
+	}
+	if ended {
+		return nil, ErrEnded
+	}
+	before := c.DeepCopy()
+	switch action {
+	case Pause:
+		c.Spec.Paused = true
+	case Resume:
+		c.Spec.Paused = false
+	case Cancel:
+		c.Spec.Canceled = true
+	}
+	if err := s.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return c, nil
+}
