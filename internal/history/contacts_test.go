@@ -12,9 +12,12 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
-// undoCampaignContacts takes a database back to before the contacts' migration.
-const undoCampaignContacts = "DROP INDEX calls_by_campaign; ALTER TABLE calls DROP COLUMN campaign; " +
-	"DROP TABLE campaign_contacts; DELETE FROM schema_migrations WHERE version = 8"
+// undoMigrationsAfter7 takes a database back to before the contacts' migration
+// and the transcripts' (migrations 9 and 8).
+const undoMigrationsAfter7 = "DROP INDEX calls_by_campaign; ALTER TABLE calls DROP COLUMN campaign; " +
+	"DROP TABLE campaign_contacts; DELETE FROM schema_migrations WHERE version = 9; " +
+	// and the transcripts' before it.
+	"DROP TABLE transcripts; DELETE FROM schema_migrations WHERE version = 8"
 
 func contactsOf(n int, due time.Time) []history.Contact {
 	cs := make([]history.Contact, n)
