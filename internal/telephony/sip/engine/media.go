@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	voice "github.com/switchboard-dev/switchboard/internal/telephony/media"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 const (
@@ -41,6 +45,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	}
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
+	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
 	var wg sync.WaitGroup
 	wg.Go(func() { m.play(w, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
@@ -146,6 +151,31 @@ type callMedia struct {
 	// 0 before any), to tell when a machine's greeting ended.
 	voiceThreshold int
 	lastVoiceAt    atomic.Int64
+
+	answeredAt time.Time
+	// ear cuts the callee's audio into utterances, on listen's goroutine;
+	// heard is how many samples it was given, the last of which ended at
+	// heardEnd.
+	ear      *voice.Segmenter
+	heard    int64
+	heardEnd time.Time
+	// bargeable is the playback the callee's speech stops (nil: none).
+	bargeable atomic.Pointer[playback]
+	// listening is set while a gather listens to speech: speech events go
+	// to speech then (dropped when it is full).
+	listening atomic.Bool
+	speech    chan speechEvent
+	// recognizer is the call's (nil: gathers take keys only).
+	recognizer       speech.Recognizer
+	recognizeTimeout time.Duration
+}
+
+// speechEvent is the callee starting to speak, or an utterance they ended.
+type speechEvent struct {
+	started bool
+	// pcm is the utterance, which started at start and ended at end.
+	pcm        []int16
+	start, end time.Time
 }
 
 type keyPress struct {
@@ -170,12 +200,74 @@ func newCallMedia(rec *audio.Recorder, eventPT uint8, answeredAt time.Time, p *a
 		writerGone: make(chan struct{}),
 		eventPT:    eventPT,
 		keys:       make(chan keyPress, 64),
+		answeredAt: answeredAt,
+		speech:     make(chan speechEvent, 16),
 	}
 	if p != nil {
 		m.voiceThreshold = p.SilenceThreshold
 		m.detector = newAMDFeed(*p, answeredAt)
 	}
 	return m
+}
+
+// listenWith sets up voice activity detection on the callee's audio, and
+// the recognizer of their utterances.
+func (m *callMedia) listenWith(cfg voice.VADConfig, r speech.Recognizer, timeout time.Duration) {
+	m.ear = voice.NewSegmenter(cfg, m.onSpeech)
+	m.recognizer, m.recognizeTimeout = r, timeout
+}
+
+// hear gives the callee's audio, which started at t, to the ear.
+func (m *callMedia) hear(pcm []int16, t time.Time) {
+	if m.ear == nil {
+		return
+	}
+	m.heard += int64(len(pcm))
+	m.heardEnd = t.Add(samplesDuration(len(pcm)))
+	m.ear.Write(pcm)
+}
+
+// onSpeech handles the ear's events: the start of speech stops a playback
+// that allows barge-in, and is, with the utterances, for a gather that
+// listens.
+func (m *callMedia) onSpeech(ev voice.Event) {
+	var se speechEvent
+	switch ev {
+	case voice.SpeechStarted:
+		if p := m.bargeable.Load(); p != nil {
+			p.cut.Store(true)
+		}
+		se.started = true
+	case voice.UtteranceEnded:
+		u := m.ear.Utterance()
+		se.start, se.end = m.heardAt(u.Start), m.heardAt(u.End)
+		if m.listening.Load() {
+			se.pcm = slices.Clone(u.PCM)
+		}
+	}
+	if !m.listening.Load() {
+		return
+	}
+	select {
+	case m.speech <- se:
+	default:
+	}
+}
+
+// heardAt is when the sample at position pos of the ear's stream started.
+func (m *callMedia) heardAt(pos int64) time.Time {
+	return m.heardEnd.Add(-samplesDuration(int(m.heard - pos)))
+}
+
+// dropSpeech forgets the speech events so far.
+func (m *callMedia) dropSpeech() {
+	for {
+		select {
+		case <-m.speech:
+		default:
+			return
+		}
+	}
 }
 
 // play sends the queued playbacks, and silence between them, paced by the
@@ -254,6 +346,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
+		m.hear(pcm, started)
 		if m.detector != nil {
 			if loud(pcm, m.voiceThreshold) {
 				m.lastVoiceAt.Store(now.UnixNano())

@@ -116,7 +116,8 @@ func TestGatherInput(t *testing.T) {
 				}
 			}
 			var res Result
-			in.record(&res)
+			a := answer{keys: in}
+			new(callMedia).record(&res, tc.g, a, tc.g.decide(a, time.Now()))
 			if used != tc.used || res.Digits["f"] != tc.digits || len(res.Events) != 1 || res.Events[0].Text != tc.event {
 				t.Errorf("took %d keys, digits %v, events %+v: want %d keys, %q, %q", used, res.Digits, res.Events, tc.used, tc.digits, tc.event)
 			}
