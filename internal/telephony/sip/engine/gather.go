@@ -142,9 +142,12 @@ func (m *callMedia) attempt(callCtx context.Context, prompt []int16, g Gather, l
 	if !ok {
 		return answer{}, false
 	}
-	// Let the writer finish (or cut) the prompt before the next step.
+	// Let the writer finish (or cut, unless it must be heard to the end)
+	// the prompt before the next step.
 	if p != nil {
-		p.cut.Store(true)
+		if !g.NoBargeIn {
+			p.cut.Store(true)
+		}
 		select {
 		case <-p.done:
 		case <-callCtx.Done():
