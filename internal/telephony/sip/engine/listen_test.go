@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony/media"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
@@ -335,4 +337,80 @@ func TestBargeInStopsThePrompt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkReplyLatency measures, on one call to baresip, the time from
+// the end of the callee's speech to the agent's next audio, in the
+// recording: the callee says "yes" every 1.5 s and each answer sends the
+// script back to its question. With the scripted recognizer (no cost)
+// this is the voice activity detector's hangover (the silence that tells
+// the end of speech from a pause) plus the engine's own share; a real
+// recognizer's time adds to it. Run with -benchtime=1x: one
+// iteration is the whole call.
+func BenchmarkReplyLatency(b *testing.B) {
+	const answers = 20
+	ms := time.Millisecond
+	script := []Step{{ID: "ask", Text: "Again?", Audio: tone(300 * ms), Gather: &Gather{Field: "again", Speech: true,
+		Timeout: 5 * time.Second, Choices: []Choice{{Value: "yes", Next: "ask"}}}}}
+	var voice []int16
+	var f tts.Flite
+	yes, err := f.Speak(context.Background(), "yes")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range answers {
+		at := (time.Second + time.Duration(i)*1500*ms).Seconds() * sampleRate
+		voice = append(voice, make([]int16, int(at)-len(voice))...)
+		voice = append(voice, yes...)
+	}
+	voice = append(voice, make([]int16, sampleRate)...)
+	r := &scriptedRecognizer{lengths: map[string]int{"yes": len(yes)}}
+	for range answers {
+		r.texts = append(r.texts, "yes")
+	}
+	for b.Loop() {
+		e := newEngine(b, EngineConfig{})
+		bs := siptest.StartBaresip(b, "+14155550123", voice)
+		rec := filepath.Join(b.TempDir(), "call.wav")
+		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+		res, err := e.Place(ctx, Trunk{Address: "sip:" + bs.Addr}, CallSpec{From: "+14155550100", To: "+14155550123",
+			Script: script, Recognizer: r, RecordPath: rec, MaxDuration: 40 * time.Second})
+		cancel()
+		if err != nil || !res.Answered {
+			b.Fatalf("Place: %v %+v", err, res)
+		}
+		lat := replyLatencies(b, rec, res)
+		if len(lat) < answers-1 {
+			b.Fatalf("%d replies to %d answers", len(lat), answers)
+		}
+		slices.Sort(lat)
+		hangover := media.DefaultVADConfig().Hangover
+		b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50_reply_ms")
+		b.ReportMetric(float64(lat[len(lat)*95/100].Milliseconds()), "p95_reply_ms")
+		b.ReportMetric(float64((lat[len(lat)*95/100] - hangover).Milliseconds()), "p95_engine_ms")
+	}
+}
+
+// replyLatencies are the times from the end of each of the callee's
+// utterances (its End: the end of speech as the detector placed it in the
+// recording) to the agent's next audio in the recording.
+func replyLatencies(b *testing.B, rec string, res Result) []time.Duration {
+	left, _ := readRecording(b, rec)
+	agent := voicedFrames(left)
+	var out []time.Duration
+	for _, e := range res.Events {
+		if e.Speaker != SpeakerCallee || e.End == 0 {
+			continue
+		}
+		for j := int(e.End / (20 * time.Millisecond)); j < len(agent); j++ {
+			if agent[j] {
+				out = append(out, frameTime(j)-e.End)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		b.Fatal("no reply found in the recording")
+	}
+	return out
 }
