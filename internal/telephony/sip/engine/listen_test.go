@@ -414,3 +414,31 @@ func replyLatencies(b *testing.B, rec string, res Result) []time.Duration {
 	}
 	return out
 }
+
+// A say step with barge-in stops when the callee starts speaking, and the
+// script goes on; one without it (the default) plays to its end.
+func TestBargeInOnASayStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bargeIn bool
+	}{{"barge-in", true}, {"default", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := []Step{
+				{Text: "A long announcement.", Audio: tone(4 * time.Second), BargeIn: tc.bargeIn},
+				{Text: "After.", Audio: tone(300 * time.Millisecond)},
+			}
+			res, _, _ := listeningCall(t, script, 7*time.Second, said{at: time.Second, text: "hello?"})
+			assertEvents(t, res, []wantEvent{{speaker: SpeakerAgent, text: "A long announcement."}, {speaker: SpeakerAgent, text: "After."}})
+			if len(res.Events) != 2 {
+				return
+			}
+			after := res.Events[1].At.Sub(res.AnsweredAt)
+			if tc.bargeIn && after > 3*time.Second {
+				t.Errorf("the next step started at %s, want the announcement cut when the callee spoke (about 1.3 s)", after)
+			}
+			if !tc.bargeIn && after < 4*time.Second {
+				t.Errorf("the next step started at %s, want the announcement played to its end (4 s)", after)
+			}
+		})
+	}
+}
