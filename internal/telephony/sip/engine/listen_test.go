@@ -442,3 +442,51 @@ func TestBargeInOnASayStep(t *testing.T) {
 		})
 	}
 }
+
+// countingRecognizer recognizes nothing and counts the utterances it got.
+type countingRecognizer struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *countingRecognizer) Name() string { return "counting" }
+
+func (r *countingRecognizer) Recognize(context.Context, []int16, []string) (speech.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	return speech.Result{}, nil
+}
+
+// A line of steady noise, with a burst in it, is no answer: the steady
+// noise is not speech at all, the burst is an utterance in which nothing
+// is recognized, and the gather ends with noInput.
+func TestSpeechNoiseIsNoAnswer(t *testing.T) {
+	noise := make([]int16, 8*sampleRate)
+	seed := uint32(1)
+	for i := range noise {
+		seed = seed*1664525 + 1013904223 // a fixed pseudo-random sequence
+		amp := 1200
+		if i >= 2*sampleRate && i < 2*sampleRate+sampleRate/2 {
+			amp = 12000 // the burst, 2 s to 2.5 s
+		}
+		noise[i] = int16(int(seed>>16)%(2*amp+1) - amp)
+	}
+	r := &countingRecognizer{}
+	e := newEngine(t, EngineConfig{})
+	b := startBaresip(t, noise)
+	res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{Recognizer: r, Script: []Step{
+		{Text: "Shall we?", Audio: tone(300 * time.Millisecond), Gather: &Gather{Field: "confirmed", Speech: true,
+			Capture: CaptureYesNo, Timeout: 3 * time.Second, NoInput: &Retry{Next: "bye"}}},
+		{Text: "never said"},
+		{ID: "bye", Text: "Goodbye."},
+	}})
+	assertEvents(t, res, []wantEvent{
+		{speaker: SpeakerAgent, text: "Shall we?"},
+		{speaker: SpeakerCallee, text: "(no answer)", branch: BranchNoInput, next: "bye"},
+		{speaker: SpeakerAgent, text: "Goodbye."},
+	})
+	if r.n != 1 {
+		t.Errorf("the recognizer got %d utterances, want the burst alone", r.n)
+	}
+}
