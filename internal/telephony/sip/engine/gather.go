@@ -69,7 +69,8 @@ func (m *callMedia) gather(callCtx context.Context, s Step, res *Result) (string
 		if retry != nil && *tries < retry.Retries {
 			*tries++
 			m.record(res, g, a, d)
-			prompt, text := retry.Audio, retry.Text
+			text := retry.Text
+			prompt = retry.Audio
 			if prompt == nil {
 				prompt, text = s.Audio, s.Text
 			}
@@ -164,67 +165,95 @@ func (m *callMedia) attempt(callCtx context.Context, prompt []int16, g Gather, l
 // listening to speech; an utterance in which nothing was recognized (a
 // cough, noise) is no answer.
 func (m *callMedia) collect(callCtx context.Context, p *playback, g Gather, listen bool) (answer, bool) {
-	timeout := cmp.Or(g.Timeout, defaultGatherTimeout)
+	c := &collector{m: m, p: p, g: g, in: &input{g: g}, timeout: cmp.Or(g.Timeout, defaultGatherTimeout)}
 	promptDone := closedChan
 	if p != nil {
 		promptDone = p.done
 	}
-	var heard chan speechEvent
 	if listen {
-		heard = m.speech
+		c.heard = m.speech
 	}
-	timer := time.NewTimer(timeout)
-	timer.Stop()
-	defer timer.Stop()
-	in := &input{g: g}
-	timing, talking := false, false
+	c.timer = time.NewTimer(c.timeout)
+	c.timer.Stop()
+	defer c.timer.Stop()
 	for {
 		select {
 		case <-callCtx.Done():
 			return answer{}, false
 		case <-promptDone:
-			promptDone, timing = nil, true
-			if !talking {
-				timer.Reset(timeout)
+			promptDone, c.timing = nil, true
+			if !c.talking {
+				c.timer.Reset(c.timeout)
 			}
 		case k := <-m.keys:
-			if g.NoKeys {
-				continue
+			if c.key(k) {
+				return answer{keys: c.in}, true
 			}
-			if in.pressed.Len() == 0 && p != nil && !g.NoBargeIn {
-				p.cut.Store(true) // barge-in
+		case ev := <-c.heard:
+			if a, done, ok := c.speech(callCtx, ev); done || !ok {
+				return a, ok
 			}
-			heard, talking = nil, false
-			if in.press(k) {
-				return answer{keys: in}, true
-			}
-			if timing {
-				timer.Reset(timeout)
-			}
-		case ev := <-heard:
-			if ev.started {
-				talking = true
-				timer.Stop()
-				continue
-			}
-			talking = false
-			u, ok := m.recognize(callCtx, ev, g)
-			if !ok {
-				return answer{}, false
-			}
-			if u.text != "" || u.err != nil {
-				return answer{said: &u}, true
-			}
-			if timing {
-				timer.Reset(timeout)
-			}
-		case <-timer.C:
-			if in.pressed.Len() > 0 {
-				return answer{keys: in}, true
+		case <-c.timer.C:
+			if c.in.pressed.Len() > 0 {
+				return answer{keys: c.in}, true
 			}
 			return answer{}, true
 		}
 	}
+}
+
+// collector is the state of one collect.
+type collector struct {
+	m  *callMedia
+	p  *playback
+	g  Gather
+	in *input
+	// heard is the speech events, nil when not listening (any more).
+	heard   chan speechEvent
+	timer   *time.Timer
+	timeout time.Duration
+	// timing: the prompt ended; talking: the callee is speaking.
+	timing, talking bool
+}
+
+// key takes a key and reports whether the input is complete.
+func (c *collector) key(k keyPress) bool {
+	if c.g.NoKeys {
+		return false
+	}
+	if c.in.pressed.Len() == 0 && c.p != nil && !c.g.NoBargeIn {
+		c.p.cut.Store(true) // barge-in
+	}
+	c.heard, c.talking = nil, false
+	if c.in.press(k) {
+		return true
+	}
+	if c.timing {
+		c.timer.Reset(c.timeout)
+	}
+	return false
+}
+
+// speech takes a speech event: done with the answer when an utterance
+// was recognized; false when callCtx ended first.
+func (c *collector) speech(callCtx context.Context, ev speechEvent) (a answer, done, ok bool) {
+	if ev.started {
+		c.talking = true
+		c.timer.Stop()
+		return answer{}, false, true
+	}
+	c.talking = false
+	u, ok := c.m.recognize(callCtx, ev, c.g)
+	if !ok {
+		return answer{}, true, false
+	}
+	if u.text != "" || u.err != nil {
+		return answer{said: &u}, true, true
+	}
+	if c.timing {
+		c.timer.Reset(c.timeout)
+	}
+	return answer{}, false, true
 }
 
 // recognize turns an utterance into text; false when callCtx ended first.

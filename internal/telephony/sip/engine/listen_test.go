@@ -243,14 +243,14 @@ func TestSpeechRepromptsOnSilenceAndNonsense(t *testing.T) {
 	script := []Step{
 		{Text: "How many of you will come?", Audio: tone(500 * ms), Gather: &Gather{Field: "party_size", Speech: true,
 			Capture: CaptureNumber, Timeout: 1500 * ms,
-			NoInput: &Retry{Text: "Are you there?", Audio: tone(500 * ms), Retries: 1},
+			NoInput: &Retry{Text: "Are you there?", Audio: tone(900 * ms), Retries: 1},
 			NoMatch: &Retry{Text: "Sorry, how many?", Audio: tone(500 * ms), Retries: 1}}},
 		{Text: "Thank you.", Audio: tone(300 * ms)},
 	}
 	// Nominally: the question 0-0.5 s, no answer until 2 s, "Are you
-	// there?" to 2.5 s; the nonsense from 3 s, its end noticed about 0.4 s
+	// there?" to 2.9 s; the nonsense from 3 s, its end noticed about 0.4 s
 	// after it, "Sorry, how many?" for 0.5 s; the number from 6 s.
-	res, r, _ := listeningCall(t, script, 9*time.Second,
+	res, r, rec := listeningCall(t, script, 9*time.Second,
 		said{at: 3 * time.Second, text: "purple banana"}, said{at: 6 * time.Second, text: "four people"})
 	assertEvents(t, res, []wantEvent{
 		{speaker: SpeakerAgent, text: "How many of you will come?"},
@@ -263,6 +263,26 @@ func TestSpeechRepromptsOnSilenceAndNonsense(t *testing.T) {
 	})
 	if res.Digits["party_size"] != "4" {
 		t.Errorf("party_size %q, want 4", res.Digits["party_size"])
+	}
+	// The agent said the question, each retry's own prompt, and the
+	// thanks: four stretches of audio of their lengths.
+	left, _ := readRecording(t, rec)
+	var said []time.Duration
+	run := 0
+	for _, v := range append(voicedFrames(left), false) {
+		if v {
+			run++
+		} else if run > 0 {
+			said, run = append(said, frameTime(run)), 0
+		}
+	}
+	want := []time.Duration{500 * ms, 900 * ms, 500 * ms, 300 * ms}
+	ok := len(said) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = near(said[i], want[i], 60*ms)
+	}
+	if !ok {
+		t.Errorf("the agent's audio lasted %v, want %v", said, want)
 	}
 	if len(r.hints) > 0 && r.hints[0] != nil {
 		t.Errorf("hints %q for a number: want open recognition", r.hints)

@@ -66,12 +66,29 @@ func (g *Gather) validate(ids map[string]bool) []error {
 	default:
 		errs = append(errs, fmt.Errorf("gather capture type %q: want number, digits, date, time, yes_no or text", g.Capture))
 	}
+	errs = append(errs, g.validateKeys()...)
+	for _, n := range g.nexts() {
+		if n != "" && !ids[n] {
+			errs = append(errs, fmt.Errorf("gather goes to step %q, which the script does not have", n))
+		}
+	}
+	return errs
+}
+
+// validateKeys reports what in g's settings of keyed input cannot work.
+func (g *Gather) validateKeys() []error {
+	var errs []error
 	if g.NumDigits < 0 || g.Timeout < 0 {
 		errs = append(errs, errors.New("gather numDigits and timeout must not be negative"))
 	}
 	if g.FinishOnKey != "" && (len(g.FinishOnKey) != 1 || !strings.Contains("0123456789*#", g.FinishOnKey)) {
 		errs = append(errs, fmt.Errorf("gather finish key %q: want one of 0-9, * and #", g.FinishOnKey))
 	}
+	return errs
+}
+
+// nexts are the step IDs g may go to ("" for none).
+func (g *Gather) nexts() []string {
 	nexts := []string{g.Next}
 	for _, r := range []*Retry{g.NoInput, g.NoMatch} {
 		if r != nil {
@@ -81,12 +98,7 @@ func (g *Gather) validate(ids map[string]bool) []error {
 	for _, c := range g.Choices {
 		nexts = append(nexts, c.Next)
 	}
-	for _, n := range nexts {
-		if n != "" && !ids[n] {
-			errs = append(errs, fmt.Errorf("gather goes to step %q, which the script does not have", n))
-		}
-	}
-	return errs
+	return nexts
 }
 
 // run runs the answered call: AMD, then the voicemail or the script. It
