@@ -97,6 +97,14 @@ func (s *Segmenter) Write(pcm []int16) {
 	s.npend = copy(s.pending[:], pcm)
 }
 
+// Flush ends the utterance in progress, if any, as at the end of speech:
+// for the end of the stream (the callee hung up while speaking).
+func (s *Segmenter) Flush() {
+	if s.speaking {
+		s.end(false)
+	}
+}
+
 // Pos is the stream position after the last whole frame written.
 func (s *Segmenter) Pos() int64 { return s.pos }
 

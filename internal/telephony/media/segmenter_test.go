@@ -135,6 +135,26 @@ func TestSegmenterCutsAtEndOfSpeech(t *testing.T) {
 	}
 }
 
+// The end of the stream ends the utterance in progress.
+func TestSegmenterFlush(t *testing.T) {
+	var got []Utterance
+	var s *Segmenter
+	s = NewSegmenter(VADConfig{}, func(ev Event) {
+		if ev == UtteranceEnded {
+			got = append(got, s.Utterance())
+		}
+	})
+	s.Flush() // nothing in progress: nothing
+	s.Write(concat(silence(time.Second), tone(500*time.Millisecond, 3000), silence(100*time.Millisecond)))
+	if len(got) != 0 {
+		t.Fatalf("%d utterances before the end of speech", len(got))
+	}
+	s.Flush()
+	if len(got) != 1 || !near(at(got[0].End), 1500*time.Millisecond, 40*time.Millisecond) {
+		t.Errorf("flushed %+v, want the utterance up to its last voice at 1.5 s", got)
+	}
+}
+
 // A callee who talks for two hours without a long pause costs one
 // utterance's memory: the speech is handed over in utterances of at most
 // MaxUtterance, and writing does not allocate.

@@ -436,7 +436,9 @@ func replyLatencies(b *testing.B, rec string, res Result) []time.Duration {
 }
 
 // A say step with barge-in stops when the callee starts speaking, and the
-// script goes on; one without it (the default) plays to its end.
+// script goes on; one without it (the default) plays to its end. Either
+// way what the callee said outside a gather is in the transcript, placed
+// in the recording.
 func TestBargeInOnASayStep(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -447,12 +449,19 @@ func TestBargeInOnASayStep(t *testing.T) {
 				{Text: "A long announcement.", Audio: tone(4 * time.Second), BargeIn: tc.bargeIn},
 				{Text: "After.", Audio: tone(300 * time.Millisecond)},
 			}
-			res, _, _ := listeningCall(t, script, 7*time.Second, said{at: time.Second, text: "hello?"})
-			assertEvents(t, res, []wantEvent{{speaker: SpeakerAgent, text: "A long announcement."}, {speaker: SpeakerAgent, text: "After."}})
-			if len(res.Events) != 2 {
+			res, r, _ := listeningCall(t, script, 7*time.Second, said{at: time.Second, text: "hello?"})
+			assertEvents(t, res, []wantEvent{{speaker: SpeakerAgent, text: "A long announcement."},
+				{speaker: SpeakerCallee, text: "hello?"}, {speaker: SpeakerAgent, text: "After."}})
+			if len(res.Events) != 3 {
 				return
 			}
-			after := res.Events[1].At.Sub(res.AnsweredAt)
+			if u := res.Events[1]; u.Recognizer != "scripted" || !near(u.Start, time.Second, 300*time.Millisecond) || u.End <= u.Start {
+				t.Errorf("utterance %+v: want the recognizer's, placed at about 1 s", u)
+			}
+			if len(r.hints) != 1 || r.hints[0] != nil {
+				t.Errorf("hints %q: want open recognition outside a gather", r.hints)
+			}
+			after := res.Events[2].At.Sub(res.AnsweredAt)
 			if tc.bargeIn && after > 3*time.Second {
 				t.Errorf("the next step started at %s, want the announcement cut when the callee spoke (about 1.3 s)", after)
 			}

@@ -46,6 +46,9 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
 	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
+	tctx, cancelTranscripts := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTranscripts()
+	t := startTranscriber(tctx, m)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.play(w, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
@@ -66,6 +69,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
+	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	recErr := m.rec.Close()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
@@ -165,9 +169,12 @@ type callMedia struct {
 	// to speech then (dropped when it is full).
 	listening atomic.Bool
 	speech    chan speechEvent
-	// recognizer is the call's (nil: gathers take keys only).
+	// recognizer is the call's (nil: gathers take keys only, and the
+	// callee's speech is not transcribed).
 	recognizer       speech.Recognizer
 	recognizeTimeout time.Duration
+	// transcribe takes the utterances no gather listens to (nil: none).
+	transcribe *transcriber
 }
 
 // speechEvent is the callee starting to speak, or an utterance they ended.
@@ -229,8 +236,9 @@ func (m *callMedia) hear(pcm []int16, t time.Time) {
 
 // onSpeech handles the ear's events: the start of speech stops a playback
 // that allows barge-in, and is, with the utterances, for a gather that
-// listens.
+// listens; the utterances no gather listens to go to the transcriber.
 func (m *callMedia) onSpeech(ev voice.Event) {
+	listening := m.listening.Load()
 	var se speechEvent
 	switch ev {
 	case voice.SpeechStarted:
@@ -239,18 +247,29 @@ func (m *callMedia) onSpeech(ev voice.Event) {
 		}
 		se.started = true
 	case voice.UtteranceEnded:
+		if !listening && m.transcribe == nil {
+			return
+		}
 		u := m.ear.Utterance()
-		se.start, se.end = m.heardAt(u.Start), m.heardAt(u.End)
-		if m.listening.Load() {
-			se.pcm = slices.Clone(u.PCM)
+		se.start, se.end, se.pcm = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM)
+		if !listening {
+			m.transcribe.offer(se)
+			return
 		}
 	}
-	if !m.listening.Load() {
+	if !listening {
 		return
 	}
 	select {
 	case m.speech <- se:
 	default:
+	}
+}
+
+// flushEar ends the utterance in progress when the callee's audio ends.
+func (m *callMedia) flushEar() {
+	if m.ear != nil {
+		m.ear.Flush()
 	}
 }
 
@@ -317,6 +336,7 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 // feeds the detector and notes when they last spoke, until the media
 // closes.
 func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
+	defer m.flushEar()
 	buf := make([]byte, media.RTPBufSize)
 	pcm := make([]int16, 0, frameSamples)
 	var dtmf dtmfDecoder
