@@ -261,6 +261,22 @@ spec:
 			want: []string{"speech input needs choices or a capture type"},
 		},
 		{
+			name: "agent-duplicate-choices", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-duplicate-choices
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather:
+      choices:
+      - {value: "yes", phrases: ["yeah"]}
+      - {value: "yes", phrases: ["sure"]}
+`,
+			want: []string{"spec.script[0].gather.choices[1]", "Duplicate value"},
+		},
+		{
 			name: "agent-capture-unknown", obj: &switchboardv1.Agent{},
 			manifest: `apiVersion: switchboard.dev/v1alpha1
 kind: Agent
