@@ -368,7 +368,7 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		m.rec.Add(audio.CalleeChannel, pcm, started)
 		m.hear(pcm, started)
 		if m.detector != nil {
-			if loud(pcm, m.voiceThreshold) {
+			if voice.Energy(pcm) >= m.voiceThreshold {
 				m.lastVoiceAt.Store(now.UnixNano())
 			}
 			m.detector.feed(pcm, started)
@@ -453,21 +453,4 @@ func decode(pcm []int16, pt uint8, payload []byte) []int16 {
 		pcm = append(pcm, f(b))
 	}
 	return pcm
-}
-
-// loud reports whether a frame is voice rather than silence: its mean
-// absolute amplitude reaches threshold.
-func loud(pcm []int16, threshold int) bool {
-	var sum int
-	for _, s := range pcm {
-		sum += abs(int(s))
-	}
-	return sum >= threshold*len(pcm)
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
