@@ -125,6 +125,11 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'CallAttempts' -benchtime $(SIP_BENCH_ATTEMPTS)x -count 1 -timeout 30m
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-listen
+bench-listen: ## Benchmark voice activity detection per frame and end of speech to the agent's reply on a call to baresip.
+	go test ./internal/telephony/media/ -run '^$$' -bench 'Segmenter' -count 1
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ReplyLatency' -benchtime 1x -count 1 -timeout 10m
+
 WRITES_BENCH_CALLS ?= 300
 
 .PHONY: bench-writes

@@ -159,6 +159,138 @@ spec:
 			want: []string{"a gather step's field must be one of extractedData"},
 		},
 		{
+			name: "agent-gather-without-answer", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-gather-without-answer
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather:
+      prompt: What would you like?
+`,
+			want: []string{"a gather needs choices, a capture type or a field"},
+		},
+		{
+			name: "agent-next-names-nothing", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-next-names-nothing
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - id: ask
+    gather:
+      prompt: Shall we book it?
+      choices:
+      - value: "yes"
+        next: book
+      - value: "no"
+`,
+			want: []string{"a choice's next must name a script step's id"},
+		},
+		{
+			name: "agent-no-input-next-names-nothing", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-no-input-next-names-nothing
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather:
+      capture: number
+      noInput: {next: goodbye}
+  - id: good-bye
+    say: Goodbye.
+`,
+			want: []string{"a gather's next (or its noMatch's or noInput's) must name a script step's id"},
+		},
+		{
+			name: "agent-choice-field-unknown", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-choice-field-unknown
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+  script:
+  - gather:
+      field: slot
+      choices:
+      - {value: morning}
+      - {value: afternoon}
+`,
+			want: []string{"a gather step's field must be one of extractedData"},
+		},
+		{
+			name: "agent-duplicate-step-ids", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-duplicate-step-ids
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - {id: hello, say: Hello.}
+  - {id: hello, say: Hello again.}
+`,
+			want: []string{"script step ids must be unique"},
+		},
+		{
+			name: "agent-speech-without-choices", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-speech-without-choices
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: pin
+    type: string
+  script:
+  - gather:
+      field: pin
+      input: [speech]
+`,
+			want: []string{"speech input needs choices or a capture type"},
+		},
+		{
+			name: "agent-duplicate-choices", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-duplicate-choices
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather:
+      choices:
+      - {value: "yes", phrases: ["yeah"]}
+      - {value: "yes", phrases: ["sure"]}
+`,
+			want: []string{"spec.script[0].gather.choices[1]", "Duplicate value"},
+		},
+		{
+			name: "agent-capture-unknown", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-capture-unknown
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather:
+      capture: colour
+`,
+			want: []string{"spec.script[0].gather.capture", `"colour"`, "yes_no"},
+		},
+		{
 			name: "agent-leave-message-without-message", obj: &switchboardv1.Agent{},
 			manifest: `apiVersion: switchboard.dev/v1alpha1
 kind: Agent
@@ -263,6 +395,64 @@ func TestKubectlApplyRejectsInvalidWebhookEndpoints(t *testing.T) {
 			t.Errorf("%s: want an error containing %q, got %v", name, tc.want, res)
 		}
 	}
+}
+
+// A branching, listening script applies, with the defaults filled in.
+func TestKubectlApplyAcceptsBranchingAgent(t *testing.T) {
+	g := NewWithT(t)
+	kc := controlPlane.Kubectl(t)
+	ns := newOrganization(t)
+	res := kc.Apply(t, ns, `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: booking
+spec:
+  fromNumber: "+14155550100"
+  extractedData:
+  - name: confirmed
+    type: boolean
+  - name: party_size
+    type: number
+  script:
+  - id: disclaimer
+    bargeIn: false
+    say: This call may be recorded.
+  - id: confirm
+    gather:
+      field: confirmed
+      prompt: Shall we keep your booking?
+      choices:
+      - value: "yes"
+        phrases: ["yes", "yeah", "sure", "that's right"]
+        digits: "1"
+        next: size
+      - value: "no"
+        phrases: ["no", "cancel it"]
+        digits: "2"
+        next: goodbye
+      noMatch: {prompt: "Sorry, please say yes or no."}
+      noInput: {retries: 1, next: goodbye}
+  - id: size
+    gather:
+      field: party_size
+      capture: number
+      prompt: How many of you will come?
+      noMatch: {next: confirm}
+  - id: goodbye
+    say: Goodbye.
+`)
+	g.Expect(res.ExitCode).To(BeZero(), res.String())
+	var a switchboardv1.Agent
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "booking"}, &a)).To(Succeed())
+	g.Expect(a.Spec.Script).To(HaveLen(4))
+	g.Expect(*a.Spec.Script[0].BargeIn).To(BeFalse())
+	confirm := a.Spec.Script[1].Gather
+	g.Expect(confirm.Choices).To(HaveLen(2))
+	g.Expect(confirm.Choices[0].Next).To(Equal("size"))
+	// The API server filled the retry defaults.
+	g.Expect(*confirm.NoMatch.Retries).To(BeEquivalentTo(2))
+	g.Expect(*confirm.NoInput.Retries).To(BeEquivalentTo(1))
+	g.Expect(a.Spec.Script[2].Gather.Capture).To(Equal(switchboardv1.CaptureNumber))
 }
 
 func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {

@@ -36,7 +36,10 @@ type ExtractedDataField struct {
 
 // AgentSpec is a scripted voice agent that places outbound calls.
 // +kubebuilder:validation:XValidation:rule="!has(self.extractedData) || self.extractedData.all(f, self.extractedData.exists_one(g, g.name == f.name))",message="extractedData names must be unique"
-// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || (has(self.extractedData) && self.extractedData.exists(f, f.name == s.gather.field)))",message="a gather step's field must be one of extractedData"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || !has(s.gather.field) || (has(self.extractedData) && self.extractedData.exists(f, f.name == s.gather.field)))",message="a gather step's field must be one of extractedData"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.id) || self.script.exists_one(t, has(t.id) && t.id == s.id))",message="script step ids must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || ((!has(s.gather.next) || self.script.exists(t, has(t.id) && t.id == s.gather.next)) && (!has(s.gather.noMatch) || !has(s.gather.noMatch.next) || self.script.exists(t, has(t.id) && t.id == s.gather.noMatch.next)) && (!has(s.gather.noInput) || !has(s.gather.noInput.next) || self.script.exists(t, has(t.id) && t.id == s.gather.noInput.next))))",message="a gather's next (or its noMatch's or noInput's) must name a script step's id"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || !has(s.gather.choices) || s.gather.choices.all(c, !has(c.next) || self.script.exists(t, has(t.id) && t.id == c.next)))",message="a choice's next must name a script step's id"
 type AgentSpec struct {
 	// id pins the agent_id (a UUID) used by the REST API, for example to keep
 	// the same id across re-creation or a migration. Defaults to metadata.uid.
@@ -117,6 +120,23 @@ type AgentSpec struct {
 // gather or hangup.
 // +kubebuilder:validation:XValidation:rule="[has(self.say), has(self.play), has(self.gather), has(self.hangup)].filter(x, x).size() == 1",message="a script step has exactly one of say, play, gather, hangup"
 type ScriptStep struct {
+	// id names the step, so that a gather's choice, noMatch or noInput can
+	// go to it with next (jumping back is allowed: the call is still
+	// bounded by maxDurationSeconds).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`
+	ID string `json:"id,omitempty"`
+
+	// bargeIn lets the callee interrupt the step's audio: once they start
+	// speaking (or key a digit, in a gather) the agent stops talking
+	// within 300 ms. Defaults to true for a gather's prompt and false for
+	// say and play steps; set it to false for what must be heard to the
+	// end, such as a legal disclaimer.
+	// +optional
+	BargeIn *bool `json:"bargeIn,omitempty"`
+
 	// say speaks the text with text-to-speech. {{name}} placeholders are
 	// filled from the call's variables.
 	// +optional
@@ -129,8 +149,8 @@ type ScriptStep struct {
 	// +optional
 	Play *AudioSource `json:"play,omitempty"`
 
-	// gather collects DTMF digits into one of the agent's extractedData
-	// fields.
+	// gather asks a question and takes the callee's answer (keyed digits,
+	// a choice, or a typed value, spoken or keyed), and may branch.
 	// +optional
 	Gather *GatherStep `json:"gather,omitempty"`
 
@@ -160,21 +180,102 @@ type ConfigMapKeyReference struct {
 	Key string `json:"key"`
 }
 
-// GatherStep collects digits the callee keys in (RFC 4733 telephone-events).
+// GatherInput is a way the callee answers a gather.
+// +kubebuilder:validation:Enum=dtmf;speech
+type GatherInput string
+
+const (
+	// GatherDTMF takes keyed digits (RFC 4733 telephone-events).
+	GatherDTMF GatherInput = "dtmf"
+	// GatherSpeech listens to what the callee says (voice activity
+	// detection, then speech recognition).
+	GatherSpeech GatherInput = "speech"
+)
+
+// CaptureType is the kind of value a gather without choices takes.
+// +kubebuilder:validation:Enum=number;digits;date;time;yes_no;text
+type CaptureType string
+
+const (
+	// CaptureNumber: a number, keyed or spoken ("four", "twenty one", "4").
+	CaptureNumber CaptureType = "number"
+	// CaptureDigits: a string of digits, keyed or spoken one by one.
+	CaptureDigits CaptureType = "digits"
+	// CaptureDate: a date ("next Tuesday", "March 3rd"), kept as YYYY-MM-DD.
+	CaptureDate CaptureType = "date"
+	// CaptureTime: a time of day ("half past four", "16:30"), kept as HH:MM.
+	CaptureTime CaptureType = "time"
+	// CaptureYesNo: yes or no (spoken, or 1 for yes and 2 for no).
+	CaptureYesNo CaptureType = "yes_no"
+	// CaptureText: whatever the callee says, as recognized.
+	CaptureText CaptureType = "text"
+)
+
+// GatherStep asks the callee a question and takes their answer: keyed
+// digits, one of a list of choices (spoken or keyed), or a typed value.
+//
+// A gather with only field (and the digit settings) collects keyed digits
+// as it always did. With choices, or a capture type, it also listens to
+// speech by default, re-prompts on silence (noInput) and on an answer it
+// cannot use (noMatch), and may branch to another step.
+// +kubebuilder:validation:XValidation:rule="has(self.field) || has(self.choices) || has(self.capture)",message="a gather needs choices, a capture type or a field"
+// +kubebuilder:validation:XValidation:rule="!has(self.choices) || !has(self.capture)",message="a gather has choices or a capture type, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.input) || !self.input.exists(i, i == 'speech') || has(self.choices) || has(self.capture)",message="speech input needs choices or a capture type"
 type GatherStep struct {
-	// field is the extractedData field the digits go to: a string keeps
-	// them as keyed, a number parses them, a boolean takes 1 as true and
-	// 0 or 2 as false.
-	// +required
+	// field is the extractedData field the answer goes to: a string keeps
+	// it as given (the keyed digits, the choice's value, the captured
+	// value), a number parses it, a boolean takes 1, yes and true as true
+	// and 0, 2, no and false as false. Optional with choices or a capture
+	// type (the answer then only decides where the script goes).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	Field string `json:"field"`
+	Field string `json:"field,omitempty"`
 
 	// prompt is spoken (text-to-speech, {{name}} placeholders filled) before
-	// listening; keys pressed during it count.
+	// listening; keys pressed and speech started during it count.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Prompt string `json:"prompt,omitempty"`
+
+	// input is how the callee may answer. Defaults to [dtmf, speech] when
+	// the gather has choices or a capture type, and to [dtmf] otherwise.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	Input []GatherInput `json:"input,omitempty"`
+
+	// choices are the answers the gather accepts; the callee's answer
+	// selects one by its phrases (spoken) or its digits (keyed; when two
+	// choices have the same digits, the first wins). Values are unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=value
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Choices []GatherChoice `json:"choices,omitempty"`
+
+	// capture is the kind of value to take when there are no choices:
+	// number, digits, date, time, yes_no or free text.
+	// +optional
+	Capture CaptureType `json:"capture,omitempty"`
+
+	// noInput is what happens when the callee says and keys nothing.
+	// +optional
+	NoInput *GatherRetry `json:"noInput,omitempty"`
+
+	// noMatch is what happens when the answer is none of the choices, or
+	// not a value of the capture type.
+	// +optional
+	NoMatch *GatherRetry `json:"noMatch,omitempty"`
+
+	// next is the id of the step to go to after an answer (a choice
+	// without a next of its own, or a captured value). Without it the
+	// script goes on with the following step.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Next string `json:"next,omitempty"`
 
 	// numDigits stops gathering after that many digits. Without it,
 	// gathering stops at finishOnKey or the timeout.
@@ -189,13 +290,65 @@ type GatherStep struct {
 	// +kubebuilder:validation:Pattern=`^[0-9*#]?$`
 	FinishOnKey string `json:"finishOnKey,omitempty"`
 
-	// timeoutSeconds is how long to wait for the first digit after the
-	// prompt, and between digits. Defaults to 5.
+	// timeoutSeconds is how long to wait for the first digit or word after
+	// the prompt, and between digits. Defaults to 5.
 	// +optional
 	// +kubebuilder:default=5
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=60
 	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// GatherChoice is one answer a gather accepts.
+type GatherChoice struct {
+	// value is what the gather's field takes, and the transcript's branch,
+	// when this choice is selected.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Value string `json:"value"`
+
+	// phrases are what the callee may say for this choice ("yes", "yeah",
+	// "that's right"). The value itself always counts.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	Phrases []string `json:"phrases,omitempty"`
+
+	// digits keyed select this choice (for example 1).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9*]{1,8}$`
+	Digits string `json:"digits,omitempty"`
+
+	// next is the id of the step to go to when this choice is selected.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Next string `json:"next,omitempty"`
+}
+
+// GatherRetry says what to do when a gather got no answer, or none it can
+// use: say prompt and listen again, up to retries times, then go to next.
+type GatherRetry struct {
+	// prompt is spoken before listening again ({{name}} placeholders
+	// filled). Without it, the gather's own prompt is repeated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Prompt string `json:"prompt,omitempty"`
+
+	// retries is how many more times the gather listens. Defaults to 2.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Retries *int32 `json:"retries,omitempty"`
+
+	// next is the id of the step to go to once the retries are used up.
+	// Without it the script goes on with the following step.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Next string `json:"next,omitempty"`
 }
 
 // HangupStep ends the call (disconnection_reason agent_hangup).

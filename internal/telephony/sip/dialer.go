@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 // Placer places one call and blocks until it ended: the SIP engine.
@@ -71,6 +72,10 @@ type Config struct {
 	TrunkChanged      func(trunk types.NamespacedName)
 	TrunkChangedEvery time.Duration
 	Log               logr.Logger
+	// Recognizer chooses the recognizer of a call's speech (package
+	// speech: the embedded one, or the organization's server); nil, or a
+	// nil answer, leaves gathers that listen to keys alone.
+	Recognizer func(req telephony.Request) speech.Recognizer
 }
 
 // restartReason is the disconnection reason of a call cut off by an
@@ -267,6 +272,7 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 	} else {
 		spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
 		spec.RecordPath, spec.Stop = s.recordPath, s.stop
+		spec.Recognizer = d.recognizer(req)
 		s.mu.Lock()
 		s.script = spec.Script
 		s.mu.Unlock()
@@ -275,6 +281,16 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 	if d.claimed(s) && err == nil {
 		d.place(s, trunk, spec)
 	}
+}
+
+// recognizer is the one place that chooses the recognizer of a call's
+// speech input (gathers that listen): Config.Recognizer's choice for the
+// call's agent and organization, or none, when gathers take keys only.
+func (d *Dialer) recognizer(req telephony.Request) speech.Recognizer {
+	if d.cfg.Recognizer == nil {
+		return nil
+	}
+	return d.cfg.Recognizer(req)
 }
 
 // claimed waits for the Dial that answers for the rendered call, waking the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,6 +115,18 @@ func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent
 }
 
 func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
+	s, err := r.action(ctx, ns, st, vars)
+	s.ID = st.ID
+	if st.BargeIn != nil {
+		s.BargeIn = *st.BargeIn
+		if s.Gather != nil {
+			s.Gather.NoBargeIn = !*st.BargeIn
+		}
+	}
+	return s, err
+}
+
+func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
 	switch {
 	case st.Say != "":
 		return r.say(ctx, st.Say, vars)
@@ -122,20 +135,71 @@ func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.S
 		audio, err := r.audio(ctx, ns, ref)
 		return engine.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
 	case st.Gather != nil:
-		g := st.Gather
-		s := engine.Step{Gather: &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
-			Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second}}
-		if g.Prompt == "" {
-			return s, nil
-		}
-		said, err := r.say(ctx, g.Prompt, vars)
-		s.Text, s.Audio = said.Text, said.Audio
-		return s, err
+		return r.gather(ctx, st.Gather, vars)
 	case st.Hangup != nil:
 		return engine.Step{Hangup: true}, nil
 	}
 	return engine.Step{}, fmt.Errorf("empty step")
 }
+
+// gather renders a gather step: its prompts spoken, its input and choices
+// as the engine takes them.
+func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep, vars map[string]any) (engine.Step, error) {
+	eg := &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
+		Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second, Capture: string(g.Capture), Next: g.Next}
+	keys, speech := gatherInput(g)
+	eg.Speech, eg.NoKeys = speech, !keys
+	for _, c := range g.Choices {
+		eg.Choices = append(eg.Choices, engine.Choice{Value: c.Value, Phrases: c.Phrases, Digits: c.Digits, Next: c.Next})
+	}
+	var err error
+	if eg.NoInput, err = r.retry(ctx, g.NoInput, vars); err != nil {
+		return engine.Step{}, fmt.Errorf("noInput: %w", err)
+	}
+	if eg.NoMatch, err = r.retry(ctx, g.NoMatch, vars); err != nil {
+		return engine.Step{}, fmt.Errorf("noMatch: %w", err)
+	}
+	s := engine.Step{Gather: eg}
+	if g.Prompt == "" {
+		return s, nil
+	}
+	said, err := r.say(ctx, g.Prompt, vars)
+	s.Text, s.Audio = said.Text, said.Audio
+	return s, err
+}
+
+// gatherInput is how a gather takes its answer: keys, speech or both.
+// Without input set, a gather with choices or a capture type takes both,
+// one of keyed digits keys alone (as before there was speech).
+func gatherInput(g *switchboardv1.GatherStep) (keys, speech bool) {
+	if len(g.Input) == 0 {
+		return true, g.Choices != nil || g.Capture != ""
+	}
+	return slices.Contains(g.Input, switchboardv1.GatherDTMF), slices.Contains(g.Input, switchboardv1.GatherSpeech)
+}
+
+// retry renders a noInput or noMatch: its prompt spoken, its retries
+// (defaulted as the CRD does, for objects stored before the default).
+func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetry, vars map[string]any) (*engine.Retry, error) {
+	if rt == nil {
+		return nil, nil
+	}
+	out := &engine.Retry{Retries: defaultRetries, Next: rt.Next}
+	if rt.Retries != nil {
+		out.Retries = int(*rt.Retries)
+	}
+	if rt.Prompt != "" {
+		said, err := r.say(ctx, rt.Prompt, vars)
+		if err != nil {
+			return nil, err
+		}
+		out.Text, out.Audio = said.Text, said.Audio
+	}
+	return out, nil
+}
+
+// defaultRetries is a noInput's or noMatch's retries when unset.
+const defaultRetries = 2
 
 func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
 	filled := tts.Fill(text, vars)

@@ -761,3 +761,10 @@ func readCalleeChannel(path string) ([]int16, error) {
 	_, right, err := audio.DecodeStereo(f)
 	return right, err
 }
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

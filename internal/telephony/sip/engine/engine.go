@@ -16,6 +16,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/media"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -63,10 +65,15 @@ type CallSpec struct {
 	// call is cancelled (Outcome.Stopped), an answered one gets a BYE
 	// (HangupByAPI). Nil never stops.
 	Stop <-chan struct{}
+	// Recognizer turns the callee's utterances into text in gathers that
+	// listen to speech; nil leaves those gathers to keys alone.
+	Recognizer speech.Recognizer
 }
 
 // Step is one step of a script.
 type Step struct {
+	// ID names the step for a Gather's Next, Choice.Next and Retry.Next.
+	ID string
 	// Text is what the step says (say text, or gather prompt text), for the
 	// transcript; may be empty.
 	Text string
@@ -77,15 +84,43 @@ type Step struct {
 	Gather *Gather
 	// Hangup ends the call once the step's audio and gather are done.
 	Hangup bool
+	// BargeIn stops the audio of a step without Gather when the callee
+	// starts speaking (a Gather's prompt has its own NoBargeIn).
+	BargeIn bool
 }
 
-// Gather collects the callee's DTMF digits. The first key pressed stops
-// the step's audio (barge-in). It ends after NumDigits digits, at
-// FinishOnKey, or once Timeout passed without a key after the audio
-// ended and after the last key.
+// Gather takes the callee's answer: keys, and with Speech what they say.
+// The first key pressed, or the start of speech, stops the step's audio
+// (barge-in) unless NoBargeIn. Keys end after NumDigits digits, at
+// FinishOnKey, at a Choice's Digits, or once Timeout passed without a key
+// after the audio ended and after the last key; speech ends at the end of
+// the first utterance in which something was recognized.
+//
+// Without Choices and Capture (keyed digits) the digits are the answer.
+// Otherwise the answer must select a choice or parse as the Capture type:
+// no answer within Timeout runs NoInput, one that does not select or
+// parse runs NoMatch (each re-prompts up to its Retries, then goes on).
 type Gather struct {
-	// Field is the key in Result.Digits.
+	// Field is the key in Result.Digits; empty keeps the answer only in
+	// the transcript.
 	Field string
+	// Speech listens to the callee's speech too (with
+	// CallSpec.Recognizer); NoKeys ignores their keys.
+	Speech, NoKeys bool
+	// Choices are the answers accepted; nil takes a Capture, or digits.
+	Choices []Choice
+	// Capture is the type of value taken without Choices: one of the
+	// Capture constants, or "" for keyed digits as they are.
+	Capture string
+	// NoInput and NoMatch say what happens without an answer, or with
+	// one that is not a choice or a value of the Capture type; nil goes
+	// on at once.
+	NoInput, NoMatch *Retry
+	// Next is the ID of the step after an answer (a choice without its
+	// own Next, or a captured value); "" goes on in order.
+	Next string
+	// NoBargeIn plays the prompt to its end whatever the callee does.
+	NoBargeIn bool
 	// NumDigits stops the gather after that many digits; 0 waits for
 	// FinishOnKey or the timeout.
 	NumDigits int
@@ -96,6 +131,44 @@ type Gather struct {
 	// and between keys; 5 s when zero.
 	Timeout time.Duration
 }
+
+// Capture types of Gather.Capture.
+const (
+	CaptureNumber = "number"
+	CaptureDigits = "digits"
+	CaptureDate   = "date"
+	CaptureTime   = "time"
+	CaptureYesNo  = "yes_no"
+	CaptureText   = "text"
+)
+
+// Choice is one answer a Gather accepts.
+type Choice struct {
+	// Value is the answer's value (Result.Digits, Event.Branch).
+	Value string
+	// Phrases are what the callee may say for it (Value counts too).
+	Phrases []string
+	// Digits keyed select it; "" cannot be keyed.
+	Digits string
+	// Next is the ID of the step to go to; "" is the Gather's Next.
+	Next string
+}
+
+// Retry is what a Gather does without a usable answer: play Audio (the
+// Gather's prompt when nil) and listen again, Retries times, then go to
+// Next ("" goes on in order).
+type Retry struct {
+	Text    string
+	Audio   []int16
+	Retries int
+	Next    string
+}
+
+// Branches of a Gather without a usable answer (Event.Branch).
+const (
+	BranchNoInput = "noInput"
+	BranchNoMatch = "noMatch"
+)
 
 // Voicemail is what to do when the detector says MACHINE.
 type Voicemail struct {
@@ -135,9 +208,19 @@ type Event struct {
 	// MessageText, "pressed 1234#" (every key of one gather, finish key
 	// included) or "(answering machine greeting)".
 	Text string
-	// Field and Digits are set on a gather's event: the Gather.Field it
-	// answered and the digits kept (without the finish key).
+	// Field and Digits are set on a gather's answer: the Gather.Field it
+	// answered and the value it took: the digits kept (without the finish
+	// key), the choice's value or the captured value.
 	Field, Digits string
+	// Start and End place a callee's utterance in the recording (offsets
+	// from the answer); zero on other events.
+	Start, End time.Duration
+	// Confidence and Recognizer are the recognizer's, on an utterance.
+	Confidence float64
+	Recognizer string
+	// Branch is what a gather decided (a choice's value, BranchNoInput,
+	// BranchNoMatch) and Next the ID of the step it went to ("" in order).
+	Branch, Next string
 }
 
 // Result is how a placed call ended.
@@ -157,10 +240,11 @@ type Result struct {
 	AMDStatus amd.Status
 	// AMDCause is the detector's reason for its verdict.
 	AMDCause string
-	// Digits holds, per Gather.Field, the digits of each gather in which
-	// the callee pressed at least one key (without the finish key: "" when
-	// only the finish key was pressed). A gather that timed out without a
-	// key has no entry. Nil when nothing was gathered.
+	// Digits holds, per Gather.Field, the answer of each gather that got
+	// one: the digits pressed (without the finish key: "" when only the
+	// finish key was pressed), or the choice's value or captured value. A
+	// gather without an answer has no entry. Nil when nothing was
+	// gathered.
 	Digits map[string]string
 	// Events is the transcript, in order.
 	Events []Event
@@ -190,6 +274,12 @@ type EngineConfig struct {
 	// detector's verdict on: after it we leave the message anyway; 30 s
 	// when zero.
 	GreetingMaxWait time.Duration
+	// VAD tunes the voice activity detection that cuts the callee's speech
+	// into utterances and stops the agent's audio when they talk over it.
+	VAD media.VADConfig
+	// RecognizeTimeout bounds the recognition of one utterance; 10 s when
+	// zero.
+	RecognizeTimeout time.Duration
 }
 
 // Engine places calls over SIP trunks. One SIP user agent (sipgo, with

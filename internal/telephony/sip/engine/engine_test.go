@@ -65,7 +65,7 @@ func editedScenario(t *testing.T, name string, oldnew ...string) []string {
 	return siptest.EditedScenario(t, filepath.Join("testdata", name), oldnew...)
 }
 
-func newEngine(t *testing.T, cfg EngineConfig) *Engine {
+func newEngine(t testing.TB, cfg EngineConfig) *Engine {
 	t.Helper()
 	e, err := NewEngine(t.Context(), cfg)
 	if err != nil {
@@ -314,7 +314,7 @@ func sayTone(d time.Duration) []Step {
 }
 
 // readRecording reads a stereo recording into its two channels.
-func readRecording(t *testing.T, path string) (left, right []int) {
+func readRecording(t testing.TB, path string) (left, right []int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

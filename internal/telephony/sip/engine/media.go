@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	voice "github.com/switchboard-dev/switchboard/internal/telephony/media"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 const (
@@ -41,6 +45,10 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	}
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
+	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
+	tctx, cancelTranscripts := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTranscripts()
+	t := startTranscriber(tctx, m)
 	var wg sync.WaitGroup
 	wg.Go(func() { m.play(w, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
@@ -61,6 +69,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
+	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	recErr := m.rec.Close()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
@@ -146,6 +155,34 @@ type callMedia struct {
 	// 0 before any), to tell when a machine's greeting ended.
 	voiceThreshold int
 	lastVoiceAt    atomic.Int64
+
+	answeredAt time.Time
+	// ear cuts the callee's audio into utterances, on listen's goroutine;
+	// heard is how many samples it was given, the last of which ended at
+	// heardEnd.
+	ear      *voice.Segmenter
+	heard    int64
+	heardEnd time.Time
+	// bargeable is the playback the callee's speech stops (nil: none).
+	bargeable atomic.Pointer[playback]
+	// listening is set while a gather listens to speech: speech events go
+	// to speech then (dropped when it is full).
+	listening atomic.Bool
+	speech    chan speechEvent
+	// recognizer is the call's (nil: gathers take keys only, and the
+	// callee's speech is not transcribed).
+	recognizer       speech.Recognizer
+	recognizeTimeout time.Duration
+	// transcribe takes the utterances no gather listens to (nil: none).
+	transcribe *transcriber
+}
+
+// speechEvent is the callee starting to speak, or an utterance they ended.
+type speechEvent struct {
+	started bool
+	// pcm is the utterance, which started at start and ended at end.
+	pcm        []int16
+	start, end time.Time
 }
 
 type keyPress struct {
@@ -170,12 +207,86 @@ func newCallMedia(rec *audio.Recorder, eventPT uint8, answeredAt time.Time, p *a
 		writerGone: make(chan struct{}),
 		eventPT:    eventPT,
 		keys:       make(chan keyPress, 64),
+		answeredAt: answeredAt,
+		speech:     make(chan speechEvent, 16),
 	}
 	if p != nil {
 		m.voiceThreshold = p.SilenceThreshold
 		m.detector = newAMDFeed(*p, answeredAt)
 	}
 	return m
+}
+
+// listenWith sets up voice activity detection on the callee's audio, and
+// the recognizer of their utterances.
+func (m *callMedia) listenWith(cfg voice.VADConfig, r speech.Recognizer, timeout time.Duration) {
+	m.ear = voice.NewSegmenter(cfg, m.onSpeech)
+	m.recognizer, m.recognizeTimeout = r, timeout
+}
+
+// hear gives the callee's audio, which started at t, to the ear.
+func (m *callMedia) hear(pcm []int16, t time.Time) {
+	if m.ear == nil {
+		return
+	}
+	m.heard += int64(len(pcm))
+	m.heardEnd = t.Add(samplesDuration(len(pcm)))
+	m.ear.Write(pcm)
+}
+
+// onSpeech handles the ear's events: the start of speech stops a playback
+// that allows barge-in, and is, with the utterances, for a gather that
+// listens; the utterances no gather listens to go to the transcriber.
+func (m *callMedia) onSpeech(ev voice.Event) {
+	listening := m.listening.Load()
+	var se speechEvent
+	switch ev {
+	case voice.SpeechStarted:
+		if p := m.bargeable.Load(); p != nil {
+			p.cut.Store(true)
+		}
+		se.started = true
+	case voice.UtteranceEnded:
+		if !listening && m.transcribe == nil {
+			return
+		}
+		u := m.ear.Utterance()
+		se.start, se.end, se.pcm = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM)
+		if !listening {
+			m.transcribe.offer(se)
+			return
+		}
+	}
+	if !listening {
+		return
+	}
+	select {
+	case m.speech <- se:
+	default:
+	}
+}
+
+// flushEar ends the utterance in progress when the callee's audio ends.
+func (m *callMedia) flushEar() {
+	if m.ear != nil {
+		m.ear.Flush()
+	}
+}
+
+// heardAt is when the sample at position pos of the ear's stream started.
+func (m *callMedia) heardAt(pos int64) time.Time {
+	return m.heardEnd.Add(-samplesDuration(int(m.heard - pos)))
+}
+
+// dropSpeech forgets the speech events so far.
+func (m *callMedia) dropSpeech() {
+	for {
+		select {
+		case <-m.speech:
+		default:
+			return
+		}
+	}
 }
 
 // play sends the queued playbacks, and silence between them, paced by the
@@ -225,6 +336,7 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 // feeds the detector and notes when they last spoke, until the media
 // closes.
 func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
+	defer m.flushEar()
 	buf := make([]byte, media.RTPBufSize)
 	pcm := make([]int16, 0, frameSamples)
 	var dtmf dtmfDecoder
@@ -254,8 +366,9 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
+		m.hear(pcm, started)
 		if m.detector != nil {
-			if loud(pcm, m.voiceThreshold) {
+			if voice.Energy(pcm) >= m.voiceThreshold {
 				m.lastVoiceAt.Store(now.UnixNano())
 			}
 			m.detector.feed(pcm, started)
@@ -340,21 +453,4 @@ func decode(pcm []int16, pt uint8, payload []byte) []int16 {
 		pcm = append(pcm, f(b))
 	}
 	return pcm
-}
-
-// loud reports whether a frame is voice rather than silence: its mean
-// absolute amplitude reaches threshold.
-func loud(pcm []int16, threshold int) bool {
-	var sum int
-	for _, s := range pcm {
-		sum += abs(int(s))
-	}
-	return sum >= threshold*len(pcm)
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,19 +29,19 @@ const (
 // work, before we dial.
 func (c CallSpec) validate() error {
 	var errs []error
+	ids := map[string]bool{}
 	for i, s := range c.Script {
-		g := s.Gather
-		if g == nil {
+		if s.ID != "" && ids[s.ID] {
+			errs = append(errs, fmt.Errorf("script step %d: id %q is taken", i, s.ID))
+		}
+		ids[s.ID] = true
+	}
+	for i, s := range c.Script {
+		if s.Gather == nil {
 			continue
 		}
-		if g.Field == "" {
-			errs = append(errs, fmt.Errorf("script step %d: gather has no field", i))
-		}
-		if g.NumDigits < 0 || g.Timeout < 0 {
-			errs = append(errs, fmt.Errorf("script step %d: gather numDigits and timeout must not be negative", i))
-		}
-		if g.FinishOnKey != "" && (len(g.FinishOnKey) != 1 || !strings.Contains("0123456789*#", g.FinishOnKey)) {
-			errs = append(errs, fmt.Errorf("script step %d: finish key %q: want one of 0-9, * and #", i, g.FinishOnKey))
+		for _, err := range s.Gather.validate(ids) {
+			errs = append(errs, fmt.Errorf("script step %d: %w", i, err))
 		}
 	}
 	if c.AMD != nil {
@@ -51,6 +50,55 @@ func (c CallSpec) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports what in g cannot work; ids are the script's step IDs.
+func (g *Gather) validate(ids map[string]bool) []error {
+	var errs []error
+	if g.Field == "" && g.Choices == nil && g.Capture == "" {
+		errs = append(errs, errors.New("gather has no field, choices or capture type"))
+	}
+	if g.Speech && g.Choices == nil && g.Capture == "" {
+		errs = append(errs, errors.New("gather listens to speech without choices or a capture type"))
+	}
+	switch g.Capture {
+	case "", CaptureNumber, CaptureDigits, CaptureDate, CaptureTime, CaptureYesNo, CaptureText:
+	default:
+		errs = append(errs, fmt.Errorf("gather capture type %q: want number, digits, date, time, yes_no or text", g.Capture))
+	}
+	errs = append(errs, g.validateKeys()...)
+	for _, n := range g.nexts() {
+		if n != "" && !ids[n] {
+			errs = append(errs, fmt.Errorf("gather goes to step %q, which the script does not have", n))
+		}
+	}
+	return errs
+}
+
+// validateKeys reports what in g's settings of keyed input cannot work.
+func (g *Gather) validateKeys() []error {
+	var errs []error
+	if g.NumDigits < 0 || g.Timeout < 0 {
+		errs = append(errs, errors.New("gather numDigits and timeout must not be negative"))
+	}
+	if g.FinishOnKey != "" && (len(g.FinishOnKey) != 1 || !strings.Contains("0123456789*#", g.FinishOnKey)) {
+		errs = append(errs, fmt.Errorf("gather finish key %q: want one of 0-9, * and #", g.FinishOnKey))
+	}
+	return errs
+}
+
+// nexts are the step IDs g may go to ("" for none).
+func (g *Gather) nexts() []string {
+	nexts := []string{g.Next}
+	for _, r := range []*Retry{g.NoInput, g.NoMatch} {
+		if r != nil {
+			nexts = append(nexts, r.Next)
+		}
+	}
+	for _, c := range g.Choices {
+		nexts = append(nexts, c.Next)
+	}
+	return nexts
 }
 
 // run runs the answered call: AMD, then the voicemail or the script. It
@@ -72,22 +120,26 @@ func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Res
 	return runScript(callCtx, c.Script, m, res)
 }
 
-// runScript plays the steps in order and hangs up after the last one; an
-// empty script waits for the callee's BYE or MaxDuration.
+// runScript plays the steps in order, or where a gather's answer leads,
+// and hangs up after the last one; an empty script waits for the callee's
+// BYE or MaxDuration. A script that jumps back runs until the callee
+// hangs up or MaxDuration.
 func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result) string {
 	if len(script) == 0 {
 		<-callCtx.Done()
 		return ""
 	}
-	for _, s := range script {
+	index := stepIndex(script)
+	for i := 0; i < len(script); {
+		s := script[i]
 		if s.Text != "" {
 			res.event(SpeakerAgent, s.Text)
 		}
-		var ok bool
+		next, ok := "", false
 		if s.Gather != nil {
-			ok = m.gather(callCtx, s.Audio, *s.Gather, res)
+			next, ok = m.gather(callCtx, s, res)
 		} else {
-			ok = m.playAll(callCtx, s.Audio)
+			ok = m.playStep(callCtx, s)
 		}
 		if !ok {
 			return ""
@@ -95,11 +147,27 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		if s.Hangup {
 			break
 		}
+		if next == "" {
+			i++
+		} else {
+			i = index[next]
+		}
 	}
 	if !sleep(callCtx, hangupTail) {
 		return ""
 	}
 	return HangupByAgent
+}
+
+// stepIndex maps step IDs to their place in the script.
+func stepIndex(script []Step) map[string]int {
+	index := map[string]int{}
+	for i, s := range script {
+		if s.ID != "" {
+			index[s.ID] = i
+		}
+	}
+	return index
 }
 
 // voicemail hangs up on a machine at once, or leaves the message once its
@@ -154,6 +222,25 @@ func (m *callMedia) start(callCtx context.Context, pcm []int16) (*playback, bool
 	}
 }
 
+// playStep plays a step's audio to its end, or until the callee starts
+// speaking when the step allows barge-in; false when callCtx ended first.
+func (m *callMedia) playStep(callCtx context.Context, s Step) bool {
+	p, ok := m.start(callCtx, s.Audio)
+	if p == nil {
+		return ok
+	}
+	if s.BargeIn {
+		m.bargeable.Store(p)
+		defer m.bargeable.Store(nil)
+	}
+	select {
+	case <-p.done:
+		return true
+	case <-callCtx.Done():
+		return false
+	}
+}
+
 // playAll plays pcm to its end; false when callCtx ended first.
 func (m *callMedia) playAll(callCtx context.Context, pcm []int16) bool {
 	p, ok := m.start(callCtx, pcm)
@@ -166,104 +253,6 @@ func (m *callMedia) playAll(callCtx context.Context, pcm []int16) bool {
 	case <-callCtx.Done():
 		return false
 	}
-}
-
-// gather plays prompt while collecting keys, cutting it at the first key,
-// and records the keys in res; false when callCtx ended first. Keys
-// pressed before the step are dropped.
-func (m *callMedia) gather(callCtx context.Context, prompt []int16, g Gather, res *Result) bool {
-	m.dropKeys()
-	p, ok := m.start(callCtx, prompt)
-	if !ok {
-		return false
-	}
-	in := &input{g: g}
-	if !m.collect(callCtx, p, in) {
-		return false
-	}
-	in.record(res)
-	// Let the writer finish (or cut) the prompt before the next step.
-	if p != nil {
-		p.cut.Store(true)
-		select {
-		case <-p.done:
-		case <-callCtx.Done():
-			return false
-		}
-	}
-	return true
-}
-
-// collect collects keys into in until it is complete or timed out; false
-// when callCtx ended first. The timeout runs once the prompt p (nil: none)
-// ended, from then or from the last key.
-func (m *callMedia) collect(callCtx context.Context, p *playback, in *input) bool {
-	timeout := cmp.Or(in.g.Timeout, defaultGatherTimeout)
-	promptDone := closedChan
-	if p != nil {
-		promptDone = p.done
-	}
-	timer := time.NewTimer(timeout)
-	timer.Stop()
-	defer timer.Stop()
-	timing := false
-	for {
-		select {
-		case <-callCtx.Done():
-			return false
-		case <-promptDone:
-			promptDone = nil
-			timing = true
-			timer.Reset(timeout)
-		case k := <-m.keys:
-			if in.pressed.Len() == 0 && p != nil {
-				p.cut.Store(true) // barge-in
-			}
-			if in.press(k) {
-				return true
-			}
-			if timing {
-				timer.Reset(timeout)
-			}
-		case <-timer.C:
-			return true
-		}
-	}
-}
-
-// input is the keys of one gather.
-type input struct {
-	g       Gather
-	pressed strings.Builder // every key, the finish key included
-	digits  strings.Builder // the keys kept
-	firstAt time.Time
-}
-
-// press adds a key and reports whether the input is complete.
-func (in *input) press(k keyPress) bool {
-	if in.pressed.Len() == 0 {
-		in.firstAt = k.at
-	}
-	in.pressed.WriteByte(k.key)
-	if in.g.FinishOnKey != "" && k.key == in.g.FinishOnKey[0] {
-		return true
-	}
-	in.digits.WriteByte(k.key)
-	return in.g.NumDigits > 0 && in.digits.Len() >= in.g.NumDigits
-}
-
-// record puts the digits and a transcript event in res when a key was
-// pressed.
-func (in *input) record(res *Result) {
-	if in.pressed.Len() == 0 {
-		return
-	}
-	if res.Digits == nil {
-		res.Digits = map[string]string{}
-	}
-	res.Digits[in.g.Field] = in.digits.String()
-	res.Events = append(res.Events, Event{At: in.firstAt, Speaker: SpeakerCallee, Text: "pressed " + in.pressed.String(),
-		Field: in.g.Field, Digits: in.digits.String()})
 }
 
 var closedChan = func() chan struct{} {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -116,10 +117,110 @@ func TestGatherInput(t *testing.T) {
 				}
 			}
 			var res Result
-			in.record(&res)
+			a := answer{keys: in}
+			new(callMedia).record(&res, tc.g, a, tc.g.decide(a, time.Now()))
 			if used != tc.used || res.Digits["f"] != tc.digits || len(res.Events) != 1 || res.Events[0].Text != tc.event {
 				t.Errorf("took %d keys, digits %v, events %+v: want %d keys, %q, %q", used, res.Digits, res.Events, tc.used, tc.digits, tc.event)
 			}
 		})
+	}
+}
+
+// A script that cannot run is refused before we dial, saying why.
+func TestValidateScript(t *testing.T) {
+	yes := []Choice{{Value: "yes", Digits: "1"}}
+	for _, tc := range []struct {
+		name   string
+		script []Step
+		want   string // "" valid
+	}{
+		{"keyed digits", []Step{{Gather: &Gather{Field: "pin"}}}, ""},
+		{"branching", []Step{{ID: "a", Gather: &Gather{Speech: true, Choices: []Choice{{Value: "yes", Next: "a"}},
+			NoInput: &Retry{Next: "b"}}}, {ID: "b"}}, ""},
+		{"no answer", []Step{{Gather: &Gather{}}}, "script step 0: gather has no field, choices or capture type"},
+		{"speech without choices", []Step{{Gather: &Gather{Field: "pin", Speech: true}}},
+			"script step 0: gather listens to speech without choices or a capture type"},
+		{"unknown capture", []Step{{Gather: &Gather{Capture: "colour"}}},
+			`script step 0: gather capture type "colour": want number, digits, date, time, yes_no or text`},
+		{"next names nothing", []Step{{Gather: &Gather{Choices: yes, Next: "end"}}},
+			`script step 0: gather goes to step "end", which the script does not have`},
+		{"choice next names nothing", []Step{{Gather: &Gather{Choices: []Choice{{Value: "no", Next: "bye"}}}}},
+			`script step 0: gather goes to step "bye", which the script does not have`},
+		{"retry next names nothing", []Step{{Gather: &Gather{Choices: yes, NoMatch: &Retry{Next: "x"}}}},
+			`script step 0: gather goes to step "x", which the script does not have`},
+		{"duplicate ids", []Step{{ID: "a"}, {ID: "a"}}, `script step 1: id "a" is taken`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CallSpec{Script: tc.script}.validate()
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// What a gather makes of keys and of recognized speech.
+func TestGatherDecides(t *testing.T) {
+	now := time.Date(2026, 11, 26, 17, 0, 0, 0, time.UTC) // a Thursday
+	choices := []Choice{
+		{Value: "morning", Phrases: []string{"in the morning", "early"}, Digits: "1", Next: "am"},
+		{Value: "afternoon", Phrases: []string{"after lunch"}, Digits: "2"},
+	}
+	for _, tc := range []struct {
+		name       string
+		g          Gather
+		keys, said string
+		want       decision
+	}{
+		{"keyed digits as they are", Gather{Field: "pin"}, "0042", "", decision{value: "0042", matched: true}},
+		{"a choice's digits", Gather{Choices: choices, Next: "n"}, "1", "", decision{value: "morning", branch: "morning", next: "am", matched: true}},
+		{"another choice goes to the gather's next", Gather{Choices: choices, Next: "n"}, "2", "", decision{value: "afternoon", branch: "afternoon", next: "n", matched: true}},
+		{"digits of no choice", Gather{Choices: choices}, "3", "", decision{branch: BranchNoMatch}},
+		{"a choice's phrase", Gather{Choices: choices}, "", "um, after lunch please", decision{value: "afternoon", branch: "afternoon", matched: true}},
+		{"a choice's value", Gather{Choices: choices}, "", "Morning.", decision{value: "morning", branch: "morning", next: "am", matched: true}},
+		{"nonsense", Gather{Choices: choices}, "", "purple banana", decision{branch: BranchNoMatch}},
+		{"a keyed number", Gather{Capture: CaptureNumber}, "012", "", decision{value: "12", matched: true}},
+		{"a number in words", Gather{Capture: CaptureNumber, Next: "n"}, "", "there will be four of us", decision{value: "4", next: "n", matched: true}},
+		{"no number", Gather{Capture: CaptureNumber}, "", "a few", decision{branch: BranchNoMatch}},
+		{"digits spoken", Gather{Capture: CaptureDigits}, "", "one two three four", decision{value: "1234", matched: true}},
+		{"keyed yes", Gather{Capture: CaptureYesNo}, "1", "", decision{value: "yes", matched: true}},
+		{"keyed no", Gather{Capture: CaptureYesNo}, "2", "", decision{value: "no", matched: true}},
+		{"spoken no", Gather{Capture: CaptureYesNo}, "", "no thanks", decision{value: "no", matched: true}},
+		{"a date", Gather{Capture: CaptureDate}, "", "tomorrow", decision{value: "2026-11-27", matched: true}},
+		{"a keyed date", Gather{Capture: CaptureDate}, "1127", "", decision{branch: BranchNoMatch}},
+		{"a time", Gather{Capture: CaptureTime}, "", "half past four in the afternoon", decision{value: "16:30", matched: true}},
+		{"free text", Gather{Capture: CaptureText}, "", "call me after six", decision{value: "call me after six", matched: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a answer
+			if tc.keys != "" {
+				a.keys = &input{g: tc.g}
+				a.keys.digits.WriteString(tc.keys)
+			} else {
+				a.said = &utterance{text: tc.said}
+			}
+			if got := tc.g.decide(a, now); got != tc.want {
+				t.Errorf("decide(%q%q) = %+v, want %+v", tc.keys, tc.said, got, tc.want)
+			}
+		})
+	}
+}
+
+// Keys complete a gather with choices as soon as they select one that no
+// longer key sequence could.
+func TestChoiceDigitsComplete(t *testing.T) {
+	g := Gather{Choices: []Choice{{Value: "a", Digits: "1"}, {Value: "b", Digits: "12"}, {Value: "c", Digits: "3"}}}
+	for _, tc := range []struct {
+		keys string
+		done bool
+	}{{"3", true}, {"1", false}, {"12", true}, {"4", false}} {
+		in := &input{g: g}
+		done := false
+		for i := range len(tc.keys) {
+			done = in.press(keyPress{key: tc.keys[i]})
+		}
+		if done != tc.done {
+			t.Errorf("keys %q complete: %v, want %v", tc.keys, done, tc.done)
+		}
 	}
 }

@@ -1,0 +1,108 @@
+package sip
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
+)
+
+// lengthSpeaker "speaks" a text as one sample per character, so a test
+// can tell which text became which audio.
+type lengthSpeaker struct{}
+
+func (lengthSpeaker) Speak(_ context.Context, text string) ([]int16, error) {
+	return make([]int16, len(text)), nil
+}
+
+// A branching Agent becomes the engine's steps: ids, barge-in, input
+// defaults, choices and retries with their prompts spoken; a gather of
+// keyed digits stays as it was.
+func TestRenderBranchingScript(t *testing.T) {
+	no, one := false, int32(1)
+	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Script: []switchboardv1.ScriptStep{
+		{ID: "disclaimer", BargeIn: &no, Say: "This call is recorded."},
+		{ID: "ask", Gather: &switchboardv1.GatherStep{Field: "confirmed", Prompt: "Keep it, {{name}}?", TimeoutSeconds: 4,
+			Choices: []switchboardv1.GatherChoice{
+				{Value: "yes", Phrases: []string{"yeah"}, Digits: "1", Next: "size"},
+				{Value: "no", Digits: "2"},
+			},
+			NoMatch: &switchboardv1.GatherRetry{Prompt: "Say yes or no."},
+			NoInput: &switchboardv1.GatherRetry{Retries: &one, Next: "ask"}}},
+		{ID: "size", Gather: &switchboardv1.GatherStep{Field: "party_size", Capture: switchboardv1.CaptureNumber,
+			Input: []switchboardv1.GatherInput{switchboardv1.GatherSpeech}, TimeoutSeconds: 5, Next: "disclaimer"}},
+		{Gather: &switchboardv1.GatherStep{Field: "pin", NumDigits: 4, FinishOnKey: "#", TimeoutSeconds: 5}},
+	}}}
+	r := &ScriptRenderer{Speaker: lengthSpeaker{}}
+	spec, err := r.Render(t.Context(), telephony.Request{Agent: agent, Variables: map[string]any{"name": "Ada"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Script
+	if len(s) != 4 {
+		t.Fatalf("%d steps, want 4", len(s))
+	}
+	if s[0].ID != "disclaimer" || s[0].BargeIn || len(s[0].Audio) != len("This call is recorded.") {
+		t.Errorf("disclaimer %+v: want its id, no barge-in, its audio", s[0])
+	}
+	ask := s[1].Gather
+	want := &engine.Gather{Field: "confirmed", Speech: true, Timeout: 4 * time.Second,
+		Choices: []engine.Choice{{Value: "yes", Phrases: []string{"yeah"}, Digits: "1", Next: "size"}, {Value: "no", Digits: "2"}},
+		NoMatch: &engine.Retry{Text: "Say yes or no.", Audio: make([]int16, len("Say yes or no.")), Retries: 2},
+		NoInput: &engine.Retry{Retries: 1, Next: "ask"}}
+	if !reflect.DeepEqual(ask, want) {
+		t.Errorf("gather\n%+v\nwant\n%+v", ask, want)
+	}
+	if s[1].ID != "ask" || s[1].Text != "Keep it, Ada?" {
+		t.Errorf("ask %q %q: want its id and its prompt filled", s[1].ID, s[1].Text)
+	}
+	size := s[2].Gather
+	if !size.Speech || !size.NoKeys || size.Capture != engine.CaptureNumber || size.Next != "disclaimer" {
+		t.Errorf("size %+v: want speech only, a number, next disclaimer", size)
+	}
+	pin := s[3].Gather
+	if pin.Speech || pin.NoKeys || pin.NoBargeIn || pin.NumDigits != 4 || pin.FinishOnKey != "#" {
+		t.Errorf("pin %+v: want keys alone as before, cut by the first key", pin)
+	}
+}
+
+// specPlacer keeps the spec of the call it places.
+type specPlacer struct{ spec chan engine.CallSpec }
+
+func (p *specPlacer) Place(_ context.Context, _ engine.Trunk, c engine.CallSpec) (engine.Result, error) {
+	p.spec <- c
+	return engine.Result{}, nil
+}
+
+type namedRecognizer string
+
+func (n namedRecognizer) Name() string { return string(n) }
+func (namedRecognizer) Recognize(context.Context, []int16, []string) (speech.Result, error) {
+	return speech.Result{}, nil
+}
+
+// The call gets the recognizer that Config.Recognizer chooses for it.
+func TestDialGivesTheCallItsRecognizer(t *testing.T) {
+	p := &specPlacer{spec: make(chan engine.CallSpec, 1)}
+	d, err := New(t.Context(), Config{Engine: p, Trunks: oneTrunk{}, Script: &ScriptRenderer{Speaker: lengthSpeaker{}},
+		Backlog:  func(context.Context, string, string) ([]gate.Waiter, error) { return nil, nil },
+		SpoolDir: t.TempDir(), WakeCall: (&wakes{}).wake, Log: logr.Discard(),
+		Recognizer: func(req telephony.Request) speech.Recognizer { return namedRecognizer("for " + req.Namespace) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := scriptedCall("a")
+	eventually(t, "the call goes out", func() bool { return d.Dial(t.Context(), req, time.Now()) == nil })
+	spec := <-p.spec
+	if spec.Recognizer == nil || spec.Recognizer.Name() != "for org" {
+		t.Errorf("recognizer %v, want the one chosen for the call's organization", spec.Recognizer)
+	}
+}
