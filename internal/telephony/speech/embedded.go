@@ -23,7 +23,7 @@ type EmbeddedOptions struct {
 	// ModelDir holds the model (DefaultModelDir when empty).
 	ModelDir string
 	// Decoders bounds the utterances recognized at once: each decoder
-	// holds its own copy of the model's search state (about 40 MB), and a
+	// holds its own copy of the model (about 90 MB resident, measured), and a
 	// call beyond the bound waits for one. Default: the number of CPUs.
 	Decoders int
 	// MaxUtteranceSeconds cuts longer audio into segments recognized one

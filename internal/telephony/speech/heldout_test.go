@@ -231,7 +231,7 @@ func evaluate(tb testing.TB, r Recognizer, set []utterance, useHints bool, verbo
 			ev.failures++
 			tb.Logf("%s: %v", u.file, err)
 		}
-		ok := true
+		var ok bool
 		switch u.category {
 		case "yes_no", "choice":
 			ok = choiceOf(res.Text, u.choices) == u.value

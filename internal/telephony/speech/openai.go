@@ -20,7 +20,7 @@ import (
 // faster-whisper servers, vLLM) through the official client.
 type openAIServer struct {
 	service openai.AudioTranscriptionService
-	model   string
+	model   openai.AudioModel
 }
 
 func newOpenAIServer(baseURL string, opts ServerOptions, client *http.Client) *openAIServer {
@@ -47,7 +47,7 @@ func (s *openAIServer) Name() string { return ServerName }
 func (s *openAIServer) Recognize(ctx context.Context, pcm []int16, hints []string) (Result, error) {
 	params := openai.AudioTranscriptionNewParams{
 		File:           openai.File(bytes.NewReader(audio.Mono(pcm)), "utterance.wav", "audio/wav"),
-		Model:          openai.AudioModel(s.model),
+		Model:          s.model,
 		ResponseFormat: openai.AudioResponseFormatJSON,
 	}
 	if len(hints) > 0 {

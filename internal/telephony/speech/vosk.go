@@ -60,6 +60,7 @@ type voskAnswer struct {
 }
 
 func (v *voskServer) Recognize(ctx context.Context, pcm []int16, hints []string) (Result, error) {
+	//nolint:bodyclose // Dial's documentation: "You never need to close resp.Body yourself."
 	conn, resp, err := websocket.Dial(ctx, v.url, &websocket.DialOptions{HTTPClient: v.client, HTTPHeader: v.header})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
