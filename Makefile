@@ -76,7 +76,7 @@ test-unit: ## Run the tests that need no control plane and no tool outside Go (g
 
 .PHONY: test
 test: manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules hack/openapi-lint/node_modules $(VERSITYGW) $(HELM) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))" go test -race -tags pocketsphinx -timeout 60m $(TEST_FLAGS) ./... -coverpkg=./... -coverprofile cover.out
 
 .PHONY: screenshots
 screenshots: ## Retake the README's dashboard pictures (internal/dashboard/testdata/*.png) with the dashboard's end-to-end tests.
@@ -129,6 +129,10 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 bench-listen: ## Benchmark voice activity detection per frame and end of speech to the agent's reply on a call to baresip.
 	go test ./internal/telephony/media/ -run '^$$' -bench 'Segmenter' -count 1
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ReplyLatency' -benchtime 1x -count 1 -timeout 10m
+
+.PHONY: bench-speech
+bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.
+	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'HeldOut' -benchtime 1x -count 1 -timeout 30m
 
 WRITES_BENCH_CALLS ?= 300
 

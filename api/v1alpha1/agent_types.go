@@ -88,6 +88,12 @@ type AgentSpec struct {
 	// +optional
 	TrunkRef *LocalObjectReference `json:"trunkRef,omitempty"`
 
+	// speech is the speech recognition server for this agent's calls.
+	// Without it the embedded recognizer, on Switchboard's own CPU, hears
+	// the callee.
+	// +optional
+	Speech *AgentSpeech `json:"speech,omitempty"`
+
 	// maxDurationSeconds ends a connected call after this long
 	// (disconnection_reason max_duration). Defaults to 3600.
 	// +optional

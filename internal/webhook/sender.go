@@ -138,6 +138,13 @@ func (e *refusedAddrError) Error() string {
 	return "refused to connect to " + e.addr + ": " + e.reason
 }
 
+// DialControl is the address guard for another client that connects where
+// an organization says (a speech recognition server): a net.Dialer's
+// Control, refusing what AllowedAddr refuses.
+func (p URLPolicy) DialControl() func(network, address string, c syscall.RawConn) error {
+	return addressGuard(p)
+}
+
 // addressGuard checks the address actually being dialed, after DNS. Check
 // ran when the URL was saved, but the name may resolve elsewhere now (DNS
 // rebinding), so this is the check that protects the network.

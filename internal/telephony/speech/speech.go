@@ -30,4 +30,8 @@ type Result struct {
 	// Confidence is from 0 to 1; recognizers that report none give 1 for
 	// a non-empty Text.
 	Confidence float64
+	// Recognizer, when set, is who recognized this utterance for the
+	// transcript, when it is not the Recognizer's own Name(): a server's
+	// fallback sets "embedded (server failed: timeout)".
+	Recognizer string
 }

@@ -1,0 +1,5 @@
+//go:build !pocketsphinx || !cgo
+
+package speech
+
+func newPocketSphinx(EmbeddedOptions) (Recognizer, error) { return nil, ErrNoEmbedded }

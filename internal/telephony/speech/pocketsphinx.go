@@ -1,0 +1,215 @@
+//go:build pocketsphinx && cgo
+
+package speech
+
+/*
+#cgo pkg-config: pocketsphinx
+#include <stdlib.h>
+#include <pocketsphinx.h>
+
+// newDecoder builds a decoder from argv-style options (cmd_ln_init is
+// variadic, which cgo cannot call).
+static ps_decoder_t *newDecoder(int argc, char **argv) {
+	cmd_ln_t *config = cmd_ln_parse_r(NULL, ps_args(), argc, argv, FALSE);
+	if (config == NULL) return NULL;
+	ps_decoder_t *ps = ps_init(config);
+	cmd_ln_free_r(config);
+	return ps;
+}
+
+static double posterior(ps_decoder_t *ps, int32 prob) {
+	return logmath_exp(ps_get_logmath(ps), prob);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+)
+
+const (
+	searchOpen  = "_default" // the language model search ps_init sets up
+	searchHints = "hints"
+)
+
+// pocketSphinx is a bounded pool of decoders: a decoder is not safe for
+// concurrent use, so each Recognize takes one for the utterance.
+type pocketSphinx struct {
+	pool       chan *decoder
+	maxSamples int // 8 kHz samples per segment
+}
+
+type decoder struct {
+	ps *C.ps_decoder_t
+	// grammar is the hint grammar the "hints" search was built from, so
+	// a gather step's repeated prompts reuse it.
+	grammar string
+}
+
+func newPocketSphinx(opts EmbeddedOptions) (Recognizer, error) {
+	for _, f := range []string{"en-us/mdef", "en-us.lm.bin", "cmudict-en-us.dict"} {
+		if _, err := os.Stat(filepath.Join(opts.ModelDir, f)); err != nil {
+			return nil, fmt.Errorf("speech: the embedded recognizer's model is missing "+
+				"(apt-get install pocketsphinx-en-us): %w", err)
+		}
+	}
+	p := &pocketSphinx{
+		pool:       make(chan *decoder, opts.Decoders),
+		maxSamples: opts.MaxUtteranceSeconds * SampleRate,
+	}
+	for range opts.Decoders {
+		d, err := openDecoder(opts.ModelDir)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.pool <- d
+	}
+	return p, nil
+}
+
+func openDecoder(dir string) (*decoder, error) {
+	args := []string{"pocketsphinx",
+		"-hmm", filepath.Join(dir, "en-us"),
+		"-lm", filepath.Join(dir, "en-us.lm.bin"),
+		"-dict", filepath.Join(dir, "cmudict-en-us.dict"),
+		"-logfn", os.DevNull, // the library's chatter is not our log
+		"-bestpath", "yes",
+	}
+	argv := make([]*C.char, len(args))
+	for i, a := range args {
+		argv[i] = C.CString(a)
+		defer C.free(unsafe.Pointer(argv[i]))
+	}
+	ps := C.newDecoder(C.int(len(args)), &argv[0])
+	if ps == nil {
+		return nil, fmt.Errorf("speech: PocketSphinx could not load the model in %s", dir)
+	}
+	return &decoder{ps: ps}, nil
+}
+
+func (p *pocketSphinx) Name() string { return EmbeddedName }
+
+// Close frees the decoders (those not in use wait to be returned).
+func (p *pocketSphinx) Close() {
+	for {
+		select {
+		case d := <-p.pool:
+			C.ps_free(d.ps)
+		default:
+			return
+		}
+	}
+}
+
+func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []string) (Result, error) {
+	var d *decoder
+	select {
+	case d = <-p.pool:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	defer func() { p.pool <- d }()
+
+	if err := d.useSearch(hints); err != nil {
+		return Result{}, err
+	}
+	// A long monologue is cut into segments so the decoder's memory (it
+	// keeps the whole utterance's features and lattice) stays bounded.
+	var texts []string
+	conf := 1.0
+	for start := 0; start < len(pcm); start += p.maxSamples {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		seg := pcm[start:min(start+p.maxSamples, len(pcm))]
+		text, c, err := d.decode(seg)
+		if err != nil {
+			return Result{}, err
+		}
+		if text != "" {
+			texts = append(texts, text)
+			conf = min(conf, c)
+		}
+	}
+	if len(texts) == 0 {
+		return Result{}, nil
+	}
+	return Result{Text: strings.Join(texts, " "), Confidence: conf}, nil
+}
+
+// useSearch selects constrained recognition over the hints' grammar, or
+// the open language model when there are no usable hints.
+func (d *decoder) useSearch(hints []string) error {
+	grammar := hintGrammar(hints, d.known)
+	name := searchOpen
+	if grammar != "" {
+		name = searchHints
+		if grammar != d.grammar {
+			cname, cg := C.CString(searchHints), C.CString(grammar)
+			rc := C.ps_set_jsgf_string(d.ps, cname, cg)
+			C.free(unsafe.Pointer(cname))
+			C.free(unsafe.Pointer(cg))
+			if rc != 0 {
+				d.grammar = ""
+				return fmt.Errorf("speech: PocketSphinx refused the hints' grammar %q", grammar)
+			}
+			d.grammar = grammar
+		}
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if C.ps_set_search(d.ps, cname) != 0 {
+		return fmt.Errorf("speech: PocketSphinx has no search %q", name)
+	}
+	return nil
+}
+
+func (d *decoder) known(word string) bool {
+	cw := C.CString(word)
+	defer C.free(unsafe.Pointer(cw))
+	pron := C.ps_lookup_word(d.ps, cw)
+	if pron == nil {
+		return false
+	}
+	C.free(unsafe.Pointer(pron))
+	return true
+}
+
+// decode runs one segment through the decoder, upsampled to the model's
+// 16 kHz, as a whole utterance: the cepstral mean is then the segment's
+// own (batch), so what one call said before does not change what the next
+// is heard to say, as a live decoder's running mean would. A cancelled
+// call stops between segments.
+func (d *decoder) decode(pcm8k []int16) (string, float64, error) {
+	if C.ps_start_utt(d.ps) != 0 {
+		return "", 0, fmt.Errorf("speech: PocketSphinx could not start an utterance")
+	}
+	pcm := Upsample16k(pcm8k)
+	if C.ps_process_raw(d.ps, (*C.int16)(unsafe.Pointer(&pcm[0])), C.size_t(len(pcm)), 0, 1) < 0 {
+		C.ps_end_utt(d.ps)
+		return "", 0, fmt.Errorf("speech: PocketSphinx could not process the audio")
+	}
+	if C.ps_end_utt(d.ps) != 0 {
+		return "", 0, fmt.Errorf("speech: PocketSphinx could not end the utterance")
+	}
+	var score C.int32
+	hyp := C.ps_get_hyp(d.ps, &score)
+	if hyp == nil {
+		return "", 0, nil
+	}
+	text := cleanHypothesis(C.GoString(hyp))
+	if text == "" {
+		return "", 0, nil
+	}
+	conf := float64(C.posterior(d.ps, C.ps_get_prob(d.ps)))
+	if conf <= 0 || conf > 1 {
+		conf = 1 // no posterior from this search
+	}
+	return text, conf, nil
+}
