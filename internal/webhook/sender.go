@@ -138,6 +138,13 @@ func (e *refusedAddrError) Error() string {
 	return "refused to connect to " + e.addr + ": " + e.reason
 }
 
+// DialControl is the address guard for net.Dialer.Control, for other
+// outbound connections to customer URLs (a bot's media stream) that must
+// pass the same check as webhook deliveries.
+func (p URLPolicy) DialControl() func(network, address string, c syscall.RawConn) error {
+	return addressGuard(p)
+}
+
 // addressGuard checks the address actually being dialed, after DNS. Check
 // ran when the URL was saved, but the name may resolve elsewhere now (DNS
 // rebinding), so this is the check that protects the network.
