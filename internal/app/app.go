@@ -683,6 +683,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	if opts.SIP.Disabled {
 		return dialer, nil, nil
 	}
+	opts.SIP.StreamPolicy = webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err

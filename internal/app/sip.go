@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // SIPOptions configure real telephony over SIP trunks.
@@ -46,6 +47,9 @@ type SIPOptions struct {
 	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
+	// StreamPolicy guards agents' stream URLs (set from the webhook
+	// policy: ws:// and private addresses only with --dev).
+	StreamPolicy webhook.URLPolicy
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -98,7 +102,8 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	s.dialer, err = sip.New(ctx, sip.Config{
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
-		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
+		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
+			Secrets: mgr.GetAPIReader(), StreamPolicy: opts.StreamPolicy},
 		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
 			waiters := make([]gate.Waiter, 0, len(calls))

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // DefaultMaxDuration bounds a connected call whose agent sets no
@@ -40,6 +41,10 @@ type ScriptRenderer struct {
 	// Timeout bounds the preparation of one call's script, all its steps;
 	// DefaultRenderTimeout when zero.
 	Timeout time.Duration
+	// Secrets reads the Secrets of agents' streams (a live reader).
+	Secrets client.Reader
+	// StreamPolicy guards stream URLs as webhook URLs are guarded.
+	StreamPolicy webhook.URLPolicy
 }
 
 // Render prepares the call's script, voicemail behaviour and limits. A
@@ -71,7 +76,11 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		spec.MaxDuration = time.Duration(agent.Spec.MaxDurationSeconds) * time.Second
 	}
 	var err error
-	if spec.Script, err = r.steps(ctx, req, agent); err != nil {
+	if agent.Spec.Stream != nil {
+		if spec.Stream, err = r.streamConfig(ctx, req, agent.Spec.Stream); err != nil {
+			return spec, err
+		}
+	} else if spec.Script, err = r.steps(ctx, req, agent); err != nil {
 		return spec, err
 	}
 	if vm := agent.Spec.Voicemail; vm != nil {

@@ -11,7 +11,7 @@ import (
 func transcript(res engine.Result) []telephony.Turn {
 	turns := make([]telephony.Turn, 0, len(res.Events))
 	for _, e := range res.Events {
-		turns = append(turns, telephony.Turn{Speaker: e.Speaker, Text: e.Text, Field: e.Field, Digits: e.Digits})
+		turns = append(turns, telephony.Turn{Speaker: e.Speaker, Text: e.Text, Field: e.Field, Digits: e.Digits, Mark: e.Mark})
 	}
 	return turns
 }

@@ -246,7 +246,6 @@ func TestStreamSpeaksTwilioProtocol(t *testing.T) {
 	}
 }
 
-
 func waitQueued(t *testing.T, s *Session, want time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -54,6 +55,9 @@ type CallSpec struct {
 	AMD *amd.Params
 	// Voicemail says what to do when the detector says MACHINE.
 	Voicemail Voicemail
+	// Stream, when set, bridges the answered call (after AMD) to the
+	// organization's bot instead of running Script.
+	Stream *stream.Config
 	// OnAnswer, when set, is called once when a 2xx answered the call,
 	// before media starts (also for a 2xx we hang up at once: one that
 	// crossed our CANCEL, or with unusable SDP). It runs on the call's
@@ -138,6 +142,8 @@ type Event struct {
 	// Field and Digits are set on a gather's event: the Gather.Field it
 	// answered and the digits kept (without the finish key).
 	Field, Digits string
+	// Mark is set on a bot's mark, echoed once its audio played.
+	Mark string
 }
 
 // Result is how a placed call ended.

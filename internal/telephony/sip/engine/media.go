@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 )
 
 const (
@@ -146,6 +147,9 @@ type callMedia struct {
 	// 0 before any), to tell when a machine's greeting ended.
 	voiceThreshold int
 	lastVoiceAt    atomic.Int64
+	// bot is the stream of a call bridged to the organization's bot: it
+	// gets the callee's audio and fills the frames nothing else plays.
+	bot atomic.Pointer[stream.Session]
 }
 
 type keyPress struct {
@@ -206,6 +210,8 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		clear(frame)
 		if cur != nil && !cur.cut.Load() {
 			pos += copy(frame, cur.pcm[pos:])
+		} else if bot := m.bot.Load(); bot != nil {
+			bot.NextFrame(frame)
 		}
 		now := time.Now()
 		if _, err := w.Write(enc(frame)); err != nil {
@@ -254,6 +260,9 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
+		if bot := m.bot.Load(); bot != nil {
+			bot.Inbound(pcm, started)
+		}
 		if m.detector != nil {
 			if loud(pcm, m.voiceThreshold) {
 				m.lastVoiceAt.Store(now.UnixNano())
