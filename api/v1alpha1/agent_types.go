@@ -35,6 +35,7 @@ type ExtractedDataField struct {
 }
 
 // AgentSpec is a scripted voice agent that places outbound calls.
+// +kubebuilder:validation:XValidation:rule="!has(self.stream) || !has(self.script)",message="an agent has a script or a stream, not both: the bot speaks for itself"
 // +kubebuilder:validation:XValidation:rule="!has(self.extractedData) || self.extractedData.all(f, self.extractedData.exists_one(g, g.name == f.name))",message="extractedData names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || (has(self.extractedData) && self.extractedData.exists(f, f.name == s.gather.field)))",message="a gather step's field must be one of extractedData"
 type AgentSpec struct {
@@ -114,8 +115,8 @@ type AgentSpec struct {
 
 	// stream hands the answered call's audio to the organization's own
 	// voice bot over a WebSocket speaking Twilio's bidirectional Media
-	// Streams protocol, after answering-machine detection and after the
-	// script when there is one (a hangup step ends the call before it).
+	// Streams protocol, after answering-machine detection, instead of a
+	// script (the greeting is not spoken on a SIP trunk: the bot speaks).
 	// +optional
 	Stream *StreamSpec `json:"stream,omitempty"`
 }
