@@ -246,7 +246,7 @@ func (s *Session) write() {
 			err = s.conn.Write(s.ctx, websocket.MessageText, buf)
 		}
 		if err != nil {
-			s.end(&Failure{Reason: ReasonDisconnected, Detail: "sending to the bot: " + err.Error()})
+			s.writeFailed(err)
 			return
 		}
 		if m.event == EventStop {
@@ -256,6 +256,20 @@ func (s *Session) write() {
 			s.end(nil)
 			return
 		}
+	}
+}
+
+// writeFailed ends the session after a failed write. A bot closing the
+// stream makes the write fail too, so the reader, which sees its close
+// frame, gets a moment to say so (ErrBotHangup) first.
+func (s *Session) writeFailed(err error) {
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+		s.end(&Failure{Reason: ReasonDisconnected, Detail: "sending to the bot: " + err.Error()})
+		_ = s.conn.CloseNow()
 	}
 }
 
