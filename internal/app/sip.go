@@ -25,7 +25,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // SIPOptions configure real telephony over SIP trunks.
@@ -47,9 +46,9 @@ type SIPOptions struct {
 	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
-	// StreamPolicy guards agents' stream URLs (set from the webhook
-	// policy: ws:// and private addresses only with --dev).
-	StreamPolicy webhook.URLPolicy
+	// Streams builds the streams of agents that stream to a bot (set
+	// from the webhook policy: ws:// and private addresses only with --dev).
+	Streams sip.StreamSource
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -103,7 +102,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
 		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
-			Secrets: mgr.GetAPIReader(), StreamPolicy: opts.StreamPolicy},
+			Streams: opts.Streams},
 		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
 			waiters := make([]gate.Waiter, 0, len(calls))

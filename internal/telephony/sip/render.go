@@ -18,7 +18,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // DefaultMaxDuration bounds a connected call whose agent sets no
@@ -41,10 +40,8 @@ type ScriptRenderer struct {
 	// Timeout bounds the preparation of one call's script, all its steps;
 	// DefaultRenderTimeout when zero.
 	Timeout time.Duration
-	// Secrets reads the Secrets of agents' streams (a live reader).
-	Secrets client.Reader
-	// StreamPolicy guards stream URLs as webhook URLs are guarded.
-	StreamPolicy webhook.URLPolicy
+	// Streams builds the stream of agents that stream to a bot.
+	Streams StreamSource
 }
 
 // Render prepares the call's script, voicemail behaviour and limits. A
@@ -77,7 +74,7 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 	}
 	var err error
 	if agent.Spec.Stream != nil {
-		if spec.Stream, err = r.streamConfig(ctx, req, agent.Spec.Stream); err != nil {
+		if spec.Stream, err = r.Streams.Config(ctx, req); err != nil {
 			return spec, err
 		}
 	} else if spec.Script, err = r.steps(ctx, req, agent); err != nil {

@@ -7,11 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // Keys of an agent's stream authSecretRef Secret.
@@ -20,13 +21,26 @@ const (
 	streamSigningKey = "signingSecret"
 )
 
-// streamConfig is the call's stream to the agent's bot: its URL,
-// parameters with the call's variables filled in, and the token and
-// signing secret from the agent's Secret (read live: the manager caches
-// no Secrets of organizations).
-func (r *ScriptRenderer) streamConfig(ctx context.Context, req telephony.Request, sp *switchboardv1.StreamSpec) (*stream.Config, error) {
+// StreamSource turns an agent's spec.stream into a call's stream, for the
+// SIP and simulated carriers alike.
+type StreamSource struct {
+	// Secrets reads the authSecretRef Secrets (a live reader: the manager
+	// caches no Secrets of organizations).
+	Secrets client.Reader
+	// Policy guards stream URLs as webhook URLs are guarded.
+	Policy webhook.URLPolicy
+}
+
+// Config is the call's stream to its agent's bot: the URL, parameters
+// with the call's variables filled in, and the token and signing secret
+// from the agent's Secret.
+func (r StreamSource) Config(ctx context.Context, req telephony.Request) (*stream.Config, error) {
+	if req.Agent == nil || req.Agent.Spec.Stream == nil {
+		return nil, fmt.Errorf("the agent has no stream")
+	}
+	sp := req.Agent.Spec.Stream
 	cfg := &stream.Config{URL: sp.URL, Namespace: req.Namespace, CallID: req.CallID, From: req.From, To: req.To,
-		Policy: r.StreamPolicy, ConnectTimeout: time.Duration(sp.ConnectTimeoutSeconds) * time.Second}
+		Policy: r.Policy, ConnectTimeout: time.Duration(sp.ConnectTimeoutSeconds) * time.Second}
 	if len(sp.CustomParameters) > 0 {
 		cfg.Parameters = make(map[string]string, len(sp.CustomParameters))
 		for k, v := range sp.CustomParameters {
