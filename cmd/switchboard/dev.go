@@ -10,8 +10,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
