@@ -35,6 +35,7 @@ type ExtractedDataField struct {
 }
 
 // AgentSpec is a scripted voice agent that places outbound calls.
+// +kubebuilder:validation:XValidation:rule="!has(self.stream) || !has(self.script)",message="an agent has a script or a stream, not both: the bot speaks for itself"
 // +kubebuilder:validation:XValidation:rule="!has(self.extractedData) || self.extractedData.all(f, self.extractedData.exists_one(g, g.name == f.name))",message="extractedData names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || !has(s.gather.field) || (has(self.extractedData) && self.extractedData.exists(f, f.name == s.gather.field)))",message="a gather step's field must be one of extractedData"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.id) || self.script.exists_one(t, has(t.id) && t.id == s.id))",message="script step ids must be unique"
@@ -120,6 +121,49 @@ type AgentSpec struct {
 	// Unset fields take the defaults shown.
 	// +optional
 	AnsweringMachineDetection *AMDSpec `json:"answeringMachineDetection,omitempty"`
+
+	// stream hands the answered call's audio to the organization's own
+	// voice bot over a WebSocket speaking Twilio's bidirectional Media
+	// Streams protocol, after answering-machine detection, instead of a
+	// script (the greeting is not spoken on a SIP trunk: the bot speaks).
+	// +optional
+	Stream *StreamSpec `json:"stream,omitempty"`
+}
+
+// StreamSpec is where an agent streams its calls' audio: the bot's
+// WebSocket. The URL goes through the same guard as webhook URLs when the
+// call connects (public addresses only, ws:// only with --dev).
+type StreamSpec struct {
+	// url of the bot's WebSocket, wss://host/path (ws:// is accepted only
+	// when the operator runs with --dev).
+	// +required
+	// +kubebuilder:validation:MinLength=6
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('wss://') || self.startsWith('ws://')",message="stream url must be wss://host/path (ws:// only in development)"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@')",message="stream url must not contain credentials; use authSecretRef"
+	URL string `json:"url"`
+
+	// customParameters are sent in the start message's customParameters;
+	// {{name}} placeholders are filled from the call's variables.
+	// from_number, to_number and call_id are always added.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	CustomParameters map[string]string `json:"customParameters,omitempty"`
+
+	// authSecretRef names a Secret (same namespace) with the key token,
+	// sent on the upgrade as "Authorization: Bearer <token>", and optionally
+	// signingSecret (whsec_...), with which the upgrade is signed in the
+	// Standard Webhooks scheme over the call id and timestamp.
+	// +optional
+	AuthSecretRef *SecretReference `json:"authSecretRef,omitempty"`
+
+	// connectTimeoutSeconds bounds the WebSocket connection and upgrade;
+	// a bot not connected by then ends the call (stream_connect_failed).
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=30
+	ConnectTimeoutSeconds int32 `json:"connectTimeoutSeconds,omitempty"`
 }
 
 // ScriptStep is one step of an agent's script: exactly one of say, play,

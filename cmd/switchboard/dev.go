@@ -7,15 +7,18 @@ package main
 // (go build -tags dev): the shipped image carries none of it.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/switchboard-dev/switchboard/hack/streambot"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 )
 
@@ -45,9 +48,32 @@ func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Co
 	} else {
 		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
 	}
+	stopBot := startStreamBot(ctx, log)
 	return env.Config, func() {
+		stopBot()
 		if err := env.Stop(); err != nil {
 			log.Error(err, "stopping control plane")
 		}
 	}, nil
+}
+
+// startStreamBot serves the example bot (hack/streambot) on loopback for
+// the sample Agent stream-echo, at SWITCHBOARD_STREAMBOT_ADDR
+// (127.0.0.1:8090 by default). A busy port only loses the example.
+func startStreamBot(ctx context.Context, log logr.Logger) func() {
+	addr := cmp.Or(os.Getenv("SWITCHBOARD_STREAMBOT_ADDR"), "127.0.0.1:8090")
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		botLog := slog.New(logr.ToSlogHandler(log.WithName("streambot")))
+		if err := streambot.Serve(ctx, addr, streambot.Handler{Log: botLog}); err != nil {
+			log.Error(err, "the example stream bot is not served", "addr", addr)
+		}
+	}()
+	log.Info("example stream bot (Agent stream-echo)", "url", "ws://"+addr+"/stream")
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -670,12 +671,16 @@ func dialSweeper(store history.Dials, log logr.Logger) manager.Runnable {
 // enabled; sipCalls is nil when SIP is off.
 func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts Options) (*telephony.Router, *sipStack, error) {
 	dialer := &telephony.Router{}
+	streams := sip.StreamSource{Secrets: mgr.GetAPIReader(), Policy: webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}
 	if !opts.DisableSimulator {
-		dialer.Sim = sim.New(opts.SimTimings)
+		carrier := sim.New(opts.SimTimings)
+		carrier.EnableStreams(streams.Config)
+		dialer.Sim = carrier
 	}
 	if opts.SIP.Disabled {
 		return dialer, nil, nil
 	}
+	opts.SIP.Streams = streams
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err

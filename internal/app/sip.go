@@ -46,6 +46,9 @@ type SIPOptions struct {
 	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
+	// Streams builds the streams of agents that stream to a bot (set
+	// from the webhook policy: ws:// and private addresses only with --dev).
+	Streams sip.StreamSource
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -98,7 +101,8 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	s.dialer, err = sip.New(ctx, sip.Config{
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
-		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader()},
+		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
+			Streams: opts.Streams},
 		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
 			waiters := make([]gate.Waiter, 0, len(calls))

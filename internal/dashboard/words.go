@@ -39,6 +39,9 @@ var reasonWords = map[string]string{
 	"invalid_destination": "the number does not exist",
 	"carrier_error":       "the carrier failed",
 	"voicemail":           "a voicemail answered",
+	// Agents that stream to the organization's bot (issue 26).
+	"stream_connect_failed": "the agent's bot could not be reached",
+	"stream_disconnected":   "the connection to the agent's bot dropped",
 }
 
 func dispositionInWords(code string) string {

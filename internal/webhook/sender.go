@@ -139,8 +139,9 @@ func (e *refusedAddrError) Error() string {
 }
 
 // DialControl is the address guard for another client that connects where
-// an organization says (a speech recognition server): a net.Dialer's
-// Control, refusing what AllowedAddr refuses.
+// an organization says (a bot's media stream, a speech recognition server):
+// a net.Dialer's Control, refusing what AllowedAddr refuses, as webhook
+// deliveries do.
 func (p URLPolicy) DialControl() func(network, address string, c syscall.RawConn) error {
 	return addressGuard(p)
 }

@@ -101,6 +101,9 @@ func (t Timings) Validate() error {
 // holds nothing but its timings.
 type Carrier struct {
 	t Timings
+	// streams holds the live sessions of streamed calls (stream.go);
+	// nil until EnableStreams.
+	streams *streams
 }
 
 var _ telephony.Dialer = (*Carrier)(nil)
@@ -181,8 +184,12 @@ func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) er
 	return check(req)
 }
 
-// Release has nothing to drop: the simulated carrier keeps no state.
-func (c *Carrier) Release(context.Context, telephony.Request) {}
+// Release drops a streamed call's session; other calls keep no state.
+func (c *Carrier) Release(_ context.Context, req telephony.Request) {
+	if c.streams != nil {
+		c.streams.release(req.CallID)
+	}
+}
 
 // Hangup has nothing to stop: Progress ends the call at req.StopAt.
 func (c *Carrier) Hangup(context.Context, telephony.Request) error { return nil }
@@ -193,6 +200,9 @@ func (c *Carrier) Hangup(context.Context, telephony.Request) error { return nil 
 func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, now time.Time) (telephony.Progress, error) {
 	if err := check(req); err != nil {
 		return telephony.Progress{}, err
+	}
+	if p, ok := c.streamProgress(req, placedAt, now); ok {
+		return p, nil
 	}
 	p := c.unstopped(req, placedAt, now)
 	if req.StopAt == nil || req.StopAt.After(now) {

@@ -41,6 +41,8 @@ type ScriptRenderer struct {
 	// Timeout bounds the preparation of one call's script, all its steps;
 	// DefaultRenderTimeout when zero.
 	Timeout time.Duration
+	// Streams builds the stream of agents that stream to a bot.
+	Streams StreamSource
 }
 
 // Render prepares the call's script, voicemail behaviour and limits. A
@@ -72,7 +74,11 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		spec.MaxDuration = time.Duration(agent.Spec.MaxDurationSeconds) * time.Second
 	}
 	var err error
-	if spec.Script, err = r.steps(ctx, req, agent); err != nil {
+	if agent.Spec.Stream != nil {
+		if spec.Stream, err = r.Streams.Config(ctx, req); err != nil {
+			return spec, err
+		}
+	} else if spec.Script, err = r.steps(ctx, req, agent); err != nil {
 		return spec, err
 	}
 	if vm := agent.Spec.Voicemail; vm != nil {

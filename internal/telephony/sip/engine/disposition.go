@@ -148,6 +148,9 @@ var hangupReasons = map[string]string{
 	HangupByMaxDuration: "max_duration",
 	HangupByVoicemail:   "voicemail",
 	HangupByAPI:         telephony.APIHangup,
+	// A streamed call's bot failed: the reasons are their own names.
+	HangupByStreamConnectFailed: HangupByStreamConnectFailed,
+	HangupByStreamDisconnected:  HangupByStreamDisconnected,
 }
 
 // Disposition is the REST API's disposition of the call: AnsweringMachine

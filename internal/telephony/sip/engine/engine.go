@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/media"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
+	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -56,6 +57,9 @@ type CallSpec struct {
 	AMD *amd.Params
 	// Voicemail says what to do when the detector says MACHINE.
 	Voicemail Voicemail
+	// Stream, when set, bridges the answered call (after AMD) to the
+	// organization's bot instead of running Script.
+	Stream *stream.Config
 	// OnAnswer, when set, is called once when a 2xx answered the call,
 	// before media starts (also for a 2xx we hang up at once: one that
 	// crossed our CANCEL, or with unusable SDP). It runs on the call's
@@ -221,6 +225,8 @@ type Event struct {
 	// Branch is what a gather decided (a choice's value, BranchNoInput,
 	// BranchNoMatch) and Next the ID of the step it went to ("" in order).
 	Branch, Next string
+	// Mark is set on a bot's mark, echoed once its audio played.
+	Mark string
 }
 
 // Result is how a placed call ended.

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	voice "github.com/switchboard-dev/switchboard/internal/telephony/media"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
+	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 )
 
 const (
@@ -175,6 +176,9 @@ type callMedia struct {
 	recognizeTimeout time.Duration
 	// transcribe takes the utterances no gather listens to (nil: none).
 	transcribe *transcriber
+	// bot is the stream of a call bridged to the organization's bot: it
+	// gets the callee's audio and fills the frames nothing else plays.
+	bot atomic.Pointer[stream.Session]
 }
 
 // speechEvent is the callee starting to speak, or an utterance they ended.
@@ -317,6 +321,8 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		clear(frame)
 		if cur != nil && !cur.cut.Load() {
 			pos += copy(frame, cur.pcm[pos:])
+		} else if bot := m.bot.Load(); bot != nil {
+			bot.NextFrame(frame)
 		}
 		now := time.Now()
 		if _, err := w.Write(enc(frame)); err != nil {
@@ -367,6 +373,9 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
 		m.hear(pcm, started)
+		if bot := m.bot.Load(); bot != nil {
+			bot.Inbound(pcm, started)
+		}
 		if m.detector != nil {
 			if voice.Energy(pcm) >= m.voiceThreshold {
 				m.lastVoiceAt.Store(now.UnixNano())

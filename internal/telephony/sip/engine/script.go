@@ -117,6 +117,9 @@ func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Res
 			return e.voicemail(callCtx, c.Voicemail, m, res)
 		}
 	}
+	if c.Stream != nil {
+		return e.bridge(callCtx, *c.Stream, m, res)
+	}
 	return runScript(callCtx, c.Script, m, res)
 }
 

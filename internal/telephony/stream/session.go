@@ -1,0 +1,505 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/zaf/g711"
+)
+
+const (
+	sampleRate   = 8000
+	frameSamples = sampleRate / 50 // 20 ms
+	frameTime    = 20 * time.Millisecond
+	// outQueue bounds the messages waiting for the socket: 5 s of media.
+	// A bot that stops reading loses the callee's audio beyond it (counted
+	// in Stats) rather than stalling the call's media.
+	outQueue = 256
+	// maxMarks bounds the marks waiting for their audio to play.
+	maxMarks = 1024
+	// stopTimeout bounds sending stop and the closing handshake.
+	stopTimeout = time.Second
+)
+
+// Session is one call's open stream. The call's media drives it: Inbound
+// with the callee's audio, DTMF with their keys, and NextFrame every 20 ms
+// for the bot's audio to play. A reader goroutine takes the bot's
+// messages and a writer goroutine sends ours; nothing else runs per call,
+// and nothing runs per frame.
+//
+// Back-pressure: the bot's audio waits in a ring of MaxQueued (30 s,
+// 240 kB, allocated once). A bot sending faster than real time fills it;
+// the reader then stops reading the socket until audio has played, so the
+// bot's own sends block (TCP flow control) and memory never grows. A clear
+// sent meanwhile is read once the ring has room. Messages to the bot wait
+// in a queue of outQueue; if the bot stops reading, the callee's audio
+// beyond it is dropped (never the call's timing).
+type Session struct {
+	conn   *websocket.Conn
+	cfg    Config
+	ids    IDs
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan outMsg
+	wg     sync.WaitGroup
+
+	// Owned by the goroutine calling Inbound.
+	acc   [frameSamples]byte
+	accN  int
+	chunk int64
+
+	mu     sync.Mutex
+	space  *sync.Cond // signalled when audio played or was cleared, or at the end
+	ring   []byte
+	head   int   // index of the oldest queued byte
+	queued int   // bytes queued
+	played int64 // bytes played or cleared since the start
+	// written counts every byte ever queued; a mark is due once played
+	// reaches the written count it was sent at.
+	written   int64
+	marks     []pendingMark
+	filling   bool // waiting for the jitter buffer to fill
+	fillTicks int
+	prebuffer int // bytes
+	dueMarks  []string
+
+	endOnce sync.Once
+	done    chan struct{}
+	err     error // set before done is closed
+	closed  atomic.Bool
+
+	dropped   atomic.Int64
+	malformed atomic.Int64
+	waits     atomic.Int64
+}
+
+type pendingMark struct {
+	name string
+	at   int64
+}
+
+// outMsg is one message for the writer; media carries its frame by value
+// so that queueing allocates nothing.
+type outMsg struct {
+	event string
+	mulaw [frameSamples]byte
+	chunk int64
+	ts    int64
+	name  string // mark name, dtmf digit
+}
+
+// Stats counts what a session dropped or waited for.
+type Stats struct {
+	// DroppedToBot counts frames of the callee's audio dropped because
+	// the bot was not reading.
+	DroppedToBot int64
+	// Malformed counts messages from the bot that were not JSON.
+	Malformed int64
+	// Waits counts the times the bot's audio filled the ring and the
+	// reader waited for it to play.
+	Waits int64
+	// Queued is the bot's audio waiting to play.
+	Queued time.Duration
+}
+
+func newSession(conn *websocket.Conn, cfg Config) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		conn: conn, cfg: cfg, ids: NewIDs(cfg.Namespace, cfg.CallID), start: time.Now(),
+		ctx: ctx, cancel: cancel, out: make(chan outMsg, outQueue),
+		ring:      make([]byte, max(frameSamples, int(cfg.MaxQueued*sampleRate/time.Second))),
+		prebuffer: int(cfg.Prebuffer * sampleRate / time.Second),
+		filling:   true, done: make(chan struct{}),
+	}
+	s.space = sync.NewCond(&s.mu)
+	s.out <- outMsg{event: EventConnected}
+	s.out <- outMsg{event: EventStart}
+	s.wg.Add(2)
+	go s.write()
+	go s.read()
+	return s
+}
+
+// IDs are the stream's identifiers.
+func (s *Session) IDs() IDs { return s.ids }
+
+// Done is closed when the stream ended: the bot closed it, it failed, or
+// Close was called.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err says why the stream ended once Done is closed: ErrBotHangup, a
+// *Failure, or nil when Close ended it.
+func (s *Session) Err() error {
+	<-s.done
+	return s.err
+}
+
+// Stats reports the session's counters.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	q := s.queued
+	s.mu.Unlock()
+	return Stats{DroppedToBot: s.dropped.Load(), Malformed: s.malformed.Load(), Waits: s.waits.Load(),
+		Queued: time.Duration(q) * time.Second / sampleRate}
+}
+
+// end records why the stream ended, once.
+func (s *Session) end(err error) {
+	s.endOnce.Do(func() {
+		s.err = err
+		close(s.done)
+		s.cancel()
+		s.mu.Lock()
+		s.space.Broadcast()
+		s.mu.Unlock()
+	})
+}
+
+// Close sends stop (when the stream is still up), closes the socket and
+// waits for the session's goroutines. The callee hung up, or the call
+// ended otherwise.
+func (s *Session) Close() {
+	if s.closed.Swap(true) {
+		s.wg.Wait()
+		return
+	}
+	select {
+	case <-s.done:
+	default:
+		t := time.NewTimer(stopTimeout)
+		select {
+		case s.out <- outMsg{event: EventStop}: // the writer closes after it
+			select {
+			case <-s.done:
+			case <-t.C:
+			}
+		case <-s.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	s.end(nil)
+	s.wg.Wait()
+	_ = s.conn.CloseNow()
+}
+
+// Inbound takes the callee's audio (8 kHz PCM, any length) and sends it in
+// 20 ms media messages. at is when pcm started.
+func (s *Session) Inbound(pcm []int16, at time.Time) {
+	for i, v := range pcm {
+		s.acc[s.accN] = g711.EncodeUlawFrame(v)
+		s.accN++
+		if s.accN < frameSamples {
+			continue
+		}
+		s.accN = 0
+		s.chunk++
+		frameStart := at.Add(time.Duration(i+1-frameSamples) * time.Second / sampleRate)
+		m := outMsg{event: EventMedia, chunk: s.chunk, ts: max(0, frameStart.Sub(s.start).Milliseconds())}
+		m.mulaw = s.acc
+		s.send(m)
+	}
+}
+
+// DTMF sends a key the callee pressed.
+func (s *Session) DTMF(key byte) {
+	s.send(outMsg{event: EventDTMF, name: string(key)})
+}
+
+// send queues m for the writer, or drops it when the bot is not reading.
+func (s *Session) send(m outMsg) {
+	select {
+	case s.out <- m:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// write sends the queued messages in order; stop is the last.
+func (s *Session) write() {
+	defer s.wg.Done()
+	buf := make([]byte, 0, 512)
+	var seq int64
+	for {
+		var m outMsg
+		select {
+		case m = <-s.out:
+		case <-s.ctx.Done():
+			return
+		}
+		if m.event != EventConnected {
+			seq++
+		}
+		var err error
+		buf, err = s.encode(buf[:0], seq, &m)
+		if err == nil {
+			err = s.conn.Write(s.ctx, websocket.MessageText, buf)
+		}
+		if err != nil {
+			s.writeFailed(err)
+			return
+		}
+		if m.event == EventStop {
+			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			s.closeNormally(ctx)
+			cancel()
+			s.end(nil)
+			return
+		}
+	}
+}
+
+// writeFailed ends the session after a failed write. A bot closing the
+// stream makes the write fail too, so the reader, which sees its close
+// frame, gets a moment to say so (ErrBotHangup) first.
+func (s *Session) writeFailed(err error) {
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+		s.end(&Failure{Reason: ReasonDisconnected, Detail: "sending to the bot: " + err.Error()})
+		_ = s.conn.CloseNow()
+	}
+}
+
+// closeNormally starts the closing handshake; the reader sees its end.
+func (s *Session) closeNormally(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { // Close waits for the bot's close frame, read by the reader
+		_ = s.conn.Close(websocket.StatusNormalClosure, "call ended")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func (s *Session) encode(b []byte, seq int64, m *outMsg) ([]byte, error) {
+	sq := strconv.FormatInt(seq, 10)
+	var v any
+	switch m.event {
+	case EventMedia:
+		return appendMedia(b, seq, m.chunk, m.ts, s.ids.StreamSid, m.mulaw[:]), nil
+	case EventConnected:
+		v = Connected{Event: EventConnected, Protocol: "Call", Version: "1.0.0"}
+	case EventStart:
+		v = s.startMessage()
+	case EventDTMF:
+		v = DTMF{Event: EventDTMF, StreamSid: s.ids.StreamSid, SequenceNumber: sq, DTMF: DTMFInfo{Track: dtmfTrack, Digit: m.name}}
+	case EventMark:
+		v = Mark{Event: EventMark, SequenceNumber: sq, StreamSid: s.ids.StreamSid, Mark: MarkInfo{Name: m.name}}
+	case EventStop:
+		v = Stop{Event: EventStop, SequenceNumber: sq, StreamSid: s.ids.StreamSid,
+			Stop: StopInfo{AccountSid: s.ids.AccountSid, CallSid: s.ids.CallSid}}
+	default:
+		return nil, fmt.Errorf("unknown event %q", m.event)
+	}
+	w := bytes.NewBuffer(b)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(w.Bytes(), []byte("\n")), nil
+}
+
+func (s *Session) startMessage() Start {
+	params := make(map[string]string, len(s.cfg.Parameters)+3)
+	for k, v := range s.cfg.Parameters {
+		params[k] = v
+	}
+	params["call_id"], params["from_number"], params["to_number"] = s.cfg.CallID, s.cfg.From, s.cfg.To
+	return Start{Event: EventStart, SequenceNumber: "1", StreamSid: s.ids.StreamSid, Start: StartInfo{
+		AccountSid: s.ids.AccountSid, StreamSid: s.ids.StreamSid, CallSid: s.ids.CallSid,
+		Tracks: []string{trackInbound}, CustomParameters: params,
+		MediaFormat: MediaFormat{Encoding: "audio/x-mulaw", SampleRate: sampleRate, Channels: 1},
+	}}
+}
+
+// read takes the bot's messages until the socket closes.
+func (s *Session) read() {
+	defer s.wg.Done()
+	var buf bytes.Buffer
+	scratch := make([]byte, 0, 4096)
+	var msg Inbound
+	for {
+		typ, r, err := s.conn.Reader(s.ctx)
+		if err != nil {
+			s.end(s.readError(err))
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			s.end(s.readError(err))
+			return
+		}
+		if typ != websocket.MessageText {
+			continue // Twilio's protocol is text; binary frames are ignored
+		}
+		msg = Inbound{}
+		if err := json.Unmarshal(buf.Bytes(), &msg); err != nil {
+			s.malformed.Add(1)
+			continue
+		}
+		if scratch, err = s.handle(&msg, scratch); err != nil {
+			s.malformed.Add(1)
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// readError maps the reader's end to the session's.
+func (s *Session) readError(err error) error {
+	if s.ctx.Err() != nil || s.closed.Load() {
+		return nil // we closed it (the bot's close frame answers our stop)
+	}
+	switch code := websocket.CloseStatus(err); {
+	case code == websocket.StatusNormalClosure || code == websocket.StatusGoingAway:
+		return ErrBotHangup
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		return &Failure{Reason: ReasonDisconnected,
+			Detail: fmt.Sprintf("the bot sent a message over the %d-byte limit; the stream was closed (1009)", s.cfg.ReadLimit)}
+	case code != -1:
+		return &Failure{Reason: ReasonDisconnected, Detail: fmt.Sprintf("the bot closed the stream with status %d", code)}
+	default:
+		return &Failure{Reason: ReasonDisconnected, Detail: "the connection to the bot dropped: " + err.Error()}
+	}
+}
+
+// handle applies one message from the bot.
+func (s *Session) handle(m *Inbound, scratch []byte) ([]byte, error) {
+	switch m.Event {
+	case EventMedia:
+		n := base64.StdEncoding.DecodedLen(len(m.Media.Payload))
+		if cap(scratch) < n {
+			scratch = make([]byte, n)
+		}
+		n, err := base64.StdEncoding.Decode(scratch[:n], []byte(m.Media.Payload))
+		if err != nil {
+			return scratch, err
+		}
+		s.enqueue(scratch[:n])
+	case EventMark:
+		s.mark(m.Mark.Name)
+	case EventClear:
+		s.clear()
+	}
+	return scratch, nil
+}
+
+// enqueue adds the bot's audio to the ring, waiting for room (see
+// Session's back-pressure policy).
+func (s *Session) enqueue(audio []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(audio) > 0 {
+		for s.queued == len(s.ring) && s.ctx.Err() == nil {
+			s.waits.Add(1)
+			s.space.Wait()
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		tail := (s.head + s.queued) % len(s.ring)
+		n := copy(s.ring[tail:min(len(s.ring), tail+len(s.ring)-s.queued)], audio)
+		s.queued += n
+		s.written += int64(n)
+		audio = audio[n:]
+	}
+}
+
+func (s *Session) mark(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.marks) >= maxMarks && s.ctx.Err() == nil {
+		s.waits.Add(1)
+		s.space.Wait()
+	}
+	s.marks = append(s.marks, pendingMark{name: name, at: s.written})
+}
+
+// clear drops the queued audio at once; its marks are echoed now, as
+// Twilio does.
+func (s *Session) clear() {
+	s.mu.Lock()
+	s.played += int64(s.queued)
+	s.head, s.queued = 0, 0
+	s.filling, s.fillTicks = true, 0
+	due := s.takeDueMarks()
+	s.space.Broadcast()
+	s.mu.Unlock()
+	s.echo(due)
+}
+
+// NextFrame fills pcm (20 ms, 160 samples) with the bot's next audio, or
+// silence while there is none or the jitter buffer fills, and echoes the
+// marks whose audio has now played. The call's writer calls it every
+// 20 ms.
+func (s *Session) NextFrame(pcm []int16) {
+	clear(pcm)
+	s.mu.Lock()
+	if s.filling && s.queued > 0 {
+		s.fillTicks++
+		if s.queued >= s.prebuffer || s.fillTicks*int(frameTime) >= int(s.cfg.Prebuffer) {
+			s.filling = false
+		}
+	}
+	if !s.filling {
+		n := min(len(pcm), s.queued)
+		for i := range n {
+			pcm[i] = g711.DecodeUlawFrame(s.ring[(s.head+i)%len(s.ring)])
+		}
+		s.head = (s.head + n) % len(s.ring)
+		s.queued -= n
+		s.played += int64(n)
+		if s.queued == 0 {
+			s.filling, s.fillTicks = true, 0
+		}
+		if n > 0 {
+			s.space.Broadcast()
+		}
+	}
+	due := s.takeDueMarks()
+	s.mu.Unlock()
+	s.echo(due)
+}
+
+// takeDueMarks removes the marks whose audio has played; s.mu is held.
+func (s *Session) takeDueMarks() []string {
+	if len(s.marks) == 0 || s.marks[0].at > s.played {
+		return nil
+	}
+	s.dueMarks = s.dueMarks[:0]
+	i := 0
+	for ; i < len(s.marks) && s.marks[i].at <= s.played; i++ {
+		s.dueMarks = append(s.dueMarks, s.marks[i].name)
+	}
+	s.marks = append(s.marks[:0], s.marks[i:]...)
+	if i > 0 {
+		s.space.Broadcast()
+	}
+	return append([]string(nil), s.dueMarks...)
+}
+
+func (s *Session) echo(names []string) {
+	for _, name := range names {
+		s.send(outMsg{event: EventMark, name: name})
+		if s.cfg.OnMark != nil {
+			s.cfg.OnMark(name)
+		}
+	}
+}
