@@ -108,10 +108,6 @@ func (s *Segmenter) Flush() {
 // Pos is the stream position after the last whole frame written.
 func (s *Segmenter) Pos() int64 { return s.pos }
 
-// Speaking reports whether the callee is speaking (speech started and not
-// ended).
-func (s *Segmenter) Speaking() bool { return s.speaking }
-
 // Utterance is the last utterance ended; valid until the next Write.
 func (s *Segmenter) Utterance() Utterance { return s.last }
 

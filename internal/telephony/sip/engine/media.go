@@ -163,6 +163,9 @@ type callMedia struct {
 	ear      *voice.Segmenter
 	heard    int64
 	heardEnd time.Time
+	// speaking is set while the callee speaks (from the start of speech to
+	// the end of the utterance).
+	speaking atomic.Bool
 	// bargeable is the playback the callee's speech stops (nil: none).
 	bargeable atomic.Pointer[playback]
 	// listening is set while a gather listens to speech: speech events go
@@ -242,15 +245,17 @@ func (m *callMedia) onSpeech(ev voice.Event) {
 	var se speechEvent
 	switch ev {
 	case voice.SpeechStarted:
+		m.speaking.Store(true)
 		if p := m.bargeable.Load(); p != nil {
 			p.cut.Store(true)
 		}
 		se.started = true
 	case voice.UtteranceEnded:
+		u := m.ear.Utterance()
+		m.speaking.Store(u.Cut) // still speaking when cut at the length bound
 		if !listening && m.transcribe == nil {
 			return
 		}
-		u := m.ear.Utterance()
 		se.start, se.end, se.pcm = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM)
 		if !listening {
 			m.transcribe.offer(se)
