@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // These tests place real calls to baresip, whose voice is a WAV of answers
@@ -38,6 +39,7 @@ type said struct {
 // elsewhere, lasting at least total.
 func spoken(t *testing.T, total time.Duration, answers ...said) ([]int16, map[string]int) {
 	t.Helper()
+	testsupport.Needs(t, "flite")
 	var f tts.Flite
 	pcm := make([]int16, int(total.Seconds()*sampleRate))
 	lengths := map[string]int{}
@@ -372,6 +374,7 @@ func BenchmarkReplyLatency(b *testing.B) {
 	ms := time.Millisecond
 	script := []Step{{ID: "ask", Text: "Again?", Audio: tone(300 * ms), Gather: &Gather{Field: "again", Speech: true,
 		Timeout: 5 * time.Second, Choices: []Choice{{Value: "yes", Next: "ask"}}}}}
+	testsupport.Needs(b, "flite and baresip")
 	var voice []int16
 	var f tts.Flite
 	yes, err := f.Speak(context.Background(), "yes")
