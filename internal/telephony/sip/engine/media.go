@@ -69,8 +69,10 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
-	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	recErr := m.rec.Close()
+	// The last utterances' text, at most one recognition's time after the
+	// call ended.
+	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
