@@ -373,13 +373,13 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
-		m.hear(pcm, started)
 		if m.detector != nil {
-			if voice.Energy(pcm) >= m.voiceThreshold {
+			if loud(pcm, m.voiceThreshold) {
 				m.lastVoiceAt.Store(now.UnixNano())
 			}
 			m.detector.feed(pcm, started)
 		}
+		m.hear(pcm, started)
 	}
 }
 
@@ -460,4 +460,10 @@ func decode(pcm []int16, pt uint8, payload []byte) []int16 {
 		pcm = append(pcm, f(b))
 	}
 	return pcm
+}
+
+// loud reports whether a frame is voice rather than silence: its mean
+// absolute amplitude reaches threshold.
+func loud(pcm []int16, threshold int) bool {
+	return voice.Energy(pcm) >= threshold
 }
