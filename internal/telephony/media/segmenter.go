@@ -1,5 +1,8 @@
 package media
 
+// initialBuffer is the utterance buffer's first size, in samples (3 s).
+const initialBuffer = 3 * SampleRate
+
 // Event is what a frame changed in a Segmenter.
 type Event int
 
@@ -28,8 +31,10 @@ type Utterance struct {
 
 // Segmenter cuts a stream of audio into utterances: speech starts after
 // VADConfig.Start of voice and ends after VADConfig.Hangover of silence.
-// Its memory is fixed when it is made (one utterance of MaxUtterance and
-// the pre-roll), and Write does not allocate. Not safe for concurrent use.
+// Its memory is bounded (one utterance of MaxUtterance and the pre-roll);
+// Write allocates only to grow the utterance buffer toward that bound, as
+// the first long utterances come, never per frame. Not safe for
+// concurrent use.
 type Segmenter struct {
 	vad                       *VAD
 	startFrames, hangFrames   int
@@ -72,7 +77,10 @@ func NewSegmenter(cfg VADConfig, handle func(Event)) *Segmenter {
 	s.maxSamples = frames(cfg.MaxUtterance) * FrameSamples
 	ringFrames := s.prerollFrames + s.startFrames
 	s.ring = make([]int16, ringFrames*FrameSamples)
-	s.buf = make([]int16, max(s.maxSamples, len(s.ring)))
+	s.maxSamples = max(s.maxSamples, len(s.ring))
+	// Most answers are short: the buffer starts small and grows, up to
+	// the bound, as long utterances come (then it stays).
+	s.buf = make([]int16, 0, min(s.maxSamples, initialBuffer))
 	return s
 }
 
@@ -108,10 +116,6 @@ func (s *Segmenter) Flush() {
 // Pos is the stream position after the last whole frame written.
 func (s *Segmenter) Pos() int64 { return s.pos }
 
-// Speaking reports whether the callee is speaking (speech started and not
-// ended).
-func (s *Segmenter) Speaking() bool { return s.speaking }
-
 // Utterance is the last utterance ended; valid until the next Write.
 func (s *Segmenter) Utterance() Utterance { return s.last }
 
@@ -122,14 +126,14 @@ func (s *Segmenter) frame(f []int16) {
 		s.idle(f, voiced)
 		return
 	}
-	if s.n+FrameSamples > len(s.buf) {
+	if s.n+FrameSamples > s.maxSamples {
 		// The bound: hand over what we have and go on speaking in a new
 		// utterance.
 		s.end(true)
 		s.speaking = true
 		s.start = s.pos - FrameSamples
 	}
-	copy(s.buf[s.n:], f)
+	s.buf = append(s.buf[:s.n], f...)
 	s.n += FrameSamples
 	if voiced {
 		s.silentRun = 0
@@ -159,11 +163,12 @@ func (s *Segmenter) idle(f []int16, voiced bool) {
 	s.speaking, s.voicedRun, s.silentRun = true, 0, 0
 	ringFrames := len(s.ring) / FrameSamples
 	first := (s.ringNext - s.ringFrame + ringFrames) % ringFrames
-	s.n = 0
+	s.buf = s.buf[:0]
 	for i := range s.ringFrame {
 		at := ((first + i) % ringFrames) * FrameSamples
-		s.n += copy(s.buf[s.n:], s.ring[at:at+FrameSamples])
+		s.buf = append(s.buf, s.ring[at:at+FrameSamples]...)
 	}
+	s.n = len(s.buf)
 	s.voicedN = s.n
 	s.start = s.pos - int64(s.n)
 	s.ringFrame = 0

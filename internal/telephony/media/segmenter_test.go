@@ -4,10 +4,16 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-audio/wav"
+
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // samples is how many samples d lasts.
@@ -196,35 +202,75 @@ func TestSegmenterBoundsAMonologue(t *testing.T) {
 	}
 }
 
-// Real speech: flite says two answers with a pause long enough between
-// them to end the first.
+// Real speech in two voices (flite's, and espeak-ng's resampled to 8 kHz):
+// two answers with a pause long enough between them to end the first.
 func TestSegmenterOnSpeech(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs flite")
+	for _, v := range []struct {
+		name string
+		say  func(t *testing.T, text string) []int16
+	}{{"flite", fliteSays}, {"espeak-ng", espeakSays}} {
+		t.Run(v.name, func(t *testing.T) {
+			first, second := v.say(t, "there will be four of us"), v.say(t, "yes, that's right")
+			pcm := concat(silence(time.Second), first, silence(1500*time.Millisecond), second, silence(time.Second))
+			_, got := segment(t, VADConfig{}, pcm, FrameSamples)
+			if len(got) != 2 {
+				t.Fatalf("utterances %+v, want the two answers", got)
+			}
+			// The voices pad their speech with some silence; the cut is
+			// within it.
+			firstEnd := time.Second + at(int64(len(first)))
+			if got[0].end > firstEnd || got[0].end < firstEnd-500*time.Millisecond {
+				t.Errorf("first answer cut at %s, want by its end at %s", got[0].end, firstEnd)
+			}
+			secondStart := firstEnd + 1500*time.Millisecond
+			if got[1].start < secondStart-DefaultVADConfig().PreRoll-20*time.Millisecond {
+				t.Errorf("second answer starts at %s, before it is said at %s", got[1].start, secondStart)
+			}
+		})
 	}
+}
+
+func fliteSays(t *testing.T, text string) []int16 {
+	t.Helper()
+	testsupport.Needs(t, "flite")
 	var f tts.Flite
-	say := func(text string) []int16 {
-		pcm, err := f.Speak(context.Background(), text)
-		if err != nil {
-			t.Fatalf("flite: %v", err)
+	pcm, err := f.Speak(context.Background(), text)
+	if err != nil {
+		t.Fatalf("flite: %v (install it with `apt-get install -y flite`)", err)
+	}
+	return pcm
+}
+
+// espeakSays speaks text with espeak-ng (Debian package espeak-ng), which
+// writes 22050 Hz only, and resamples it to 8 kHz by averaging the input
+// over each output sample's span (a crude low-pass; enough for energy).
+func espeakSays(t *testing.T, text string) []int16 {
+	t.Helper()
+	testsupport.Needs(t, "espeak-ng")
+	path := filepath.Join(t.TempDir(), "speech.wav")
+	if out, err := exec.CommandContext(t.Context(), "espeak-ng", "-w", path, text).CombinedOutput(); err != nil {
+		t.Fatalf("espeak-ng: %v %s (install it with `apt-get install -y espeak-ng`)", err, out)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	buf, err := wav.NewDecoder(f).FullPCMBuffer()
+	if err != nil {
+		t.Fatalf("espeak-ng's WAV: %v", err)
+	}
+	in, rate := buf.Data, buf.Format.SampleRate
+	out := make([]int16, len(in)*SampleRate/rate)
+	for i := range out {
+		from, to := i*rate/SampleRate, min(len(in), (i+1)*rate/SampleRate)
+		sum := 0
+		for _, s := range in[from:to] {
+			sum += s
 		}
-		return pcm
+		out[i] = int16(sum / max(1, to-from))
 	}
-	first, second := say("there will be four of us"), say("yes, that's right")
-	pcm := concat(silence(time.Second), first, silence(1500*time.Millisecond), second, silence(time.Second))
-	_, got := segment(t, VADConfig{}, pcm, FrameSamples)
-	if len(got) != 2 {
-		t.Fatalf("utterances %+v, want the two answers", got)
-	}
-	// flite pads its speech with some silence; the cut is within it.
-	firstEnd := time.Second + at(int64(len(first)))
-	if got[0].end > firstEnd || got[0].end < firstEnd-400*time.Millisecond {
-		t.Errorf("first answer cut at %s, want by its end at %s", got[0].end, firstEnd)
-	}
-	secondStart := firstEnd + 1500*time.Millisecond
-	if got[1].start < secondStart-DefaultVADConfig().PreRoll-20*time.Millisecond {
-		t.Errorf("second answer starts at %s, before it is said at %s", got[1].start, secondStart)
-	}
+	return out
 }
 
 func BenchmarkSegmenter(b *testing.B) {

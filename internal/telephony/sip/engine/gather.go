@@ -171,7 +171,9 @@ func (m *callMedia) collect(callCtx context.Context, p *playback, g Gather, list
 		promptDone = p.done
 	}
 	if listen {
-		c.heard = m.speech
+		// Speech that started before the attempt (its start event was
+		// dropped) holds the timeout off too.
+		c.heard, c.talking = m.speech, m.speaking.Load()
 	}
 	c.timer = time.NewTimer(c.timeout)
 	c.timer.Stop()

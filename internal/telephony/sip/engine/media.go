@@ -70,8 +70,10 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 		closeErr = fmt.Errorf("close media: %w", closeErr)
 	}
 	wg.Wait()
-	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	recErr := m.rec.Close()
+	// The last utterances' text, at most one recognition's time after the
+	// call ended.
+	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
@@ -164,6 +166,9 @@ type callMedia struct {
 	ear      *voice.Segmenter
 	heard    int64
 	heardEnd time.Time
+	// speaking is set while the callee speaks (from the start of speech to
+	// the end of the utterance).
+	speaking atomic.Bool
 	// bargeable is the playback the callee's speech stops (nil: none).
 	bargeable atomic.Pointer[playback]
 	// listening is set while a gather listens to speech: speech events go
@@ -246,15 +251,17 @@ func (m *callMedia) onSpeech(ev voice.Event) {
 	var se speechEvent
 	switch ev {
 	case voice.SpeechStarted:
+		m.speaking.Store(true)
 		if p := m.bargeable.Load(); p != nil {
 			p.cut.Store(true)
 		}
 		se.started = true
 	case voice.UtteranceEnded:
+		u := m.ear.Utterance()
+		m.speaking.Store(u.Cut) // still speaking when cut at the length bound
 		if !listening && m.transcribe == nil {
 			return
 		}
-		u := m.ear.Utterance()
 		se.start, se.end, se.pcm = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM)
 		if !listening {
 			m.transcribe.offer(se)
@@ -372,15 +379,15 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		}
 		started := clock.place(h.SSRC, h.Timestamp, now.Add(-samplesDuration(len(pcm))))
 		m.rec.Add(audio.CalleeChannel, pcm, started)
-		m.hear(pcm, started)
-		if bot := m.bot.Load(); bot != nil {
-			bot.Inbound(pcm, started)
-		}
 		if m.detector != nil {
-			if voice.Energy(pcm) >= m.voiceThreshold {
+			if loud(pcm, m.voiceThreshold) {
 				m.lastVoiceAt.Store(now.UnixNano())
 			}
 			m.detector.feed(pcm, started)
+		}
+		m.hear(pcm, started)
+		if bot := m.bot.Load(); bot != nil {
+			bot.Inbound(pcm, started)
 		}
 	}
 }
@@ -462,4 +469,10 @@ func decode(pcm []int16, pt uint8, payload []byte) []int16 {
 		pcm = append(pcm, f(b))
 	}
 	return pcm
+}
+
+// loud reports whether a frame is voice rather than silence: its mean
+// absolute amplitude reaches threshold.
+func loud(pcm []int16, threshold int) bool {
+	return voice.Energy(pcm) >= threshold
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -222,5 +223,24 @@ func TestChoiceDigitsComplete(t *testing.T) {
 		if done != tc.done {
 			t.Errorf("keys %q complete: %v, want %v", tc.keys, done, tc.done)
 		}
+	}
+}
+
+// A recognizer that failed leaves no match, and the transcript says why.
+func TestRecognizerFailureIsNoMatch(t *testing.T) {
+	g := Gather{Field: "confirmed", Capture: CaptureYesNo}
+	answeredAt := time.Now()
+	u := &utterance{recognizer: "server", err: errors.New("timeout"), start: answeredAt.Add(time.Second), end: answeredAt.Add(2 * time.Second)}
+	a := answer{said: u}
+	d := g.decide(a, time.Now())
+	if d.matched || d.branch != BranchNoMatch {
+		t.Fatalf("decision %+v, want no match", d)
+	}
+	var res Result
+	(&callMedia{answeredAt: answeredAt}).record(&res, g, a, d)
+	want := Event{At: u.start, Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
+		Recognizer: "server", Branch: BranchNoMatch}
+	if len(res.Events) != 1 || res.Events[0] != want || res.Digits != nil {
+		t.Errorf("recorded %+v, digits %v; want %+v and no digits", res.Events, res.Digits, want)
 	}
 }
