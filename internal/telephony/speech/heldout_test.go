@@ -213,9 +213,9 @@ type evaluation struct {
 	errors, refWords map[string]int
 	// latencies of the utterances recognized with hints (constrained) and
 	// without (open): the two searches differ tenfold in cost.
-	latencies        map[bool][]time.Duration
-	audioSeconds     float64
-	failures         int
+	latencies    map[bool][]time.Duration
+	audioSeconds float64
+	failures     int
 }
 
 func evaluate(tb testing.TB, r Recognizer, set []utterance, useHints bool, verbose bool) evaluation {
