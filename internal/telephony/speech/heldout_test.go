@@ -68,15 +68,7 @@ func loadHeldOut(tb testing.TB) []utterance {
 				u.choices = append(u.choices, [2]string{value, p})
 			}
 		}
-		wav, err := os.Open(filepath.Join(heldOutDir, u.file))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		u.pcm, err = audio.DecodeMono(wav)
-		wav.Close()
-		if err != nil {
-			tb.Fatalf("%s: %v", u.file, err)
-		}
+		u.pcm = heldOutPCM(tb, u.file)
 		set = append(set, u)
 	}
 	// SPEECH_HELDOUT_CATEGORIES=yes_no,choice narrows the set while tuning.
@@ -84,6 +76,21 @@ func loadHeldOut(tb testing.TB) []utterance {
 		set = slices.DeleteFunc(set, func(u utterance) bool { return !slices.Contains(strings.Split(only, ","), u.category) })
 	}
 	return set
+}
+
+// heldOutPCM reads one of the set's WAV files.
+func heldOutPCM(tb testing.TB, file string) []int16 {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(heldOutDir, file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	pcm, err := audio.DecodeMono(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", file, err)
+	}
+	return pcm
 }
 
 // choiceOf is the value whose phrase comes first in the text (the longest
