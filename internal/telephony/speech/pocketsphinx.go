@@ -95,7 +95,8 @@ func openDecoder(dir string) (*decoder, error) {
 
 func (p *pocketSphinx) Name() string { return EmbeddedName }
 
-// Close frees the decoders (those not in use wait to be returned).
+// Close frees the decoders; call it when no Recognize is running (a decoder
+// in use is not waited for).
 func (p *pocketSphinx) Close() {
 	for {
 		select {
