@@ -6,12 +6,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
-
-	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 )
 
 func newEmbedded(t *testing.T, opts EmbeddedOptions) *pocketSphinx {
@@ -23,20 +20,6 @@ func newEmbedded(t *testing.T, opts EmbeddedOptions) *pocketSphinx {
 	p := r.(*pocketSphinx)
 	t.Cleanup(p.Close)
 	return p
-}
-
-func heldOutPCM(t *testing.T, file string) []int16 {
-	t.Helper()
-	f, err := os.Open(filepath.Join(heldOutDir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pcm, err := audio.DecodeMono(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pcm
 }
 
 var yesNo = []string{"yes", "yeah", "sure", "that's right", "no", "nope", "no thanks", "not really"}

@@ -14,18 +14,19 @@ func normalizePhrase(s string) string {
 	return strings.Join(fields, " ")
 }
 
-// fillerWords absorb what a callee says around the expected phrases ("um",
-// "how about", "I need", "please"): without them a grammar of the phrases
-// alone forces every word heard into some phrase ("how about wednesday"
-// came out as "monday wednesday"). Common short English words, without
-// near-homophones of typical answers ("know", "yet").
+// fillerWords are the hesitations and politeness a callee puts around an
+// answer ("um, four", "support please"). A larger list of common words was
+// measured worse: short filler words then absorb the answer itself.
 var fillerWords = strings.Fields(`um uh please`)
 
-// hintGrammar is a JSGF grammar of the hinted phrases and the filler words,
-// in any order and number, the phrases weighted above the fillers, for
-// constrained recognition. known says whether the engine's dictionary has a
-// word: a phrase with an unknown word is left out (the decoder refuses a
-// grammar that names it). It returns "" when no phrase is left.
+// hintGrammar is a JSGF grammar for constrained recognition: exactly one of
+// the hinted phrases, with filler words before and after it. One phrase,
+// not a sequence: with "one or more phrases" the decoder filled the noise
+// before an answer with extra phrases ("yeah no thanks" for "no thanks"),
+// and a gather step wants one answer. known says whether the engine's
+// dictionary has a word: a phrase with an unknown word is left out (the
+// decoder refuses a grammar that names it). It returns "" when no phrase
+// is left.
 func hintGrammar(hints []string, known func(word string) bool) string {
 	seen := map[string]bool{}
 	inPhrase := map[string]bool{}
@@ -61,7 +62,7 @@ func hintGrammar(hints []string, known func(word string) bool) string {
 		}
 	}
 	return "#JSGF V1.0;\ngrammar hints;\n" +
-		"public <utterance> = ( <phrase> | <filler> )+ ;\n" +
+		"public <utterance> = <filler>* <phrase> <filler>* ;\n" +
 		"<phrase> = " + strings.Join(phrases, " | ") + " ;\n" +
 		"<filler> = " + strings.Join(fillers, " | ") + " ;\n"
 }

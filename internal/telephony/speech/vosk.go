@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
 )
 
 // voskChunk is how much audio goes in one WebSocket message: 0.2 s, as
@@ -81,19 +82,30 @@ func (v *voskServer) Recognize(ctx context.Context, pcm []int16, hints []string)
 	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
 		return Result{}, err
 	}
+	// The audio goes out without waiting for each answer (a round trip per
+	// 0.2 s chunk would add up to seconds over a long utterance); the
+	// server answers every message in order, one answer per chunk and the
+	// final result to eof.
+	chunks := (len(pcm) + voskChunk - 1) / voskChunk
 	var final finalResult
-	for start := 0; start < len(pcm); start += voskChunk {
-		if err := conn.Write(ctx, websocket.MessageBinary, pcmBytes(pcm[start:min(start+voskChunk, len(pcm))])); err != nil {
-			return Result{}, err
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		for i := 0; i <= chunks; i++ {
+			if err := v.readAnswer(gctx, conn, &final, i == chunks); err != nil {
+				return err
+			}
 		}
-		if err := v.readAnswer(ctx, conn, &final, false); err != nil {
-			return Result{}, err
+		return nil
+	})
+	g.Go(func() error {
+		for start := 0; start < len(pcm); start += voskChunk {
+			if err := conn.Write(gctx, websocket.MessageBinary, pcmBytes(pcm[start:min(start+voskChunk, len(pcm))])); err != nil {
+				return err
+			}
 		}
-	}
-	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"eof" : 1}`)); err != nil {
-		return Result{}, err
-	}
-	if err := v.readAnswer(ctx, conn, &final, true); err != nil {
+		return conn.Write(gctx, websocket.MessageText, []byte(`{"eof" : 1}`))
+	})
+	if err := g.Wait(); err != nil {
 		return Result{}, err
 	}
 	_ = conn.Close(websocket.StatusNormalClosure, "")
