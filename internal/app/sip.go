@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,9 +22,11 @@ import (
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -49,10 +52,14 @@ type SIPOptions struct {
 	// Streams builds the streams of agents that stream to a bot (set
 	// from the webhook policy: ws:// and private addresses only with --dev).
 	Streams sip.StreamSource
+	// Speech configures the embedded speech recognizer, which hears the
+	// callees of agents without a speech server of their own.
+	Speech speech.EmbeddedOptions
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
-var DefaultSIPOptions = SIPOptions{Flite: "flite", TTSTimeout: tts.DefaultTimeout, ProbeInterval: time.Minute}
+var DefaultSIPOptions = SIPOptions{Flite: "flite", TTSTimeout: tts.DefaultTimeout, ProbeInterval: time.Minute,
+	Speech: speech.EmbeddedOptions{ModelDir: speech.DefaultModelDir, Decoders: runtime.NumCPU()}}
 
 // BindFlags binds the SIP settings to fs, each defaulting to its value in o
 // (DefaultSIPOptions for the binary, with BindHost from env POD_IP).
@@ -63,6 +70,10 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Flite, "flite", o.Flite, "The flite text-to-speech binary that speaks agents' scripts.")
 	fs.DurationVar(&o.TTSTimeout, "tts-timeout", o.TTSTimeout, "How long flite may take to speak one text before it is killed and the call fails (more than 0).")
 	fs.DurationVar(&o.ProbeInterval, "sip-probe-interval", o.ProbeInterval, "How often each SIPTrunk is sent OPTIONS to check it is reachable (more than 0).")
+	fs.StringVar(&o.Speech.ModelDir, "speech-model-dir", o.Speech.ModelDir,
+		"The embedded speech recognizer's model (PocketSphinx's US English model, Debian's pocketsphinx-en-us).")
+	fs.IntVar(&o.Speech.Decoders, "speech-decoders", o.Speech.Decoders,
+		"Utterances the embedded recognizer hears at once; each decoder holds the model in memory, about 90 MB (at least 1).")
 }
 
 // Validate refuses durations of zero, which would fail every script or
@@ -70,6 +81,9 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 func (o SIPOptions) Validate() error {
 	if o.TTSTimeout <= 0 || o.ProbeInterval <= 0 {
 		return fmt.Errorf("--tts-timeout and --sip-probe-interval must be more than 0, got %s and %s", o.TTSTimeout, o.ProbeInterval)
+	}
+	if o.Speech.Decoders <= 0 {
+		return fmt.Errorf("--speech-decoders must be more than 0, got %d", o.Speech.Decoders)
 	}
 	return nil
 }
@@ -113,6 +127,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 			return waiters, err
 		},
 		SpoolDir:     spool,
+		Recognizer:   recognizers(ctx, mgr, opts, log),
 		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
 		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
 		Log:          log.WithName("sip-dialer"),
@@ -178,4 +193,11 @@ func (c engineCloser) Start(ctx context.Context) error {
 	<-ctx.Done()
 	c.dialer.Wait()
 	return c.engine.Close()
+}
+
+// recognizers chooses each call's speech recognizer: the agent's server,
+// else the embedded one (loaded at the first call that needs it).
+func recognizers(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) func(telephony.Request) speech.Recognizer {
+	agents := &speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.Streams.Policy, Embedded: opts.Speech, Log: log.WithName("speech")}
+	return func(req telephony.Request) speech.Recognizer { return agents.For(ctx, req.Agent) }
 }
