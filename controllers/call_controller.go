@@ -460,6 +460,9 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("analyzing: %w", err)
 	}
+	if res.Fallback != "" {
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "AnalysisFallback", "Analyze", "%s", res.Fallback)
+	}
 	data, err := extractedValues(req.Fields, res.ExtractedData)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -111,6 +111,11 @@ type AgentSpec struct {
 	// Unset fields take the defaults shown.
 	// +optional
 	AnsweringMachineDetection *AMDSpec `json:"answeringMachineDetection,omitempty"`
+
+	// analysis adds a language model to the post-call analysis (see
+	// AgentAnalysis); without it, the built-in rules analyze the call.
+	// +optional
+	Analysis *AgentAnalysis `json:"analysis,omitempty"`
 }
 
 // ScriptStep is one step of an agent's script: exactly one of say, play,
