@@ -234,4 +234,3 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
-
