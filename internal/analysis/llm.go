@@ -180,7 +180,7 @@ func params(req telephony.Request, cfg *switchboardv1.AgentAnalysis, p telephony
 	call := callview.RenderTranscript(req.CallID, transcript)
 	outcome := fmt.Sprintf("The call ended with disposition %s after %s.", p.Disposition, p.Duration.Round(time.Second))
 	return openai.ChatCompletionNewParams{
-		Model: shared.ChatModel(cfg.Model),
+		Model: cfg.Model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage(instructions),
 			openai.UserMessage(outcome + "\n\nTranscript:\n" + call.Text),
