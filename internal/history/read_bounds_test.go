@@ -87,6 +87,7 @@ func testDurationBackfilled(t *testing.T, b backend) {
 	call := richCall()
 	save(t, s, call)
 	closeNow(t, s)
+	execRaw(t, dsn, "DROP TABLE transcripts; DELETE FROM schema_migrations WHERE version = 8")
 	execRaw(t, dsn, "ALTER TABLE calls DROP COLUMN duration_ms; DELETE FROM schema_migrations WHERE version = 7")
 	s = open(t, dsn)
 	from := call.QueueOrder().Truncate(time.Hour)
