@@ -124,6 +124,9 @@ func (r *CallReconciler) archive(ctx context.Context, c *switchboardv1.Call) (re
 
 // save writes c to the history store unless a former leader already did.
 func (r *CallReconciler) save(ctx context.Context, c *switchboardv1.Call) error {
+	if err := r.saveUnsavedTranscript(ctx, c); err != nil {
+		return r.archiveFailed(ctx, c, err)
+	}
 	if r.archivedEarlier(ctx, c) {
 		return nil
 	}

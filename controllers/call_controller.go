@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,9 @@ type CallReconciler struct {
 
 	writes   ownWrites
 	archived archived
+	// unsaved holds transcripts the history store could not take when the
+	// call ended, until the call is archived (see storeTranscript).
+	unsaved sync.Map
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=calls,verbs=get;list;watch;create;delete
@@ -448,9 +452,7 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 			return reconcile.Result{}, fmt.Errorf("reading transcript: %w", err)
 		}
 		transcript = t
-		if err := r.storeTranscript(ctx, c, t); err != nil {
-			return reconcile.Result{}, err
-		}
+		r.storeTranscript(ctx, c, t)
 	}
 	analyzer := r.Analyzer
 	if analyzer == nil {
@@ -459,6 +461,9 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 	res, err := analyzer.Analyze(ctx, req, p, transcript)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("analyzing: %w", err)
+	}
+	if res.Fallback != "" {
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "AnalysisFallback", "Analyze", "%s", res.Fallback)
 	}
 	data, err := extractedValues(req.Fields, res.ExtractedData)
 	if err != nil {
@@ -474,15 +479,31 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 // storeTranscript writes the transcript to the history store, never to the
 // Call (the apiserver's write budget) nor to events. The store keeps the
 // first one written, so a pass redone after a failure or a restart changes
-// nothing.
-func (r *CallReconciler) storeTranscript(ctx context.Context, c *switchboardv1.Call, turns []telephony.Turn) error {
+// nothing. A store that is down does not hold up the analysis: the
+// transcript waits in memory and is written when the call is archived,
+// which retries until the store is back (lost only if the operator
+// restarts meanwhile, as the carrier has let it go).
+func (r *CallReconciler) storeTranscript(ctx context.Context, c *switchboardv1.Call, turns []telephony.Turn) {
 	if r.History == nil {
-		return nil
+		return
 	}
 	t := history.Transcript{StoredAt: r.Clock.Now(), Turns: turns}
 	if err := r.History.SaveTranscript(ctx, c.Namespace, callid.Of(c), t); err != nil {
+		r.unsaved.Store(client.ObjectKeyFromObject(c), t)
+	}
+}
+
+// saveUnsavedTranscript writes the transcript storeTranscript kept, if any.
+func (r *CallReconciler) saveUnsavedTranscript(ctx context.Context, c *switchboardv1.Call) error {
+	key := client.ObjectKeyFromObject(c)
+	t, ok := r.unsaved.Load(key)
+	if !ok {
+		return nil
+	}
+	if err := r.History.SaveTranscript(ctx, c.Namespace, callid.Of(c), t.(history.Transcript)); err != nil {
 		return fmt.Errorf("storing transcript: %w", err)
 	}
+	r.unsaved.Delete(key)
 	return nil
 }
 

@@ -303,6 +303,21 @@ spec:
 `,
 			want: []string{"leave_message needs a message"},
 		},
+		{
+			name: "agent-analysis-bad", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-analysis-bad
+spec:
+  fromNumber: "+14155550100"
+  analysis:
+    url: llm.example.com/v1
+    model: ""
+    timeoutSeconds: 600
+`,
+			want: []string{"spec.analysis.url", "spec.analysis.model", "spec.analysis.timeoutSeconds"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

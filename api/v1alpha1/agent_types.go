@@ -122,6 +122,10 @@ type AgentSpec struct {
 	// +optional
 	AnsweringMachineDetection *AMDSpec `json:"answeringMachineDetection,omitempty"`
 
+	// analysis adds a language model to the post-call analysis (see
+	// AgentAnalysis); without it, the built-in rules analyze the call.
+	// +optional
+	Analysis *AgentAnalysis `json:"analysis,omitempty"`
 	// stream hands the answered call's audio to the organization's own
 	// voice bot over a WebSocket speaking Twilio's bidirectional Media
 	// Streams protocol, after answering-machine detection, instead of a

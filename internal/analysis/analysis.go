@@ -13,6 +13,7 @@
 //     statements of the form "my <field name> is <value>".
 //
 // Within each, the last answer wins, so a callee can correct themselves.
+// LLM (llm.go) adds an agent's own language model on top of the rules.
 package analysis
 
 import (
@@ -34,6 +35,10 @@ type Result struct {
 	// ExtractedData has exactly one key per requested field; a value is nil
 	// when the conversation did not provide it in the field's type.
 	ExtractedData map[string]any
+	// Fallback says what of a language model's analysis was not used and
+	// why (empty: all of it, or there was none): recorded as an event,
+	// never in the call object.
+	Fallback string
 }
 
 // Analyzer produces the post-call analysis of an ended call from what the

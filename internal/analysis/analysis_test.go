@@ -134,9 +134,24 @@ func TestNotConnected(t *testing.T) {
 // TestSimulatedCall runs the simulator's script through the analyzer, the
 // way the reconciler does.
 func TestSimulatedCall(t *testing.T) {
-	ctx, c := context.Background(), sim.New(sim.DefaultTimings())
 	req := telephony.Request{To: "+15551230000", Fields: slices.Concat(fields, []telephony.Field{{Name: "plan", Type: "string"}}),
 		Variables: map[string]any{"first_name": "Ada"}}
+	p, turns := simulate(t, req)
+	got := Analyze(req, p, turns)
+	want := Result{
+		Summary:       "The callee answered and spoke with the agent for 4 seconds; 4 of 4 requested details were captured.",
+		ExtractedData: map[string]any{"first_name": "Ada", "age": 4.0, "wants_callback": true, "plan": "simulated"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v, want %#v", got, want)
+	}
+}
+
+// simulate places req on the simulated carrier and returns how it ended
+// and its transcript, as the reconciler reads them.
+func simulate(t *testing.T, req telephony.Request) (telephony.Progress, []telephony.Turn) {
+	t.Helper()
+	ctx, c := context.Background(), sim.New(sim.DefaultTimings())
 	placed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p, err := c.Progress(ctx, req, placed, placed.Add(time.Minute))
 	if err != nil {
@@ -146,14 +161,7 @@ func TestSimulatedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Analyze(req, p, turns)
-	want := Result{
-		Summary:       "The callee answered and spoke with the agent for 4 seconds; 4 of 4 requested details were captured.",
-		ExtractedData: map[string]any{"first_name": "Ada", "age": 4.0, "wants_callback": true, "plan": "simulated"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %#v, want %#v", got, want)
-	}
+	return p, turns
 }
 
 func TestKeyedDigitsFillFields(t *testing.T) {

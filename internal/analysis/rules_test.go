@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -87,18 +86,9 @@ func TestGatherResultsFirst(t *testing.T) {
 // Every wording of the simulated callee reads the same through the same
 // analysis code a real call's transcript goes through.
 func TestSimulatedCalleeWordings(t *testing.T) {
-	ctx, c := context.Background(), sim.New(sim.DefaultTimings())
 	for _, to := range []string{"+14155550100", "+14155550101", "+14155551234", "+14155550199"} {
 		req := telephony.Request{To: to, Fields: booking[:3], Variables: map[string]any{"customer_name": "Ada"}}
-		placed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		p, err := c.Progress(ctx, req, placed, placed.Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		turns, err := c.Transcript(ctx, req, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, turns := simulate(t, req)
 		got := Analyze(req, p, turns).ExtractedData
 		want := map[string]any{"party_size": 4.0, "confirmed": true, "customer_name": "Ada"}
 		if !reflect.DeepEqual(got, want) {

@@ -705,7 +705,6 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/nope", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
 		{"GET", "/v2/calls/call_0", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
 		{"GET", "/v1/agents", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
-		{"GET", "/v1/calls/call_0/transcript", o.key, http.StatusNotFound, `{"detail":"Not Found"}`},
 		{"DELETE", "/v1/calls", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
 		{"PATCH", "/v1/calls", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},
 		{"PUT", "/v1/calls/call_x", o.key, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`},

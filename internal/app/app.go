@@ -32,6 +32,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
+	"github.com/switchboard-dev/switchboard/internal/analysis"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
@@ -531,7 +532,10 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
 			Queued: deliveriesQueued, Clock: clock.RealClock{}},
 		Quota: admission,
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader()}
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(),
+		// Agents with spec.analysis add their language model, its URL
+		// guarded as webhook URLs are (http and private addresses: --dev).
+		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}}
 	if opts.Retention.Recordings > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
 			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},

@@ -249,6 +249,11 @@ func TestHistoryStoreDown(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(stored.Status.Analysis).NotTo(BeNil())
 	}
+	// The transcript the store could not take when the call ended was
+	// kept and written with the archive.
+	transcript, err := store.GetTranscript(context.Background(), o.ns, during)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(transcript.Turns).NotTo(BeEmpty())
 	stored, _ := store.GetCall(context.Background(), o.ns, during)
 	cond := apimeta.FindStatusCondition(stored.Status.Conditions, switchboardv1.ArchivedCondition)
 	g.Expect(cond).NotTo(BeNil())

@@ -79,9 +79,9 @@ type RetentionOptions struct {
 	// Calls is how long a finished, archived Call stays in the cluster
 	// (kubectl get calls) before it is deleted; the history store keeps it.
 	Calls time.Duration
-	// Recordings is how long a recording is kept after it was stored; the
-	// leader then deletes it from the recording store and from its
-	// archived call (which is kept). Zero keeps recordings forever. Calls
+	// Recordings is how long a recording, and the call's transcript, are
+	// kept after they were stored; the leader then deletes them from their
+	// stores and the recording from its archived call (which is kept). Zero keeps recordings forever. Calls
 	// still in the cluster keep theirs until they leave, so it should be
 	// longer than Calls.
 	Recordings time.Duration
@@ -101,8 +101,8 @@ func (o *RetentionOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Calls, "call-retention", o.Calls,
 		"How long a finished Call stays in the cluster once it is in the history store (kubectl get calls); the REST API serves it from the store after that (more than 0).")
 	fs.DurationVar(&o.Recordings, "recording-retention", o.Recordings,
-		"How long a recording is kept after the call (e.g. 2160h for 90 days); the leader then deletes it, and the archived call is kept without it "+
-			"(recording_url null). 0 keeps recordings forever. Set it longer than --call-retention: a call's recording is deleted only once the Call "+
+		"How long a recording, and the call's transcript, are kept after the call (e.g. 2160h for 90 days); the leader then deletes them, and the "+
+			"archived call is kept without them (recording_url null). 0 keeps them forever. Set it longer than --call-retention: a call's recording is deleted only once the Call "+
 			"has left the cluster. With S3, a bucket lifecycle rule expiring objects under the prefix is the alternative (the REST API then answers "+
 			"404 for the recordings it removed).")
 }

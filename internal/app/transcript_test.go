@@ -1,10 +1,21 @@
 package app_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // A connected call's transcript is served once the call is analyzed: the
@@ -53,4 +64,61 @@ func TestTranscriptAPI(t *testing.T) {
 	r = do(t, "GET", "/v1/calls/"+busy+"/transcript", o.key, nil)
 	g.Expect(r.status).To(Equal(http.StatusNotFound))
 	g.Expect(detail(t, r)).To(HaveKeyWithValue("error_code", "transcript_not_found"))
+}
+
+// An agent with spec.analysis has its call analyzed by its model (here a
+// local server speaking the chat-completions protocol: no model runs on
+// this machine), with the organization's key; an agent whose model fails
+// still gets its call analyzed, by the rules, and a Warning Event says why.
+func TestLanguageModelAnalysis(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	var auth atomic.Value
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		auth.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		content := `{"summary":"Ada confirmed a table for four.","extracted_data":{"customer_name":"Ada Lovelace","confirmed":true,"party_size":4}}`
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}}})
+	}))
+	t.Cleanup(model.Close)
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "llm-key"},
+		Data: map[string][]byte{switchboardv1.AnalysisAPIKeySecretKey: []byte("sk-llm-org")}}
+	g.Expect(k8s.Create(context.Background(), key)).To(Succeed())
+	withModel := createAgent(t, o.ns, "with-model", func(s *switchboardv1.AgentSpec) {
+		s.Analysis = &switchboardv1.AgentAnalysis{URL: model.URL + "/v1", Model: "m",
+			APIKeySecretRef: &switchboardv1.SecretReference{Name: "llm-key"}}
+	})
+	broken := createAgent(t, o.ns, "broken-model", func(s *switchboardv1.AgentSpec) {
+		s.Analysis = &switchboardv1.AgentAnalysis{URL: model.URL + "/nowhere", Model: "m", TimeoutSeconds: 2}
+	})
+	call := func(agentID string) string {
+		r := do(t, "POST", "/v1/calls", o.key, map[string]any{"agent_id": agentID, "to_number": "+14155551234",
+			"variables": map[string]any{"customer_name": "Ada"}})
+		g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+		return r.body["call_id"].(string)
+	}
+	good, bad := call(withModel.ResolvedID()), call(broken.ResolvedID())
+
+	analysis := o.waitAnalyzed(t, good)["analysis"].(map[string]any)
+	g.Expect(analysis["summary"]).To(Equal("Ada confirmed a table for four."))
+	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{"customer_name": "Ada Lovelace", "confirmed": true, "party_size": 4.0}))
+	g.Expect(auth.Load()).To(Equal("Bearer sk-llm-org"))
+
+	analysis = o.waitAnalyzed(t, bad)["analysis"].(map[string]any)
+	g.Expect(analysis["extracted_data"]).To(Equal(map[string]any{"customer_name": "Ada", "confirmed": true, "party_size": 4.0}))
+	g.Eventually(func() string {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(context.Background(), &list, client.InNamespace(o.ns))).To(Succeed())
+		for _, e := range list.Items {
+			if e.Reason == "AnalysisFallback" {
+				return e.Note
+			}
+		}
+		return ""
+	}, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring("the language model was not used: the endpoint answered HTTP 404"))
 }

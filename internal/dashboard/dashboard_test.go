@@ -3,8 +3,8 @@ package dashboard_test
 import (
 	"context"
 	"html"
-	"math"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"

@@ -82,6 +82,10 @@ func TestYesNo(t *testing.T) {
 		{"that's not right", false, true},
 		{"I don't", false, true},
 		{"not really", false, true},
+		{"absolutely not", false, true},
+		{"of course not!", false, true},
+		{"yes, no problem", true, true},
+		{"all right", true, true},
 		{"yes no", false, false},
 		{"I'm not sure", false, false},
 		{"maybe yes", false, false},
@@ -226,6 +230,12 @@ func TestMatch(t *testing.T) {
 	}
 	if _, ok := Match("yes", nil); ok {
 		t.Error("Match with no choices matched")
+	}
+	menu := []Choice{{Value: "sales", Phrases: []string{"sales", "option one"}}, {Value: "support", Phrases: []string{"support", "option 2"}}}
+	for text, want := range map[string]string{"option 1": "sales", "Option two, please": "support", "um, sales": "sales"} {
+		if got, ok := Match(text, menu); !ok || got != want {
+			t.Errorf("Match(%q) = %q, %v; want %q", text, got, ok, want)
+		}
 	}
 	if got, ok := Match("sure thing", []Choice{{Value: "sure", Phrases: []string{"sure", "Sure!"}}}); !ok || got != "sure" {
 		t.Errorf("Match with repeated phrases = %q, %v", got, ok)

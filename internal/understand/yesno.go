@@ -8,13 +8,15 @@ var yesNo = func() []phrase {
 		"yes": {"yes", "yeah", "yea", "yep", "yup", "ya", "sure", "certainly", "correct", "right",
 			"thats right", "that is right", "thats correct", "absolutely", "definitely", "of course",
 			"ok", "okay", "affirmative", "please do", "yes please", "i do", "i would", "i will",
-			"sounds good", "why not", "mhm", "indeed", "exactly", "true", "go ahead"},
+			"sounds good", "why not", "mhm", "indeed", "exactly", "true", "go ahead", "no problem",
+			"not a problem", "all right", "alright", "sure thing"},
 		"no": {"no", "nope", "nah", "no thanks", "no thank you", "not really", "not at all",
 			"negative", "never", "dont", "do not", "i dont", "i do not", "i wouldnt", "i would not",
 			"i wont", "i will not", "not right", "thats not right", "not correct", "incorrect", "wrong",
-			"false", "no way", "not interested", "cancel"},
+			"false", "no way", "not interested", "cancel", "absolutely not", "definitely not",
+			"certainly not", "of course not", "not yet", "nah thanks"},
 		"": {"not sure", "im not sure", "dont know", "i dont know", "no idea", "maybe", "perhaps",
-			"not certain", "no problem"},
+			"not certain"},
 	}
 	var out []phrase
 	for value, list := range table {

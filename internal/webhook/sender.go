@@ -104,6 +104,13 @@ func NewSender(cfg SenderConfig) *Sender {
 	}
 }
 
+// GuardedTransport is an HTTP transport that dials only addresses policy
+// allows, checked after DNS, with no proxy: for other outbound calls to
+// URLs an organization configures (a language model's endpoint, say).
+func GuardedTransport(policy URLPolicy) *http.Transport {
+	return newTransport(SenderConfig{Policy: policy})
+}
+
 func newTransport(cfg SenderConfig) *http.Transport {
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: addressGuard(cfg.Policy)}
 	return &http.Transport{

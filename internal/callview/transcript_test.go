@@ -1,0 +1,38 @@
+package callview
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// The transcript renders each kind of turn as the API documents it: the
+// agent's lines, recognized speech with its recognizer and confidence,
+// keypresses as dtmf, null offsets where the carrier gave none.
+func TestRenderTranscript(t *testing.T) {
+	turns := []telephony.Turn{
+		{Speaker: "agent", Text: "How many people?", End: 1500 * time.Millisecond},
+		{Speaker: "callee", Text: "um, four people", Start: 2 * time.Second, End: 3250 * time.Millisecond,
+			Confidence: 0.875, Recognizer: "embedded", Branch: "four", Next: "confirm"},
+		{Speaker: "callee", Text: "pressed 1#", Field: "confirmed", Digits: "1", Start: 5 * time.Second, End: 5 * time.Second},
+		{Speaker: "agent", Text: "Goodbye."},
+	}
+	got, err := json.Marshal(RenderTranscript("call_1", turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"call_id":"call_1","transcript":"Agent: How many people?\nUser: um, four people\nUser (keypad): pressed 1#\nAgent: Goodbye.\n",` +
+		`"transcript_object":[` +
+		`{"role":"agent","content":"How many people?","words":[],"start":0,"end":1.5},` +
+		`{"role":"user","content":"um, four people","words":[],"start":2,"end":3.25,"confidence":0.875,"recognizer":"embedded","branch":"four","next":"confirm"},` +
+		`{"role":"dtmf","content":"pressed 1#","words":[],"start":5,"end":5,"digits":"1","field":"confirmed"},` +
+		`{"role":"agent","content":"Goodbye.","words":[],"start":null,"end":null}]}`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if empty, _ := json.Marshal(RenderTranscript("call_2", nil)); string(empty) != `{"call_id":"call_2","transcript":"","transcript_object":[]}` {
+		t.Errorf("an empty transcript renders as %s", empty)
+	}
+}
