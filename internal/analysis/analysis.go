@@ -90,7 +90,11 @@ func gathered(f telephony.Field, transcript []telephony.Turn, now time.Time) any
 		var v any
 		switch {
 		case t.Digits != "":
-			v = keyed(f.Type, t.Digits)
+			// Keys, or the value a gather took from speech: a choice's
+			// "yes", a captured "4" or date.
+			if v = keyed(f.Type, t.Digits); v == nil {
+				v = fromText(f, t.Digits, now)
+			}
 		case t.Branch != "" && t.Branch != "noMatch" && t.Branch != "noInput":
 			v = fromText(f, t.Branch, now)
 		default:
@@ -315,18 +319,29 @@ func summary(p telephony.Progress, data map[string]any, transcript []telephony.T
 	return fmt.Sprintf("The call ended with disposition %q.", p.Disposition)
 }
 
-// keyedSummary lists what the callee keyed, in order.
+// keyedSummary lists the gathers' answers in order: what the callee keyed,
+// then what they said that a gather took.
 func keyedSummary(transcript []telephony.Turn) string {
-	var parts []string
+	var keyed, said []string
 	for _, t := range transcript {
-		if t.Speaker == "callee" && t.Field != "" && t.Digits != "" {
-			parts = append(parts, fmt.Sprintf("%s for %s", t.Digits, t.Field))
+		if t.Speaker != "callee" || t.Field == "" || t.Digits == "" {
+			continue
+		}
+		part := fmt.Sprintf("%s for %s", t.Digits, t.Field)
+		if t.Recognizer != "" {
+			said = append(said, part)
+		} else {
+			keyed = append(keyed, part)
 		}
 	}
-	if len(parts) == 0 {
-		return ""
+	var out string
+	if len(keyed) > 0 {
+		out += " The callee keyed " + strings.Join(keyed, ", ") + "."
 	}
-	return " The callee keyed " + strings.Join(parts, ", ") + "."
+	if len(said) > 0 {
+		out += " The callee answered " + strings.Join(said, ", ") + "."
+	}
+	return out
 }
 
 func agentSpoke(transcript []telephony.Turn) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,30 @@ func TestSummaryOfVoicemailWithoutMessage(t *testing.T) {
 	got := Analyze(telephony.Request{}, p, turns)
 	if want := "The call reached an answering machine; the agent hung up without leaving a message."; got.Summary != want {
 		t.Errorf("got %q, want %q", got.Summary, want)
+	}
+}
+
+// A gather that heard its answer records the value it took (a choice's
+// "yes", a captured number) where keys would be: the analysis reads it
+// as the field's type, and the summary says the callee answered, not keyed.
+func TestSpokenGatherAnswers(t *testing.T) {
+	fields := []telephony.Field{{Name: "confirmed", Type: "boolean"}, {Name: "party_size", Type: "number"},
+		{Name: "day", Type: "string"}}
+	turns := []telephony.Turn{
+		{Speaker: "agent", Text: "Shall we keep your booking?"},
+		{Speaker: "callee", Text: "yeah sure", Field: "confirmed", Digits: "yes", Branch: "yes", Recognizer: "embedded"},
+		{Speaker: "agent", Text: "How many of you will come?"},
+		{Speaker: "callee", Text: "there will be four of us", Field: "party_size", Digits: "4", Recognizer: "embedded"},
+		{Speaker: "callee", Text: "pressed 3", Field: "day", Digits: "3"},
+	}
+	got, err := Rules{}.Analyze(context.Background(), telephony.Request{Fields: fields}, answered(20*time.Second), turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"confirmed": true, "party_size": 4.0, "day": "3"}; !reflect.DeepEqual(got.ExtractedData, want) {
+		t.Errorf("extracted %v, want %v", got.ExtractedData, want)
+	}
+	if !strings.Contains(got.Summary, " The callee keyed 3 for day. The callee answered yes for confirmed, 4 for party_size.") {
+		t.Errorf("summary %q: want the keyed and the spoken answers told apart", got.Summary)
 	}
 }
