@@ -150,7 +150,7 @@ func TestSimStreamConnectFailed(t *testing.T) {
 	c, req, _ := streamBot(t, func(*websocket.Conn) {})
 	req.Agent.Spec.Stream.URL = "ws://127.0.0.1:1/nobody"
 	p := untilEnded(t, c, req, time.Now())
-	if p.DisconnectionReason != stream.ReasonConnectFailed {
-		t.Errorf("progress %+v: want stream_connect_failed", p)
+	if p.DisconnectionReason != stream.ReasonConnectFailed || !strings.Contains(p.Detail, "could not connect") {
+		t.Errorf("progress %+v: want stream_connect_failed, saying why", p)
 	}
 }

@@ -170,6 +170,8 @@ type Result struct {
 	Digits map[string]string
 	// Events is the transcript, in order.
 	Events []Event
+	// StreamFailure says why a streamed call's stream failed, when it did.
+	StreamFailure string
 }
 
 // EngineConfig configures an Engine.
