@@ -172,6 +172,8 @@ type Result struct {
 	Events []Event
 	// StreamFailure says why a streamed call's stream failed, when it did.
 	StreamFailure string
+	// StreamStats are a streamed call's stream counters at its end.
+	StreamStats stream.Stats
 }
 
 // EngineConfig configures an Engine.

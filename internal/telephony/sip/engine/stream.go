@@ -49,6 +49,7 @@ func (e *Engine) bridge(callCtx context.Context, cfg stream.Config, m *callMedia
 	defer func() {
 		m.bot.Store(nil)
 		s.Close() // sends stop unless the bot ended the stream
+		res.StreamStats = s.Stats()
 	}()
 	for {
 		select {

@@ -8,7 +8,12 @@ package engine
 // gaps, bot_gaps counts the gaps on our channel (the bot's audio as
 // played: the bridge's playback, jitter buffer included), from 1 s after
 // its first sound to 1 s before its end (bot_gap_ms, bot_gapcalls as
-// for the callee).
+// for the callee). bot_underruns counts the times the bot's audio came
+// after its time to play (the jitter buffer ran dry mid-speech); the
+// other bot gaps are stalls of our own writer (the recorder places our
+// audio by when it is written), which scripted calls have too but this
+// benchmark alone can see. dropped_to_bot counts the callee's frames
+// dropped because the bot was not reading.
 
 import (
 	"context"
@@ -103,6 +108,13 @@ func reportBotGaps(b *testing.B, runs []callRun) {
 			total += g.length
 		}
 	}
+	var underruns, dropped int64
+	for _, r := range runs {
+		underruns += r.res.StreamStats.Underruns
+		dropped += r.res.StreamStats.DroppedToBot
+	}
+	b.ReportMetric(float64(underruns), "bot_underruns")
+	b.ReportMetric(float64(dropped), "dropped_to_bot")
 	b.ReportMetric(float64(gaps), "bot_gaps")
 	b.ReportMetric(float64(total)*1000/sampleRate, "bot_gap_ms")
 	b.ReportMetric(float64(gapCalls), "bot_gapcalls")
