@@ -27,7 +27,7 @@ func streamBot(t *testing.T, run func(c *websocket.Conn)) (*Carrier, telephony.R
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		connected <- struct{}{}
 		run(c)
 	}))

@@ -45,7 +45,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		go func() { // the bot speaks a frame every 100 ms

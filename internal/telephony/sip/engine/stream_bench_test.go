@@ -33,7 +33,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
-
 func BenchmarkConcurrentStreamedCalls(b *testing.B) {
 	calls := envInt(b, "SWITCHBOARD_BENCH_SIP_CALLS", 200)
 	rate := envInt(b, "SWITCHBOARD_BENCH_SIP_RATE", 50)
@@ -60,7 +59,7 @@ func echoBot(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	defer c.CloseNow()
+	defer func() { _ = c.CloseNow() }()
 	ctx := context.Background()
 	for {
 		_, data, err := c.Read(ctx)

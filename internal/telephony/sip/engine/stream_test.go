@@ -30,7 +30,7 @@ func testBot(t *testing.T, run func(c *websocket.Conn)) *stream.Config {
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		c.SetReadLimit(-1)
 		run(c)
 	}))
