@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestMessagesMatchTwilioReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := keys(shape(t, got)), keys(shape(t, golden)); !equal(g, w) {
+			if g, w := keys(shape(t, got)), keys(shape(t, golden)); !slices.Equal(g, w) {
 				t.Errorf("fields differ from the reference:\n got %v\nwant %v\n%s", shape(t, got), shape(t, golden), got)
 			}
 			for p, w := range fixedValues(t, golden) {
@@ -128,18 +129,6 @@ func keys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func jsonEqual(a, b any) bool {
