@@ -128,6 +128,7 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 .PHONY: bench-stream
 bench-stream: ## Benchmark the bot bridge: added latency both ways, 200 concurrent streamed calls against sipp and an echo bot.
 	go test ./internal/telephony/stream/ -run '^$$' -bench 'AddedLatency' -benchtime 1x -count 1 -timeout 5m
+	SWITCHBOARD_BENCH_STREAM_BOT=ahead go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentStreamedCalls' -benchtime 1x -count 1 -timeout 30m
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentStreamedCalls' -benchtime 1x -count 1 -timeout 30m
 
 WRITES_BENCH_CALLS ?= 300

@@ -8,7 +8,9 @@ package engine
 // gaps, bot_gaps counts the gaps on our channel (the bot's audio as
 // played: the bridge's playback, jitter buffer included), from 1 s after
 // its first sound to 1 s before its end (bot_gap_ms, bot_gapcalls as
-// for the callee). bot_underruns counts the times the bot's audio came
+// for the callee). SWITCHBOARD_BENCH_STREAM_BOT=ahead replaces the echo
+// with a bot that sends the whole call's tone at once (text-to-speech
+// running ahead of real time). bot_underruns counts the times the bot's audio came
 // after its time to play (the jitter buffer ran dry mid-speech); the
 // other bot gaps are stalls of our own writer (the recorder places our
 // audio by when it is written), which scripted calls have too but this
@@ -17,6 +19,8 @@ package engine
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +44,11 @@ func BenchmarkConcurrentStreamedCalls(b *testing.B) {
 	tone := writeBenchTone(b, time.Second)
 	s := startBenchSipp(b, benchMediaPort(), benchScenario(b, "bench_stream.xml",
 		"tone", tone, "talk_ms", strconv.Itoa(int(talk.Milliseconds())))...)
-	bot := httptest.NewServer(http.HandlerFunc(echoBot))
+	handler := echoBot
+	if os.Getenv("SWITCHBOARD_BENCH_STREAM_BOT") == "ahead" {
+		handler = aheadBot(talk)
+	}
+	bot := httptest.NewServer(http.HandlerFunc(handler))
 	defer bot.Close()
 	e, err := NewEngine(b.Context(), EngineConfig{})
 	if err != nil {
@@ -68,6 +76,36 @@ func echoBot(w http.ResponseWriter, r *http.Request) {
 		}
 		if strings.HasPrefix(string(data), `{"event":"media"`) {
 			_ = c.Write(ctx, websocket.MessageText, data)
+		}
+	}
+}
+
+// aheadBot sends the whole call's speech at once, as a bot whose
+// text-to-speech runs faster than real time does (the bench tone, for
+// talk), then reads until the call ends: the bot's audio never comes late,
+// so its gaps are the bridge's own.
+func aheadBot(talk time.Duration) http.HandlerFunc {
+	pcm := make([]int16, int(talk.Seconds()*sampleRate))
+	for i := range pcm {
+		pcm[i] = toneSample(i)
+	}
+	msg, _ := json.Marshal(map[string]any{"event": "media", "media": map[string]any{
+		"payload": base64.StdEncoding.EncodeToString(mulaw(pcm))}})
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer func() { _ = c.CloseNow() }()
+		c.SetReadLimit(-1)
+		ctx := context.Background()
+		if c.Write(ctx, websocket.MessageText, msg) != nil {
+			return
+		}
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
 		}
 	}
 }
