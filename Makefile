@@ -134,6 +134,12 @@ bench-listen: ## Benchmark voice activity detection per frame and end of speech 
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.
 	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'HeldOut' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-stream
+bench-stream: ## Benchmark the bot bridge: added latency both ways, 200 concurrent streamed calls against sipp and an echo bot.
+	go test ./internal/telephony/stream/ -run '^$$' -bench 'AddedLatency' -benchtime 1x -count 1 -timeout 5m
+	SWITCHBOARD_BENCH_STREAM_BOT=ahead go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentStreamedCalls' -benchtime 1x -count 1 -timeout 30m
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentStreamedCalls' -benchtime 1x -count 1 -timeout 30m
+
 WRITES_BENCH_CALLS ?= 300
 
 .PHONY: bench-writes

@@ -419,6 +419,9 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	r.setReady(c, metav1.ConditionFalse, reason, "The call ended; post-call processing is under way.")
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Ended", "Hangup", "Call ended: %s (%s) after %s",
 		p.Disposition, p.DisconnectionReason, c.Status.Duration)
+	if p.Detail != "" { // a bot's stream failed: say how
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "StreamFailed", "Hangup", "%s", p.Detail)
+	}
 	// The post-call steps usually complete at once; doing them in the same
 	// pass saves the apiserver a status write per call. If one fails, the
 	// end is written all the same and they are retried.

@@ -82,6 +82,10 @@ type Progress struct {
 	DisconnectionReason string
 	// Duration is the connected time (zero when the call never connected).
 	Duration time.Duration
+	// Detail says in words why an ended call failed when its reason alone
+	// does not (a bot's stream that failed: "the bot answered the upgrade
+	// with HTTP 401"); empty otherwise. It goes in a Warning Event.
+	Detail string
 	// NextCheck is when the reconciler should ask again (Phase != Ended).
 	NextCheck time.Duration
 }

@@ -44,6 +44,7 @@ type simStream struct {
 	// Set before done is closed.
 	endedAt time.Time
 	reason  string
+	detail  string
 }
 
 // EnableStreams makes the carrier open the streams of agents with
@@ -80,7 +81,9 @@ func (c *Carrier) streamProgress(req telephony.Request, placedAt, now time.Time)
 	}
 	select {
 	case <-s.done:
-		return connectedEnd(answeredAt, s.endedAt, s.reason), true
+		p := connectedEnd(answeredAt, s.endedAt, s.reason)
+		p.Detail = s.detail
+		return p, true
 	default:
 	}
 	return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt,
@@ -146,10 +149,12 @@ func (s *simStream) run(ctx context.Context, cfgFn StreamConfigFunc, req telepho
 	defer func() { s.endedAt = time.Now() }()
 	cfg, err := cfgFn(ctx, req)
 	if err != nil {
+		s.detail = err.Error()
 		return
 	}
 	sess, err := stream.Dial(ctx, *cfg)
 	if err != nil {
+		s.detail = err.Error()
 		return
 	}
 	defer sess.Close() // stop, unless the bot ended it
@@ -172,6 +177,9 @@ func (s *simStream) run(ctx context.Context, cfgFn StreamConfigFunc, req telepho
 			return
 		case <-sess.Done():
 			s.reason = streamReason(sess.Err())
+			if s.reason != "agent_hangup" {
+				s.detail = sess.Err().Error()
+			}
 			return
 		}
 	}

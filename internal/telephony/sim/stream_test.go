@@ -27,7 +27,7 @@ func streamBot(t *testing.T, run func(c *websocket.Conn)) (*Carrier, telephony.R
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		connected <- struct{}{}
 		run(c)
 	}))
@@ -150,7 +150,7 @@ func TestSimStreamConnectFailed(t *testing.T) {
 	c, req, _ := streamBot(t, func(*websocket.Conn) {})
 	req.Agent.Spec.Stream.URL = "ws://127.0.0.1:1/nobody"
 	p := untilEnded(t, c, req, time.Now())
-	if p.DisconnectionReason != stream.ReasonConnectFailed {
-		t.Errorf("progress %+v: want stream_connect_failed", p)
+	if p.DisconnectionReason != stream.ReasonConnectFailed || !strings.Contains(p.Detail, "could not connect") {
+		t.Errorf("progress %+v: want stream_connect_failed, saying why", p)
 	}
 }

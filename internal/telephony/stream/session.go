@@ -24,8 +24,6 @@ const (
 	// A bot that stops reading loses the callee's audio beyond it (counted
 	// in Stats) rather than stalling the call's media.
 	outQueue = 256
-	// maxMarks bounds the marks waiting for their audio to play.
-	maxMarks = 1024
 	// stopTimeout bounds sending stop and the closing handshake.
 	stopTimeout = time.Second
 )
@@ -58,20 +56,7 @@ type Session struct {
 	accN  int
 	chunk int64
 
-	mu     sync.Mutex
-	space  *sync.Cond // signalled when audio played or was cleared, or at the end
-	ring   []byte
-	head   int   // index of the oldest queued byte
-	queued int   // bytes queued
-	played int64 // bytes played or cleared since the start
-	// written counts every byte ever queued; a mark is due once played
-	// reaches the written count it was sent at.
-	written   int64
-	marks     []pendingMark
-	filling   bool // waiting for the jitter buffer to fill
-	fillTicks int
-	prebuffer int // bytes
-	dueMarks  []string
+	play *player
 
 	endOnce sync.Once
 	done    chan struct{}
@@ -80,12 +65,6 @@ type Session struct {
 
 	dropped   atomic.Int64
 	malformed atomic.Int64
-	waits     atomic.Int64
-}
-
-type pendingMark struct {
-	name string
-	at   int64
 }
 
 // outMsg is one message for the writer; media carries its frame by value
@@ -108,6 +87,9 @@ type Stats struct {
 	// Waits counts the times the bot's audio filled the ring and the
 	// reader waited for it to play.
 	Waits int64
+	// Underruns counts the times the bot's audio came after its time to
+	// play (each grew the jitter buffer).
+	Underruns int64
 	// Queued is the bot's audio waiting to play.
 	Queued time.Duration
 }
@@ -117,11 +99,8 @@ func newSession(conn *websocket.Conn, cfg Config) *Session {
 	s := &Session{
 		conn: conn, cfg: cfg, ids: NewIDs(cfg.Namespace, cfg.CallID), start: time.Now(),
 		ctx: ctx, cancel: cancel, out: make(chan outMsg, outQueue),
-		ring:      make([]byte, max(frameSamples, int(cfg.MaxQueued*sampleRate/time.Second))),
-		prebuffer: int(cfg.Prebuffer * sampleRate / time.Second),
-		filling:   true, done: make(chan struct{}),
+		play: newPlayer(cfg.MaxQueued, cfg.Prebuffer), done: make(chan struct{}),
 	}
-	s.space = sync.NewCond(&s.mu)
 	s.out <- outMsg{event: EventConnected}
 	s.out <- outMsg{event: EventStart}
 	s.wg.Add(2)
@@ -146,11 +125,11 @@ func (s *Session) Err() error {
 
 // Stats reports the session's counters.
 func (s *Session) Stats() Stats {
-	s.mu.Lock()
-	q := s.queued
-	s.mu.Unlock()
-	return Stats{DroppedToBot: s.dropped.Load(), Malformed: s.malformed.Load(), Waits: s.waits.Load(),
-		Queued: time.Duration(q) * time.Second / sampleRate}
+	st := Stats{DroppedToBot: s.dropped.Load(), Malformed: s.malformed.Load(), Queued: s.play.queuedTime()}
+	s.play.mu.Lock()
+	st.Waits, st.Underruns = s.play.waits, s.play.underruns
+	s.play.mu.Unlock()
+	return st
 }
 
 // end records why the stream ended, once.
@@ -159,9 +138,7 @@ func (s *Session) end(err error) {
 		s.err = err
 		close(s.done)
 		s.cancel()
-		s.mu.Lock()
-		s.space.Broadcast()
-		s.mu.Unlock()
+		s.play.stop()
 	})
 }
 
@@ -392,57 +369,13 @@ func (s *Session) handle(m *Inbound, scratch []byte) ([]byte, error) {
 		if err != nil {
 			return scratch, err
 		}
-		s.enqueue(scratch[:n])
+		s.play.enqueue(scratch[:n])
 	case EventMark:
-		s.mark(m.Mark.Name)
+		s.play.mark(m.Mark.Name)
 	case EventClear:
-		s.clear()
+		s.echo(s.play.clear())
 	}
 	return scratch, nil
-}
-
-// enqueue adds the bot's audio to the ring, waiting for room (see
-// Session's back-pressure policy).
-func (s *Session) enqueue(audio []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(audio) > 0 {
-		for s.queued == len(s.ring) && s.ctx.Err() == nil {
-			s.waits.Add(1)
-			s.space.Wait()
-		}
-		if s.ctx.Err() != nil {
-			return
-		}
-		tail := (s.head + s.queued) % len(s.ring)
-		n := copy(s.ring[tail:min(len(s.ring), tail+len(s.ring)-s.queued)], audio)
-		s.queued += n
-		s.written += int64(n)
-		audio = audio[n:]
-	}
-}
-
-func (s *Session) mark(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.marks) >= maxMarks && s.ctx.Err() == nil {
-		s.waits.Add(1)
-		s.space.Wait()
-	}
-	s.marks = append(s.marks, pendingMark{name: name, at: s.written})
-}
-
-// clear drops the queued audio at once; its marks are echoed now, as
-// Twilio does.
-func (s *Session) clear() {
-	s.mu.Lock()
-	s.played += int64(s.queued)
-	s.head, s.queued = 0, 0
-	s.filling, s.fillTicks = true, 0
-	due := s.takeDueMarks()
-	s.space.Broadcast()
-	s.mu.Unlock()
-	s.echo(due)
 }
 
 // NextFrame fills pcm (20 ms, 160 samples) with the bot's next audio, or
@@ -450,49 +383,7 @@ func (s *Session) clear() {
 // marks whose audio has now played. The call's writer calls it every
 // 20 ms.
 func (s *Session) NextFrame(pcm []int16) {
-	clear(pcm)
-	s.mu.Lock()
-	if s.filling && s.queued > 0 {
-		s.fillTicks++
-		if s.queued >= s.prebuffer || s.fillTicks*int(frameTime) >= int(s.cfg.Prebuffer) {
-			s.filling = false
-		}
-	}
-	if !s.filling {
-		n := min(len(pcm), s.queued)
-		for i := range n {
-			pcm[i] = g711.DecodeUlawFrame(s.ring[(s.head+i)%len(s.ring)])
-		}
-		s.head = (s.head + n) % len(s.ring)
-		s.queued -= n
-		s.played += int64(n)
-		if s.queued == 0 {
-			s.filling, s.fillTicks = true, 0
-		}
-		if n > 0 {
-			s.space.Broadcast()
-		}
-	}
-	due := s.takeDueMarks()
-	s.mu.Unlock()
-	s.echo(due)
-}
-
-// takeDueMarks removes the marks whose audio has played; s.mu is held.
-func (s *Session) takeDueMarks() []string {
-	if len(s.marks) == 0 || s.marks[0].at > s.played {
-		return nil
-	}
-	s.dueMarks = s.dueMarks[:0]
-	i := 0
-	for ; i < len(s.marks) && s.marks[i].at <= s.played; i++ {
-		s.dueMarks = append(s.dueMarks, s.marks[i].name)
-	}
-	s.marks = append(s.marks[:0], s.marks[i:]...)
-	if i > 0 {
-		s.space.Broadcast()
-	}
-	return append([]string(nil), s.dueMarks...)
+	s.echo(s.play.next(pcm))
 }
 
 func (s *Session) echo(names []string) {

@@ -551,13 +551,14 @@ func BenchmarkConcurrentRecordedCalls(b *testing.B) {
 	}
 	defer func() { _ = e.Close() }()
 	for range b.N {
-		runRecordedBatch(b, e, s, calls, rate, talk)
+		runRecordedBatch(b, e, s, calls, rate, talk, "")
 	}
 }
 
 // runRecordedBatch places calls at rate per second, waits for them all,
-// and reports the figures of the batch.
-func runRecordedBatch(b *testing.B, e *Engine, s *benchSipp, calls, rate int, talk time.Duration) {
+// and reports the figures of the batch. With botURL, the calls stream to
+// that bot (BenchmarkConcurrentStreamedCalls).
+func runRecordedBatch(b *testing.B, e *Engine, s *benchSipp, calls, rate int, talk time.Duration, botURL string) {
 	dir := os.Getenv("SWITCHBOARD_BENCH_SIP_KEEP") // to listen to them afterwards
 	if dir == "" {
 		dir = b.TempDir()
@@ -583,7 +584,7 @@ func runRecordedBatch(b *testing.B, e *Engine, s *benchSipp, calls, rate int, ta
 			defer cancel()
 			runs[i].res, runs[i].err = e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{
 				CallID: fmt.Sprintf("bench-%d", i), From: "+14155550100", To: "+14155550123",
-				MaxDuration: talk + 30*time.Second, RecordPath: runs[i].rec,
+				MaxDuration: talk + 30*time.Second, RecordPath: runs[i].rec, Stream: benchStream(botURL, i),
 			})
 		})
 	}
@@ -601,6 +602,9 @@ func runRecordedBatch(b *testing.B, e *Engine, s *benchSipp, calls, rate int, ta
 	reportMemory(b, calls, rss0, hwm, ms0.HeapInuse, heapPeak)
 	reportCalls(b, runs)
 	reportGaps(b, runs)
+	if botURL != "" {
+		reportBotGaps(b, runs)
+	}
 	b.StartTimer()
 }
 
@@ -717,6 +721,14 @@ func recordingGaps(path string) ([]gap, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	gaps, n := toneGaps(right)
+	return gaps, n, nil
+}
+
+// toneGaps finds the gaps in a channel carrying the bench tone, from 1 s
+// after its first sound to 1 s before its end, and the number of samples
+// it checked.
+func toneGaps(right []int16) ([]gap, int) {
 	first := 0
 	for first < len(right) && abs(int(right[first])) < gapLevel {
 		first++
@@ -738,7 +750,7 @@ func recordingGaps(path string) ([]gap, int, error) {
 		}
 		run = 0
 	}
-	return gaps, max(0, to-from), nil
+	return gaps, max(0, to-from)
 }
 
 // resumesInPhase reports whether the tone after the silence pcm[start:end]

@@ -254,6 +254,10 @@ type Result struct {
 	Digits map[string]string
 	// Events is the transcript, in order.
 	Events []Event
+	// StreamFailure says why a streamed call's stream failed, when it did.
+	StreamFailure string
+	// StreamStats are a streamed call's stream counters at its end.
+	StreamStats stream.Stats
 }
 
 // EngineConfig configures an Engine.

@@ -39,6 +39,7 @@ func (e *Engine) bridge(callCtx context.Context, cfg stream.Config, m *callMedia
 		if callCtx.Err() != nil {
 			return ""
 		}
+		res.StreamFailure = err.Error()
 		res.event(SpeakerAgent, "(the bot's stream failed: "+err.Error()+")")
 		return HangupByStreamConnectFailed
 	}
@@ -48,6 +49,7 @@ func (e *Engine) bridge(callCtx context.Context, cfg stream.Config, m *callMedia
 	defer func() {
 		m.bot.Store(nil)
 		s.Close() // sends stop unless the bot ended the stream
+		res.StreamStats = s.Stats()
 	}()
 	for {
 		select {
@@ -68,6 +70,7 @@ func streamEnd(err error, res *Result) string {
 	case errors.Is(err, stream.ErrBotHangup):
 		return HangupByAgent
 	case errors.As(err, &f):
+		res.StreamFailure = f.Error()
 		res.event(SpeakerAgent, "(the bot's stream failed: "+f.Error()+")")
 		return f.Reason
 	default:

@@ -30,7 +30,7 @@ func testBot(t *testing.T, run func(c *websocket.Conn)) *stream.Config {
 		if err != nil {
 			return
 		}
-		defer c.CloseNow()
+		defer func() { _ = c.CloseNow() }()
 		c.SetReadLimit(-1)
 		run(c)
 	}))
@@ -277,7 +277,38 @@ func TestStreamConnectFailedEndsTheCall(t *testing.T) {
 	if res.DisconnectionReason() != "stream_connect_failed" {
 		t.Errorf("disconnection reason %q, want stream_connect_failed", res.DisconnectionReason())
 	}
-	if len(res.Events) == 0 || !strings.Contains(res.Events[len(res.Events)-1].Text, "HTTP 401") {
+	if !strings.Contains(res.StreamFailure, "HTTP 401") || len(res.Events) == 0 || !strings.Contains(res.Events[len(res.Events)-1].Text, "HTTP 401") {
 		t.Errorf("transcript %+v: want the failure's reason", res.Events)
+	}
+}
+
+// The API's stop (the bot's POST /v1/calls/{id}/stop, or anyone's) hangs
+// up a streamed call: the bot gets stop, the reason is api_hangup.
+func TestStreamStoppedByAPI(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
+	stop := make(chan struct{})
+	last := make(chan string, 1)
+	cfg := testBot(t, func(c *websocket.Conn) {
+		ev := ""
+		for {
+			m, _, err := readMsg(c)
+			if err != nil {
+				break
+			}
+			if m.Event == "start" {
+				close(stop) // the bot asks for the stop once the stream is up
+			}
+			ev = m.Event
+		}
+		last <- ev
+	})
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Stream: cfg, Stop: stop})
+	s.wait(t)
+	if res.HangupBy != HangupByAPI || res.DisconnectionReason() != "api_hangup" {
+		t.Errorf("result %+v: want the API's hangup", res)
+	}
+	if ev := <-last; ev != "stop" {
+		t.Errorf("the bot's last message was %q, want stop", ev)
 	}
 }
