@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/campaigninput"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
+	"github.com/switchboard-dev/switchboard/internal/campaignview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
@@ -117,7 +118,7 @@ func (a *api) createCampaignWith(ctx context.Context, ns, contentType string, bo
 		a.cfg.Log.Error(err, "creating campaign", "namespace", ns)
 		return unavailableReply("The campaign could not be created; it is safe to retry with the same Idempotency-Key.")
 	}
-	return reply{status: http.StatusCreated, placed: true, body: createdView(created)}
+	return reply{status: http.StatusCreated, placed: true, body: campaignview.CreatedOf(created)}
 }
 
 func (a *api) listCampaigns(w http.ResponseWriter, r *http.Request) {
@@ -127,9 +128,9 @@ func (a *api) listCampaigns(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusServiceUnavailable, "The campaigns could not be read; it is safe to retry.")
 		return
 	}
-	out := campaignList{Data: make([]campaignView, len(list))}
+	out := campaignList{Data: make([]campaignview.Campaign, len(list))}
 	for i := range list {
-		out.Data[i] = viewOf(&list[i])
+		out.Data[i] = campaignview.Render(&list[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -140,7 +141,7 @@ func (a *api) getCampaign(w http.ResponseWriter, r *http.Request) {
 	if a.campaignFailed(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, viewOf(c))
+	writeJSON(w, http.StatusOK, campaignview.Render(c))
 }
 
 // campaignAction implements POST /v1/campaigns/{id}/pause|resume|cancel:
@@ -151,7 +152,7 @@ func (a *api) campaignAction(action campaigns.Action) http.HandlerFunc {
 		if a.campaignFailed(w, err) {
 			return
 		}
-		writeJSON(w, http.StatusOK, viewOf(c))
+		writeJSON(w, http.StatusOK, campaignview.Render(c))
 	}
 }
 
