@@ -406,7 +406,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 		Dialer: dialer, Quota: admission}
 	if opts.Reconcilers {
-		if err := setupCampaigns(mgr, placer, book, admission, opts); err != nil {
+		if err := setupCampaigns(mgr, placer, book, admission, wakeDeliveries, opts); err != nil {
 			return nil, err
 		}
 	}

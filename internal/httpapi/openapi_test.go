@@ -87,7 +87,8 @@ func TestOpenAPIDocumentIsValidOpenAPI31(t *testing.T) {
 		}
 	}
 	sort.Strings(webhooks)
-	if want := []string{"call.analyzed", "call.ended", "call.started", "test"}; !slices.Equal(webhooks, want) {
+	if want := []string{"call.analyzed", "call.ended", "call.started", "campaign.completed", "campaign.paused",
+		"campaign.started", "test"}; !slices.Equal(webhooks, want) {
 		t.Errorf("webhooks %v, want %v", webhooks, want)
 	}
 }
