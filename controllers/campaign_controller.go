@@ -85,6 +85,7 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if _, err := status.patch(ctx, &c); err != nil {
 		return reconcile.Result{}, err
 	}
+	observeCampaign(&c)
 	if c.Status.State != from {
 		r.changed(&c, from)
 	}
@@ -297,6 +298,7 @@ func (r *CampaignReconciler) reconcileDelete(ctx context.Context, c *switchboard
 	if _, err := r.Contacts.DeleteContacts(ctx, c.Namespace, c.Name); err != nil {
 		return err
 	}
+	forgetCampaign(c)
 	controllerutil.RemoveFinalizer(c, CampaignContactsFinalizer)
 	return r.Update(ctx, c)
 }
