@@ -100,14 +100,15 @@ func Decode(contentType string, raw []byte) (*Request, []validation.Item, error)
 	mediaType, params, _ := mime.ParseMediaType(contentType)
 	switch mediaType {
 	case "application/json", "":
-		return decodeJSON(raw)
+		return DecodeJSON(raw, MaxInlineContacts)
 	case "multipart/form-data":
 		return decodeMultipart(raw, params["boundary"])
 	}
 	return nil, nil, ErrUnsupportedType
 }
 
-func decodeJSON(raw []byte) (*Request, []validation.Item, error) {
+// DecodeJSON decodes a JSON body listing at most maxContacts contacts.
+func DecodeJSON(raw []byte, maxContacts int) (*Request, []validation.Item, error) {
 	obj, items := validation.ParseObject(raw)
 	if items != nil {
 		return nil, items, nil
@@ -120,10 +121,10 @@ func decodeJSON(raw []byte) (*Request, []validation.Item, error) {
 	}
 	if _, ok := obj.Fields["contacts"]; !ok {
 		p.Fail("missing", []any{"body", "contacts"}, "Field required", nil, nil)
-	} else if len(b.Contacts) > MaxInlineContacts {
+	} else if len(b.Contacts) > maxContacts {
 		p.Fail("too_long", []any{"body", "contacts"}, fmt.Sprintf("List should have at most %d items; upload more "+
-			"as a CSV file (multipart/form-data, file field contacts)", MaxInlineContacts), nil,
-			map[string]any{"max_length": MaxInlineContacts})
+			"as a CSV file (multipart/form-data, file field contacts)", maxContacts), nil,
+			map[string]any{"max_length": maxContacts})
 	}
 	in := make([]campaigns.ContactInput, len(b.Contacts))
 	for i, c := range b.Contacts {

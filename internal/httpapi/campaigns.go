@@ -106,6 +106,11 @@ func (a *api) createCampaignWith(ctx context.Context, ns, contentType string, bo
 	case invalid != nil:
 		return validationReply(invalid)
 	}
+	return a.createCampaignFrom(ctx, ns, req, id)
+}
+
+// createCampaignFrom creates campaign id from a decoded request.
+func (a *api) createCampaignFrom(ctx context.Context, ns string, req *campaigninput.Request, id string) reply {
 	created, err := a.cfg.Campaigns.Create(ctx, ns, id, req.Spec, req.Contacts)
 	var unknown *campaigns.AgentUnknown
 	var contacts *campaigns.InvalidContacts
