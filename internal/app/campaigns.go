@@ -16,7 +16,7 @@ import (
 // setupCampaigns registers the Campaign reconciler (state and counters)
 // and the runner that dials their contacts, both on the leader. The
 // runner places calls through placer, the REST API's own.
-func setupCampaigns(mgr manager.Manager, placer *calls.Placer, book *calls.Book, admission *quota.Admission,
+func setupCampaigns(mgr manager.Manager, placer *calls.Placer, admission *quota.Admission,
 	wakeDeliveries func(), opts Options) error {
 	webhooks := &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
 		Queued: wakeDeliveries, Clock: clock.RealClock{}}
@@ -25,6 +25,6 @@ func setupCampaigns(mgr manager.Manager, placer *calls.Placer, book *calls.Book,
 		StatusInterval: opts.CampaignStatusInterval}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("campaign controller: %w", err)
 	}
-	return mgr.Add(&campaigns.Runner{Cache: mgr.GetClient(), Contacts: opts.History, Calls: book, Placer: placer,
+	return mgr.Add(&campaigns.Runner{Cache: mgr.GetClient(), Contacts: opts.History, Calls: placer.Book, Placer: placer,
 		Limits: admission, Clock: clock.RealClock{}, Log: opts.Log.WithName("campaigns")})
 }

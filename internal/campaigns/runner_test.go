@@ -36,7 +36,7 @@ func (c *carrier) Place(_ context.Context, ns string, req calls.Request, callID 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.placed[callID]; !ok {
-		at := time.Time{}
+		var at time.Time
 		if c.now != nil {
 			at = c.now()
 		} else {
