@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/campaignview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // campaignRoutes are /v1/campaigns (api/README.md, "Campaigns").
@@ -43,42 +41,18 @@ func (a *api) createCampaign(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	key, sent := r.Header["Idempotency-Key"]
-	if !sent {
+	key, sent, ok := idempotencyKey(w, r)
+	switch {
+	case !ok:
+		return
+	case !sent:
 		writeReply(w, a.createCampaignWith(ctx, ns, contentType, body, campaignID(callid.New())))
 		return
 	}
-	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
-		writeValidation(w, []validation.Item{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
-			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
-			Input: nil}})
-		return
-	}
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key[0], body, func(id string) idempotency.Response {
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key, body, func(id string) idempotency.Response {
 		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id)).response()
 	})
-	a.writeIdempotent(w, res, replayed, err, ns)
-}
-
-// writeIdempotent answers a request run through an Idempotency-Key.
-func (a *api) writeIdempotent(w http.ResponseWriter, res idempotency.Response, replayed bool, err error, ns string) {
-	switch {
-	case errors.Is(err, idempotency.ErrKeyReused):
-		writeErrorDetail(w, http.StatusUnprocessableEntity, ErrorDetail{ErrorCode: "idempotency_key_reused",
-			Error: "This Idempotency-Key was used with a different request body; use a new key for a new campaign."})
-	case errors.Is(err, idempotency.ErrKeyInUse):
-		w.Header().Set("Retry-After", "1")
-		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "idempotency_key_in_use",
-			Error: "A request with this Idempotency-Key is still being processed; retry shortly to get its response."})
-	case err != nil:
-		a.cfg.Log.Error(err, "idempotency key", "namespace", ns)
-		writeDetail(w, http.StatusServiceUnavailable, "The request could not be checked against its Idempotency-Key; it is safe to retry.")
-	default:
-		if replayed {
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		writeRaw(w, res.Status, res.Body)
-	}
+	a.writeIdempotent(w, res, replayed, err, ns, "campaign")
 }
 
 // campaignID is the campaign id (and resource name) for a fresh id.
