@@ -163,6 +163,15 @@ HISTORY_BENCH_CALLS ?= 1000000
 bench-history: ## Benchmark list and get latency over a million stored calls, on SQLite and PostgreSQL.
 	SWITCHBOARD_HISTORY_BENCH_CALLS=$(HISTORY_BENCH_CALLS) go test ./internal/history/ -run '^$$' -bench 'Store' -benchtime 2000x -count 1 -timeout 60m
 
+CAMPAIGN_PACING ?= 10m
+
+.PHONY: bench-campaigns
+bench-campaigns: ## Campaigns: a 100,000-contact CSV upload and its first dial, the contact store over a million contacts (SQLite and PostgreSQL), pacing accuracy.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	go test ./internal/app/ -run '^$$' -bench 'CampaignStart' -benchtime 3x -count 1 -v | grep -v '^=== ' && \
+	go test ./internal/history/ -run '^$$' -bench 'Contacts' -benchtime 500x -count 1 -timeout 60m -v | grep -v '^=== ' && \
+	SWITCHBOARD_PACING_BENCH=$(CAMPAIGN_PACING) go test ./internal/campaigns/ -run '^$$' -bench 'Pacing|Prepare' -benchtime 1x -count 1 -timeout 30m
+
 DASHBOARD_BENCH_CALLS ?= 1000000
 
 .PHONY: bench-dashboard

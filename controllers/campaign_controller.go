@@ -19,7 +19,10 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
+	"github.com/switchboard-dev/switchboard/internal/campaignview"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // CampaignContactsFinalizer keeps a Campaign until its contacts are
@@ -41,9 +44,8 @@ type CampaignReconciler struct {
 	Clock    clock.PassiveClock
 	// StatusInterval: DefaultCampaignStatusInterval when zero.
 	StatusInterval time.Duration
-	// Changed, when set, is told of every change of state (events,
-	// metrics).
-	Changed func(c *switchboardv1.Campaign, from switchboardv1.CampaignState)
+	// Webhooks queues the campaign.* events; nil sends none.
+	Webhooks *deliveries.Emitter
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=campaigns,verbs=get;list;watch;create;update;patch;delete
@@ -76,11 +78,19 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	c.Status.ObservedGeneration = c.Generation
+	event := eventOf(from, c.Status.State)
+	if err := r.emit(ctx, &c, event); err != nil {
+		return reconcile.Result{}, err
+	}
 	if _, err := status.patch(ctx, &c); err != nil {
 		return reconcile.Result{}, err
 	}
+	observeCampaign(&c)
 	if c.Status.State != from {
 		r.changed(&c, from)
+	}
+	if event != "" && r.Webhooks != nil {
+		r.Webhooks.Wake()
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
 }
@@ -127,10 +137,12 @@ func (r *CampaignReconciler) reconcileState(ctx context.Context, c *switchboardv
 			return 0, err
 		}
 	}
+	counted := time.Now()
 	counts, err := r.Contacts.CountContacts(ctx, c.Namespace, c.Name, now)
 	if err != nil {
 		return 0, err
 	}
+	took := time.Since(counted)
 	setCounters(&c.Status, counts)
 	c.Status.State = stateOf(c, now)
 	switch c.Status.State {
@@ -144,7 +156,7 @@ func (r *CampaignReconciler) reconcileState(ctx context.Context, c *switchboardv
 		}
 	}
 	r.setReady(c, metav1.ConditionTrue, string(c.Status.State), stateMessage(c))
-	return r.requeue(c, now), nil
+	return r.requeue(c, now, took), nil
 }
 
 // stateOf is the campaign's state from its spec and counters.
@@ -167,12 +179,16 @@ func stateOf(c *switchboardv1.Campaign, now time.Time) switchboardv1.CampaignSta
 }
 
 // requeue is when to count again: every StatusInterval while calls may be
-// in flight, at the start time of a scheduled campaign, never once ended.
-func (r *CampaignReconciler) requeue(c *switchboardv1.Campaign, now time.Time) time.Duration {
+// in flight (or, for a campaign so large that counting it took a while,
+// after 20 times as long: counting takes at most a twentieth of the
+// store's time), at the start time of a scheduled campaign, never once
+// ended.
+func (r *CampaignReconciler) requeue(c *switchboardv1.Campaign, now time.Time, counting time.Duration) time.Duration {
 	interval := r.StatusInterval
 	if interval <= 0 {
 		interval = DefaultCampaignStatusInterval
 	}
+	interval = max(interval, 20*counting)
 	switch c.Status.State {
 	case switchboardv1.CampaignScheduled:
 		return min(c.Spec.CallingWindow.StartAt.Sub(now), time.Hour)
@@ -236,9 +252,40 @@ func (r *CampaignReconciler) changed(c *switchboardv1.Campaign, from switchboard
 		r.Events.Eventf(c, nil, "Normal", reasonOf(string(c.Status.State)), "Campaign",
 			"Campaign %s (was %s): %s", c.Status.State, orNone(string(from)), stateMessage(c))
 	}
-	if r.Changed != nil {
-		r.Changed(c, from)
+}
+
+// eventOf is the webhook event of a change of state, "" for none: started
+// the first time it runs, paused at each pause, completed when it ends.
+func eventOf(from, to switchboardv1.CampaignState) string {
+	switch {
+	case from == to:
+		return ""
+	case to == switchboardv1.CampaignRunning && (from == "" || from == switchboardv1.CampaignScheduled):
+		return webhook.EventCampaignStarted
+	case to == switchboardv1.CampaignPaused:
+		return webhook.EventCampaignPaused
+	case to == switchboardv1.CampaignCompleted || to == switchboardv1.CampaignCanceled:
+		return webhook.EventCampaignCompleted
 	}
+	return ""
+}
+
+// emit queues event's deliveries before the state it announces is stored:
+// should the store fail, the next reconcile queues them again, under the
+// same ids (a pause is told apart by the generation that asked for it).
+func (r *CampaignReconciler) emit(ctx context.Context, c *switchboardv1.Campaign, event string) error {
+	if event == "" || r.Webhooks == nil {
+		return nil
+	}
+	body, err := webhook.CampaignEnvelope(event, campaignview.Render(c))
+	if err != nil {
+		return err
+	}
+	occurrence := "1"
+	if event == webhook.EventCampaignPaused {
+		occurrence = fmt.Sprint(c.Generation)
+	}
+	return r.Webhooks.EmitCampaign(ctx, c, event, occurrence, body)
 }
 
 func orNone(s string) string {
@@ -257,6 +304,7 @@ func (r *CampaignReconciler) reconcileDelete(ctx context.Context, c *switchboard
 	if _, err := r.Contacts.DeleteContacts(ctx, c.Namespace, c.Name); err != nil {
 		return err
 	}
+	forgetCampaign(c)
 	controllerutil.RemoveFinalizer(c, CampaignContactsFinalizer)
 	return r.Update(ctx, c)
 }

@@ -247,6 +247,10 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *history.Delivery
 	case ep.Spec.Disabled && !manual:
 		return w.abandon(d, "the webhook endpoint is disabled")
 	}
+	if d.Spec.Body != nil { // a campaign's event: its body was taken when it happened
+		res, sentAt := w.sendBody(ctx, d, &ep, d.Spec.Body)
+		return w.recorded(d, &ep, res, sentAt, manual)
+	}
 	call, err := w.call(ctx, d)
 	if errors.Is(err, history.ErrNotFound) {
 		// Neither in the cluster nor archived: deleted by hand before it
@@ -264,6 +268,12 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *history.Delivery
 		}
 	}
 	res, sentAt := w.send(ctx, d, call, &ep)
+	return w.recorded(d, &ep, res, sentAt, manual)
+}
+
+// recorded records an attempt's result and says what follows it.
+func (w *WebhookDeliveryWorker) recorded(d *history.Delivery, ep *switchboardv1.WebhookEndpoint, res webhook.Result,
+	sentAt time.Time, manual bool) (time.Time, followUp, error) {
 	trigger := history.TriggerScheduled
 	if manual {
 		trigger = history.TriggerManual
@@ -273,7 +283,7 @@ func (w *WebhookDeliveryWorker) attempt(ctx context.Context, d *history.Delivery
 	outcome := deliveries.Record(&d.Status, res, sentAt, trigger, w.Schedule)
 	w.Health.Observe(types.NamespacedName{Namespace: ep.Namespace, Name: ep.Name}, sentAt, res.Succeeded(),
 		deliveries.ResultText(res))
-	return nextDue(d), func(ctx context.Context) error { return w.afterAttempt(ctx, d, &ep, outcome) }, nil
+	return nextDue(d), func(ctx context.Context) error { return w.afterAttempt(ctx, d, ep, outcome) }, nil
 }
 
 // call reads the delivery's call: the Call while it is in the cluster, its
@@ -321,13 +331,19 @@ func (w *WebhookDeliveryWorker) awaitState(ctx context.Context, key client.Objec
 // ready, so that the retry schedule counts from the request.
 func (w *WebhookDeliveryWorker) send(ctx context.Context, d *history.Delivery,
 	call *switchboardv1.Call, ep *switchboardv1.WebhookEndpoint) (webhook.Result, time.Time) {
-	secrets, err := w.signingSecrets(ctx, ep, w.Clock.Now())
-	if err != nil {
-		return webhook.Result{Err: err.Error()}, w.Clock.Now()
-	}
 	body, err := deliveries.Body(ctx, d.Spec.Event, call, w.Recordings)
 	if err != nil {
 		return webhook.Result{Err: "rendering the call: " + err.Error()}, w.Clock.Now()
+	}
+	return w.sendBody(ctx, d, ep, body)
+}
+
+// sendBody makes one signed POST of a body taken beforehand.
+func (w *WebhookDeliveryWorker) sendBody(ctx context.Context, d *history.Delivery,
+	ep *switchboardv1.WebhookEndpoint, body []byte) (webhook.Result, time.Time) {
+	secrets, err := w.signingSecrets(ctx, ep, w.Clock.Now())
+	if err != nil {
+		return webhook.Result{Err: err.Error()}, w.Clock.Now()
 	}
 	sentAt := w.Clock.Now()
 	return w.Sender.Send(ctx, webhook.Message{URL: ep.Spec.URL, DeliveryID: d.Spec.DeliveryID,

@@ -6,8 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WebhookEventType is a kind of call event an endpoint can subscribe to.
-// +kubebuilder:validation:Enum=call.started;call.ended;call.analyzed
+// WebhookEventType is a kind of event an endpoint can subscribe to.
+// +kubebuilder:validation:Enum=call.started;call.ended;call.analyzed;campaign.started;campaign.paused;campaign.completed
 type WebhookEventType string
 
 // Signing secrets are Secrets holding the current secret under
@@ -71,7 +71,7 @@ type WebhookEndpointSpec struct {
 	// events the endpoint subscribes to; empty means all of them.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=6
 	Events []WebhookEventType `json:"events,omitempty"`
 
 	// description is free text for people.

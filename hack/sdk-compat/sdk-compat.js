@@ -2,7 +2,8 @@
 // A backend written with the hosted voice-AI service's official Node SDK
 // (retell-sdk), pointed at Switchboard by its baseURL and nothing else.
 // It places a call, polls it until it is over and analyzed, lists the
-// agent's calls a page at a time, stops a call, and provokes the errors an SDK user
+// agent's calls a page at a time, stops a call, creates a batch call (a
+// campaign), and provokes the errors an SDK user
 // catches, then prints what it saw as one JSON object for
 // internal/app's TestSDKCompatNode to check.
 //
@@ -90,7 +91,23 @@ async function main() {
   }
   out.stopped = stopped;
 
+  // batchCall: a campaign, scheduled a day ahead so that it places nothing here.
+  out.batchTrigger = Date.now() + 24 * 3600 * 1000;
+  out.batch = await client.batchCall.createBatchCall({
+    from_number: from,
+    name: 'Reminders',
+    trigger_timestamp: out.batchTrigger,
+    call_time_window: { windows: [{ start: 9 * 60, end: 20 * 60 }], day: ['Monday', 'Tuesday'] },
+    tasks: [
+      { to_number: '+14155551240', override_agent_id: agentId, retell_llm_dynamic_variables: { customer_name: 'Ada' } },
+      { to_number: '+14155551241', override_agent_id: agentId, retell_llm_dynamic_variables: { customer_name: 'Grace' } },
+      { to_number: '+14155551240', override_agent_id: agentId, retell_llm_dynamic_variables: { customer_name: 'Ada' } },
+    ],
+  });
+
   out.errors = {
+    batchWithoutAgent: await failure(() =>
+      client.batchCall.createBatchCall({ from_number: from, tasks: [{ to_number: to }] })),
     missingVariables: await failure(() =>
       client.call.createPhoneCall({ from_number: from, to_number: to, override_agent_id: agentId })),
     notFound: await failure(() => client.call.retrieve('call_00000000000000000000000000000000')),

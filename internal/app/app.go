@@ -370,6 +370,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
+	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
+		Dialer: dialer, Quota: admission}
 	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
 		orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
@@ -379,23 +382,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 			return nil, err
 		}
 		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, secrets, orgs, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission, opts); err != nil {
+		if err := setupReconcilers(mgr, secrets, orgs, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission,
+			placer, opts); err != nil {
 			return nil, err
 		}
 	}
-	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
 	keysOnce, err := idempotencyKeys(mgr, opts)
 	if err != nil {
 		return nil, err
 	}
 	reads := opts.Reads.withDefaults()
-	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
-		Dialer: dialer, Quota: admission}
-	if opts.Reconcilers {
-		if err := setupCampaigns(mgr, placer, book, admission, opts); err != nil {
-			return nil, err
-		}
-	}
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
 		Placer: placer,
@@ -513,7 +509,10 @@ func clientOptions() client.Options {
 func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
 	dir *directory.Directory, numbers *numberlists.Index,
 	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
-	admission *quota.Admission, opts Options) error {
+	admission *quota.Admission, placer *calls.Placer, opts Options) error {
+	if err := setupCampaigns(mgr, placer, admission, deliveriesQueued, opts); err != nil {
+		return err
+	}
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
@@ -709,7 +708,7 @@ func authFailures(opts Options) *authlimit.Limiter {
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
 		Reads:  api.Reads,
-		Placer: api.Placer, Endpoints: api.Endpoints,
+		Placer: api.Placer, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 	if err != nil {

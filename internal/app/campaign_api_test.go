@@ -218,3 +218,37 @@ func TestCampaignPauseEditCancel(t *testing.T) {
 	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/resume", o.key, nil).status).To(Equal(http.StatusConflict))
 	g.Consistently(placed, time.Second, 200*time.Millisecond).Should(Equal(calls))
 }
+
+// campaign.started, campaign.paused and campaign.completed reach an
+// endpoint subscribed to them, signed, carrying the campaign object.
+func TestCampaignEvents(t *testing.T) {
+	g := NewWithT(t)
+	o := newOrg(t)
+	rc := newReceiver(t, nil)
+	_, secret := applyEndpoint(t, o.ns, rc.url(), func(s *switchboardv1.WebhookEndpointSpec) {
+		s.Events = []switchboardv1.WebhookEventType{"campaign.started", "campaign.paused", "campaign.completed"}
+	})
+	rc.trust(secret)
+	r := do(t, "POST", "/v1/campaigns", o.key, map[string]any{"agent_id": o.agentID,
+		"contacts": []any{map[string]any{"to_number": "+12125570100", "variables": map[string]any{"customer_name": "Ada"}},
+			map[string]any{"to_number": "+12125570101", "variables": map[string]any{"customer_name": "Ada"}}},
+		"calling_window": map[string]any{"start": "00:00", "end": "24:00"},
+		"pacing":         map[string]any{"calls_per_minute": 1}})
+	g.Expect(r.status).To(Equal(http.StatusCreated), string(r.raw))
+	id := r.body["campaign_id"].(string)
+	g.Eventually(func() []string { return events(rc.deliveries()) }, 20*time.Second, 100*time.Millisecond).
+		Should(Equal([]string{"campaign.started"}))
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/pause", o.key, nil).status).To(Equal(http.StatusOK))
+	g.Eventually(func() []string { return events(rc.deliveries()) }, 20*time.Second, 100*time.Millisecond).
+		Should(Equal([]string{"campaign.started", "campaign.paused"}))
+	g.Expect(do(t, "POST", "/v1/campaigns/"+id+"/cancel", o.key, nil).status).To(Equal(http.StatusOK))
+	g.Eventually(func() []string { return events(rc.deliveries()) }, 30*time.Second, 100*time.Millisecond).
+		Should(Equal([]string{"campaign.started", "campaign.paused", "campaign.completed"}))
+	for _, d := range rc.deliveries() {
+		expectSigned(g, d)
+		campaign, _ := d.envelope["campaign"].(map[string]any)
+		g.Expect(campaign).To(HaveKeyWithValue("campaign_id", id))
+	}
+	last := rc.deliveries()[2].envelope["campaign"].(map[string]any)
+	g.Expect(last["status"]).To(Equal("canceled"))
+}

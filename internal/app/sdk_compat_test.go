@@ -26,7 +26,10 @@ type sdkRun struct {
 	SecondPage sdkPage        `json:"secondPage"`
 	Ended      sdkPage        `json:"ended"`
 	Stopped    map[string]any `json:"stopped"`
-	Errors     map[string]struct {
+	// Batch is createBatchCall's answer to a batch triggered at BatchTrigger.
+	Batch        map[string]any `json:"batch"`
+	BatchTrigger float64        `json:"batchTrigger"`
+	Errors       map[string]struct {
 		Class  string         `json:"class"`
 		Status int            `json:"status"`
 		Error  map[string]any `json:"error"`
@@ -150,6 +153,20 @@ func TestSDKCompatNode(t *testing.T) {
 	g.Expect(errs["badKey"].Class).To(Equal("AuthenticationError"))
 	g.Expect(errs["stopEnded"].Class).To(Equal("ConflictError"))
 	g.Expect(errs["stopEnded"].Error).To(HaveKeyWithValue("detail", HaveKeyWithValue("error_code", "call_not_active")))
+
+	// createBatchCall created a campaign of the two distinct numbers,
+	// scheduled at the trigger, with the window asked for.
+	g.Expect(run.Batch).To(And(HaveKeyWithValue("total_task_count", 2.0), HaveKeyWithValue("name", "Reminders"),
+		HaveKeyWithValue("scheduled_timestamp", BeNumerically("==", run.BatchTrigger)),
+		HaveKeyWithValue("from_number", agentFrom)))
+	campaign := do(t, "GET", "/v1/campaigns/"+run.Batch["batch_call_id"].(string), o.key, nil)
+	g.Expect(campaign.status).To(Equal(http.StatusOK))
+	g.Expect(campaign.body["calling_window"]).To(And(HaveKeyWithValue("start", "09:00"), HaveKeyWithValue("end", "20:00"),
+		HaveKeyWithValue("days", []any{"mon", "tue"})))
+	g.Eventually(func() any {
+		return do(t, "GET", "/v1/campaigns/"+run.Batch["batch_call_id"].(string), o.key, nil).body["contacts"]
+	}, 10*time.Second, 100*time.Millisecond).Should(HaveKeyWithValue("total", 2.0))
+	g.Expect(errs["batchWithoutAgent"].Class).To(Equal("UnprocessableEntityError"))
 
 	// stop hung up the call it stopped while it was out.
 	g.Expect(run.Stopped).To(And(HaveKeyWithValue("call_status", "ended"), HaveKeyWithValue("disconnection_reason", "manual_stopped")))

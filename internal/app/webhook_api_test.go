@@ -40,7 +40,9 @@ const (
 	wapiTimestamp  = `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`
 )
 
-var wapiKinds = []any{"call.started", "call.ended", "call.analyzed"}
+// wapiKinds are every subscribable kind: an endpoint subscribed to none
+// receives them all, the campaigns' included.
+var wapiKinds = []any{"call.started", "call.ended", "call.analyzed", "campaign.started", "campaign.paused", "campaign.completed"}
 
 // hookSink is a plain-http receiver that answers every request with one
 // status and keeps what it got.
@@ -268,7 +270,8 @@ func TestWebhookAPI_CreateValidation(t *testing.T) {
 			[]validationItem{{loc: []any{"body", "events"}, typ: "list_type", input: "call.ended"}}, ""},
 		{"unknown event", map[string]any{"url": "https://example.com", "events": []string{"call.ended", "call.missed"}},
 			[]validationItem{{loc: []any{"body", "events", 1.0}, typ: "enum", input: "call.missed"}},
-			"Input should be 'call.started', 'call.ended' or 'call.analyzed'"},
+			"Input should be 'call.started', 'call.ended', 'call.analyzed', 'campaign.started', 'campaign.paused' or " +
+				"'campaign.completed'"},
 		{"test is not an event to subscribe to", map[string]any{"url": "https://example.com", "events": []string{"test"}},
 			[]validationItem{{loc: []any{"body", "events", 0.0}, typ: "enum"}}, ""},
 		{"duplicate event", map[string]any{"url": "https://example.com", "events": []string{"call.ended", "call.ended"}},

@@ -27,15 +27,22 @@ var e164Syntax = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 // libphonenumber's rules and returns it in E.164. A number without "+" is
 // read in region.
 func NormalizePhone(s, region string) (string, bool) {
+	_, e164, ok := ParsePhone(s, region)
+	return e164, ok
+}
+
+// ParsePhone is NormalizePhone that also returns the parsed number, for a
+// caller that asks more of it (its time zones) without parsing it again.
+func ParsePhone(s, region string) (*phonenumbers.PhoneNumber, string, bool) {
 	if !phoneSyntax.MatchString(strings.TrimSpace(s)) {
-		return "", false
+		return nil, "", false
 	}
 	num, err := phonenumbers.Parse(s, region)
 	if err != nil || num.GetExtension() != "" || !phonenumbers.IsValidNumber(num) {
-		return "", false
+		return nil, "", false
 	}
 	e164 := phonenumbers.Format(num, phonenumbers.E164)
-	return e164, e164Syntax.MatchString(e164)
+	return num, e164, e164Syntax.MatchString(e164)
 }
 
 // PhoneError is the message of a field holding a number NormalizePhone

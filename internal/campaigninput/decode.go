@@ -15,6 +15,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -100,14 +102,15 @@ func Decode(contentType string, raw []byte) (*Request, []validation.Item, error)
 	mediaType, params, _ := mime.ParseMediaType(contentType)
 	switch mediaType {
 	case "application/json", "":
-		return decodeJSON(raw)
+		return DecodeJSON(raw, MaxInlineContacts)
 	case "multipart/form-data":
 		return decodeMultipart(raw, params["boundary"])
 	}
 	return nil, nil, ErrUnsupportedType
 }
 
-func decodeJSON(raw []byte) (*Request, []validation.Item, error) {
+// DecodeJSON decodes a JSON body listing at most maxContacts contacts.
+func DecodeJSON(raw []byte, maxContacts int) (*Request, []validation.Item, error) {
 	obj, items := validation.ParseObject(raw)
 	if items != nil {
 		return nil, items, nil
@@ -120,10 +123,10 @@ func decodeJSON(raw []byte) (*Request, []validation.Item, error) {
 	}
 	if _, ok := obj.Fields["contacts"]; !ok {
 		p.Fail("missing", []any{"body", "contacts"}, "Field required", nil, nil)
-	} else if len(b.Contacts) > MaxInlineContacts {
+	} else if len(b.Contacts) > maxContacts {
 		p.Fail("too_long", []any{"body", "contacts"}, fmt.Sprintf("List should have at most %d items; upload more "+
-			"as a CSV file (multipart/form-data, file field contacts)", MaxInlineContacts), nil,
-			map[string]any{"max_length": MaxInlineContacts})
+			"as a CSV file (multipart/form-data, file field contacts)", maxContacts), nil,
+			map[string]any{"max_length": maxContacts})
 	}
 	in := make([]campaigns.ContactInput, len(b.Contacts))
 	for i, c := range b.Contacts {
@@ -365,4 +368,32 @@ func ContactProblems(invalid []campaigns.Invalid) []validation.Item {
 		items[i] = validation.Item{Type: "value_error", Loc: loc, Msg: v.Where() + ": " + v.Msg, Input: v.Input, Ctx: ctx}
 	}
 	return items
+}
+
+// Form is the dashboard's campaign form, as typed.
+type Form struct {
+	AgentID, Name, CallsPerMinute, Start, End string
+}
+
+// FromForm decodes the dashboard's form and its CSV file as a multipart
+// POST /v1/campaigns with the same fields.
+func FromForm(f Form, csv []byte) (*Request, []validation.Item) {
+	b := body{AgentID: strings.TrimSpace(f.AgentID), Name: strings.TrimSpace(f.Name)}
+	var p validation.Problems
+	if v := strings.TrimSpace(f.CallsPerMinute); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			p.Fail("int_parsing", []any{"body", "pacing", "calls_per_minute"}, "Calls per minute should be a whole number", v, nil)
+		}
+		b.Pacing = &pacing{CallsPerMinute: &n}
+	}
+	if f.Start != "" || f.End != "" {
+		b.CallingWindow = &window{Start: strings.TrimSpace(f.Start), End: strings.TrimSpace(f.End)}
+	}
+	in, err := campaigns.ReadCSV(bytes.NewReader(csv), MaxUploadContacts)
+	if err != nil {
+		p.Fail("csv_invalid", []any{"body", "contacts"}, err.Error(), nil, nil)
+	}
+	req, items, _ := finish(b, in, p) // finish fails only through items
+	return req, items
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/callinput"
@@ -52,35 +54,71 @@ type Prepared struct {
 // Prepare validates in, normalizes the numbers (read in region when they
 // lack a country code), resolves each contact's time zones and leaves out
 // repeated numbers. The contacts are numbered from firstSeq and due at due.
+// Reading the numbers is most of an upload's work (libphonenumber's rules
+// are regular expressions), so it is spread over the cores.
 func Prepare(in []ContactInput, region string, firstSeq int64, due time.Time) (Prepared, []Invalid) {
+	checked := checkAll(in, region)
 	var p Prepared
 	var bad []Invalid
 	seen := make(map[string]bool, len(in))
-	for i, c := range in {
-		refuse := func(field, msg, input string) {
+	for i, c := range checked {
+		switch {
+		case c.problem != nil:
 			if len(bad) < maxInvalid {
-				bad = append(bad, Invalid{Index: i, Line: c.Line, Field: field, Msg: msg, Input: input})
+				v := *c.problem
+				v.Index, v.Line = i, in[i].Line
+				bad = append(bad, v)
 			}
-		}
-		number, ok := callinput.NormalizePhone(c.ToNumber, region)
-		if !ok {
-			refuse("to_number", callinput.PhoneError("to_number"), c.ToNumber)
-			continue
-		}
-		zones, err := ZonesOf(number, strings.TrimSpace(c.Timezone))
-		if err != nil {
-			refuse("timezone", "Value error, "+err.Error(), c.Timezone)
-			continue
-		}
-		if seen[number] {
+		case seen[c.number]:
 			p.Duplicates++
-			continue
+		default:
+			seen[c.number] = true
+			p.Contacts = append(p.Contacts, history.Contact{Seq: firstSeq + int64(len(p.Contacts)), ToNumber: c.number,
+				Zones: c.zones, Variables: in[i].Variables, Metadata: in[i].Metadata, DueAt: due})
 		}
-		seen[number] = true
-		p.Contacts = append(p.Contacts, history.Contact{Seq: firstSeq + int64(len(p.Contacts)), ToNumber: number,
-			Zones: zones, Variables: c.Variables, Metadata: c.Metadata, DueAt: due})
 	}
 	return p, bad
+}
+
+// checked is one contact's number and zones, or its problem.
+type checked struct {
+	number  string
+	zones   []string
+	problem *Invalid
+}
+
+// checkAll checks every contact, in as many goroutines as there are cores.
+func checkAll(in []ContactInput, region string) []checked {
+	out := make([]checked, len(in))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(in)/1000))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(in); i += workers {
+				out[i] = check(in[i], region)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func check(c ContactInput, region string) checked {
+	num, number, ok := callinput.ParsePhone(c.ToNumber, region)
+	if !ok {
+		return checked{problem: &Invalid{Field: "to_number", Msg: callinput.PhoneError("to_number"), Input: c.ToNumber}}
+	}
+	var zones []string
+	var err error
+	if tz := strings.TrimSpace(c.Timezone); tz != "" {
+		zones, err = ZonesOf(number, tz)
+	} else {
+		zones, err = zonesOfNumber(num, number)
+	}
+	if err != nil {
+		return checked{problem: &Invalid{Field: "timezone", Msg: "Value error, " + err.Error(), Input: c.Timezone}}
+	}
+	return checked{number: number, zones: zones}
 }
 
 // CSV errors that are the file's, not a row's.

@@ -8,9 +8,10 @@ import (
 )
 
 // pacer holds a campaign to its calls per second: a token bucket whose
-// burst is one tick's worth of calls (at least one), so that calls go out
-// evenly rather than a second's worth at once. It is told the time, so
-// that tests control it.
+// burst is two ticks' worth of calls (at least one), so that calls go out
+// evenly rather than a second's worth at once, yet a tick that comes late
+// (a busy machine) loses none of the calls it was owed. It is told the
+// time, so that tests control it.
 type pacer struct {
 	limiter *rate.Limiter
 	perSec  float64
@@ -24,7 +25,7 @@ func newPacer(perSec float64, tick time.Duration, now time.Time) *pacer {
 }
 
 func burstOf(perSec float64, tick time.Duration) int {
-	return max(1, int(math.Ceil(perSec*tick.Seconds())))
+	return max(1, int(math.Ceil(2*perSec*tick.Seconds())))
 }
 
 // set changes the rate from now on (an edit of the campaign's pacing, or a

@@ -23,6 +23,8 @@ type carrier struct {
 	clock  *clocktesting.FakeClock
 	mu     sync.Mutex
 	placed map[string]placedCall // by call id
+	// now, when set, is the time instead of clock's.
+	now func() time.Time
 }
 
 type placedCall struct {
@@ -34,7 +36,13 @@ func (c *carrier) Place(_ context.Context, ns string, req calls.Request, callID 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.placed[callID]; !ok {
-		c.placed[callID] = placedCall{number: req.ToNumber, at: c.clock.Now()}
+		var at time.Time
+		if c.now != nil {
+			at = c.now()
+		} else {
+			at = c.clock.Now()
+		}
+		c.placed[callID] = placedCall{number: req.ToNumber, at: at}
 	}
 	return &calls.Placed{Call: &switchboardv1.Call{}}, nil
 }

@@ -23,6 +23,11 @@ func ZonesOf(e164, tz string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a valid phone number", e164)
 	}
+	return zonesOfNumber(num, e164)
+}
+
+// zonesOfNumber is the zones of a parsed number (e164 names it in errors).
+func zonesOfNumber(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
 	zones, err := phonenumbers.GetTimezonesForNumber(num)
 	if err != nil || len(zones) == 0 || (len(zones) == 1 && zones[0] == phonenumbers.UNKNOWN_TIMEZONE) {
 		return nil, fmt.Errorf("the time zone of %s is unknown: give the contact a timezone", e164)

@@ -33,6 +33,8 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/campaigninput"
+	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -60,7 +62,9 @@ type Config struct {
 	Placer       *calls.Placer
 	Stopper      *calls.Stopper
 	Endpoints    *endpoints.Service
-	Quota        *quota.Admission
+	// Campaigns is the campaign operations (the campaigns page).
+	Campaigns *campaigns.Service
+	Quota     *quota.Admission
 	// Reads bounds an organization's lists and overviews in progress at
 	// once (shared with the REST API); nil bounds nothing.
 	Reads *quota.Reads
@@ -153,6 +157,11 @@ func (d *dashboard) routes() http.Handler {
 			r.Post("/test", d.testEndpoint)
 			r.Post("/deliveries/{deliveryID}/retry", d.retryDelivery)
 		})
+		r.Get("/campaigns", d.listCampaigns)
+		r.Post("/campaigns", d.createCampaign)
+		r.Post("/campaigns/{campaignID}/pause", d.campaignAction(campaigns.Pause))
+		r.Post("/campaigns/{campaignID}/resume", d.campaignAction(campaigns.Resume))
+		r.Post("/campaigns/{campaignID}/cancel", d.campaignAction(campaigns.Cancel))
 		r.Get("/agents", d.listAgents)
 		r.Get("/sip-trunks", d.listTrunks)
 		r.Get("/number-lists", d.listNumberLists)
@@ -199,10 +208,15 @@ func securityHeaders(recordings recording.Store) func(http.Handler) http.Handler
 	}
 }
 
-// limitBody bounds what a form may send, as the REST API bounds bodies.
+// limitBody bounds what a form may send, as the REST API bounds bodies:
+// the campaign form's CSV file as POST /v1/campaigns does.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		limit := int64(64 << 10)
+		if r.Method == http.MethodPost && r.URL.Path == Prefix+"/campaigns" {
+			limit = campaigninput.MaxUploadBytes
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -417,7 +417,7 @@ func (d *dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) {
 func (d *dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	ep := endpointFrom(r.Context())
 	kind := r.PostFormValue("event")
-	if !webhook.ValidKind(kind) {
+	if !webhook.ValidCallKind(kind) {
 		kind = webhook.EventCallEnded
 	}
 	tested, err := d.cfg.Endpoints.Test(r.Context(), ep, kind)

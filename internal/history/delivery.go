@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/json"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,9 @@ type DeliverySpec struct {
 	CallRef *ObjectName `json:"callRef,omitempty"`
 	// callID is the call_id the event carries.
 	CallID string `json:"callID,omitempty"`
+	// body is the exact request body of an event about something other
+	// than a call (a campaign's), taken when the event happened.
+	Body json.RawMessage `json:"body,omitempty"`
 }
 
 // DeliveryAttempt is one POST to the receiver.
@@ -147,6 +151,7 @@ func (d *Delivery) DeepCopy() *Delivery {
 		ref := *d.Spec.CallRef
 		out.Spec.CallRef = &ref
 	}
+	out.Spec.Body = slices.Clone(d.Spec.Body)
 	out.Status.Attempts = slices.Clone(d.Status.Attempts) // an attempt holds only values
 	out.Status.NextAttemptAt = d.Status.NextAttemptAt.DeepCopy()
 	out.Status.CompletedAt = d.Status.CompletedAt.DeepCopy()

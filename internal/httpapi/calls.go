@@ -43,24 +43,43 @@ func (a *api) createCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	key, sent := r.Header["Idempotency-Key"]
-	if !sent {
+	key, sent, ok := idempotencyKey(w, r)
+	switch {
+	case !ok:
+		return
+	case !sent:
 		writeReply(w, a.place(ctx, ns, body, callid.New()))
 		return
 	}
-	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, key, body, func(id string) idempotency.Response {
+		return a.place(ctx, ns, body, id).response()
+	})
+	a.writeIdempotent(w, res, replayed, err, ns, "call")
+}
+
+// idempotencyKey reads the Idempotency-Key header: sent says whether
+// there is one; a malformed one is answered here (422) and ok is false.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (key string, sent, ok bool) {
+	keys, sent := r.Header["Idempotency-Key"]
+	if !sent {
+		return "", false, true
+	}
+	if len(keys) != 1 || !idempotency.ValidKey(keys[0]) {
 		writeValidation(w, []validation.Item{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
 			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
 			Input: nil}})
-		return
+		return "", true, false
 	}
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, key[0], body, func(id string) idempotency.Response {
-		return a.place(ctx, ns, body, id).response()
-	})
+	return keys[0], true, true
+}
+
+// writeIdempotent answers a create run through an Idempotency-Key; what
+// names what it creates (call, campaign).
+func (a *api) writeIdempotent(w http.ResponseWriter, res idempotency.Response, replayed bool, err error, ns, what string) {
 	switch {
 	case errors.Is(err, idempotency.ErrKeyReused):
 		writeErrorDetail(w, http.StatusUnprocessableEntity, ErrorDetail{ErrorCode: "idempotency_key_reused",
-			Error: "This Idempotency-Key was used with a different request body; use a new key for a new call."})
+			Error: "This Idempotency-Key was used with a different request body; use a new key for a new " + what + "."})
 	case errors.Is(err, idempotency.ErrKeyInUse):
 		w.Header().Set("Retry-After", "1")
 		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "idempotency_key_in_use",

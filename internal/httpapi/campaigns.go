@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/campaigninput"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
+	"github.com/switchboard-dev/switchboard/internal/campaignview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // campaignRoutes are /v1/campaigns (api/README.md, "Campaigns").
@@ -42,42 +41,18 @@ func (a *api) createCampaign(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	key, sent := r.Header["Idempotency-Key"]
-	if !sent {
+	key, sent, ok := idempotencyKey(w, r)
+	switch {
+	case !ok:
+		return
+	case !sent:
 		writeReply(w, a.createCampaignWith(ctx, ns, contentType, body, campaignID(callid.New())))
 		return
 	}
-	if len(key) != 1 || !idempotency.ValidKey(key[0]) {
-		writeValidation(w, []validation.Item{{Type: "string_pattern_mismatch", Loc: []any{"header", "Idempotency-Key"},
-			Msg:   fmt.Sprintf("Idempotency-Key should be one header of 1 to %d printable ASCII characters", idempotency.MaxKeyLength),
-			Input: nil}})
-		return
-	}
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key[0], body, func(id string) idempotency.Response {
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key, body, func(id string) idempotency.Response {
 		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id)).response()
 	})
-	a.writeIdempotent(w, res, replayed, err, ns)
-}
-
-// writeIdempotent answers a request run through an Idempotency-Key.
-func (a *api) writeIdempotent(w http.ResponseWriter, res idempotency.Response, replayed bool, err error, ns string) {
-	switch {
-	case errors.Is(err, idempotency.ErrKeyReused):
-		writeErrorDetail(w, http.StatusUnprocessableEntity, ErrorDetail{ErrorCode: "idempotency_key_reused",
-			Error: "This Idempotency-Key was used with a different request body; use a new key for a new campaign."})
-	case errors.Is(err, idempotency.ErrKeyInUse):
-		w.Header().Set("Retry-After", "1")
-		writeErrorDetail(w, http.StatusConflict, ErrorDetail{ErrorCode: "idempotency_key_in_use",
-			Error: "A request with this Idempotency-Key is still being processed; retry shortly to get its response."})
-	case err != nil:
-		a.cfg.Log.Error(err, "idempotency key", "namespace", ns)
-		writeDetail(w, http.StatusServiceUnavailable, "The request could not be checked against its Idempotency-Key; it is safe to retry.")
-	default:
-		if replayed {
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		writeRaw(w, res.Status, res.Body)
-	}
+	a.writeIdempotent(w, res, replayed, err, ns, "campaign")
 }
 
 // campaignID is the campaign id (and resource name) for a fresh id.
@@ -105,6 +80,11 @@ func (a *api) createCampaignWith(ctx context.Context, ns, contentType string, bo
 	case invalid != nil:
 		return validationReply(invalid)
 	}
+	return a.createCampaignFrom(ctx, ns, req, id)
+}
+
+// createCampaignFrom creates campaign id from a decoded request.
+func (a *api) createCampaignFrom(ctx context.Context, ns string, req *campaigninput.Request, id string) reply {
 	created, err := a.cfg.Campaigns.Create(ctx, ns, id, req.Spec, req.Contacts)
 	var unknown *campaigns.AgentUnknown
 	var contacts *campaigns.InvalidContacts
@@ -117,7 +97,7 @@ func (a *api) createCampaignWith(ctx context.Context, ns, contentType string, bo
 		a.cfg.Log.Error(err, "creating campaign", "namespace", ns)
 		return unavailableReply("The campaign could not be created; it is safe to retry with the same Idempotency-Key.")
 	}
-	return reply{status: http.StatusCreated, placed: true, body: createdView(created)}
+	return reply{status: http.StatusCreated, placed: true, body: campaignview.CreatedOf(created)}
 }
 
 func (a *api) listCampaigns(w http.ResponseWriter, r *http.Request) {
@@ -127,9 +107,9 @@ func (a *api) listCampaigns(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusServiceUnavailable, "The campaigns could not be read; it is safe to retry.")
 		return
 	}
-	out := campaignList{Data: make([]campaignView, len(list))}
+	out := campaignList{Data: make([]campaignview.Campaign, len(list))}
 	for i := range list {
-		out.Data[i] = viewOf(&list[i])
+		out.Data[i] = campaignview.Render(&list[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -140,7 +120,7 @@ func (a *api) getCampaign(w http.ResponseWriter, r *http.Request) {
 	if a.campaignFailed(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, viewOf(c))
+	writeJSON(w, http.StatusOK, campaignview.Render(c))
 }
 
 // campaignAction implements POST /v1/campaigns/{id}/pause|resume|cancel:
@@ -151,7 +131,7 @@ func (a *api) campaignAction(action campaigns.Action) http.HandlerFunc {
 		if a.campaignFailed(w, err) {
 			return
 		}
-		writeJSON(w, http.StatusOK, viewOf(c))
+		writeJSON(w, http.StatusOK, campaignview.Render(c))
 	}
 }
 

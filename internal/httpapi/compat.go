@@ -25,6 +25,7 @@ func (a *api) sdkRoutes(r chi.Router) {
 	r.Get("/v2/get-call/{callID}", a.getSDKCall)
 	r.Post("/v3/list-calls", a.listSDKCalls)
 	r.Post("/v2/stop-call/{callID}", a.stopSDKCall)
+	r.Post("/create-batch-call", a.createBatchCall)
 }
 
 // stopSDKCall is call.stop: POST /v1/calls/{call_id}/stop, answering 204

@@ -87,7 +87,8 @@ func TestOpenAPIDocumentIsValidOpenAPI31(t *testing.T) {
 		}
 	}
 	sort.Strings(webhooks)
-	if want := []string{"call.analyzed", "call.ended", "call.started", "test"}; !slices.Equal(webhooks, want) {
+	if want := []string{"call.analyzed", "call.ended", "call.started", "campaign.completed", "campaign.paused",
+		"campaign.started", "test"}; !slices.Equal(webhooks, want) {
 		t.Errorf("webhooks %v, want %v", webhooks, want)
 	}
 }
@@ -163,13 +164,14 @@ func dig(node map[string]any, keys ...string) map[string]any {
 }
 
 // undocumentedPrefixes are the routes the document leaves out on purpose:
-//   - /v2/ and /v3/: compatibility routes for the hosted service's SDKs,
-//     which speak that service's API, not this one (their own contract);
+//   - /v2/, /v3/ and /create-batch-call: compatibility routes for the
+//     hosted service's SDKs, which speak that service's API, not this one
+//     (their own contract);
 //   - /recordings/: the signed links that recording_url and the recording
 //     endpoint hand out; a client follows them, it does not call them;
 //   - health and metrics: for the kubelet and Prometheus, served on their
 //     own ports, not part of the customer API (listed in case they move).
-var undocumentedPrefixes = []string{"/v2/", "/v3/", "/recordings/", "/healthz", "/readyz", "/metrics"}
+var undocumentedPrefixes = []string{"/v2/", "/v3/", "/create-batch-call", "/recordings/", "/healthz", "/readyz", "/metrics"}
 
 // chiParams maps the router's parameter names to the document's (the
 // API's public names).

@@ -161,8 +161,8 @@ func decodeTestEvent(body []byte) (string, []validation.Item) {
 		d.FailField("string_type", "event", "Input should be a valid string", raw)
 		return "", d.Problems
 	}
-	if !webhook.ValidKind(kind) {
-		d.NotOneOf([]any{"body", "event"}, kind, webhook.Kinds)
+	if !webhook.ValidCallKind(kind) {
+		d.NotOneOf([]any{"body", "event"}, kind, webhook.CallKinds)
 		return "", d.Problems
 	}
 	return kind, nil

@@ -197,7 +197,7 @@ func TestEnvelope(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	want := []string{"call.started", "call.ended", "call.analyzed"}
+	want := []string{"call.started", "call.ended", "call.analyzed", "campaign.started", "campaign.paused", "campaign.completed"}
 	if strings.Join(webhook.Kinds, ",") != strings.Join(want, ",") {
 		t.Fatalf("Kinds = %v", webhook.Kinds)
 	}

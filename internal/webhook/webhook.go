@@ -21,14 +21,48 @@ const (
 	// EventTest is how test deliveries appear in the delivery log; it cannot
 	// be subscribed to.
 	EventTest = "test"
+	// A campaign's events carry the campaign object: started when it first
+	// dials, paused at each pause, completed when it ends (completed or
+	// canceled, as its status says).
+	EventCampaignStarted   = "campaign.started"
+	EventCampaignPaused    = "campaign.paused"
+	EventCampaignCompleted = "campaign.completed"
 )
 
-// Kinds lists the subscribable kinds in lifecycle order.
-var Kinds = []string{EventCallStarted, EventCallEnded, EventCallAnalyzed}
+// CallKinds lists a call's kinds in lifecycle order; CampaignKinds a
+// campaign's.
+var (
+	CallKinds     = []string{EventCallStarted, EventCallEnded, EventCallAnalyzed}
+	CampaignKinds = []string{EventCampaignStarted, EventCampaignPaused, EventCampaignCompleted}
+)
+
+// Kinds lists the subscribable kinds.
+var Kinds = append(slices.Clone(CallKinds), CampaignKinds...)
 
 // ValidKind reports whether s is one of Kinds.
 func ValidKind(s string) bool {
 	return slices.Contains(Kinds, s)
+}
+
+// ValidCallKind reports whether s is one of CallKinds (the kinds a test
+// event may take: its sample is a call).
+func ValidCallKind(s string) bool {
+	return slices.Contains(CallKinds, s)
+}
+
+// CampaignEnvelope is the exact body of a campaign event:
+// {"event":...,"campaign":...}.
+func CampaignEnvelope(event string, campaign any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Event    string `json:"event"`
+		Campaign any    `json:"campaign"`
+	}{event, campaign}); err != nil {
+		return nil, fmt.Errorf("webhook: encode %s envelope: %w", event, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 type envelope struct {

@@ -139,9 +139,9 @@ func Body(ctx context.Context, kind string, c *switchboardv1.Call, store recordi
 
 // Earlier lists the kinds that come before kind in a call's lifecycle.
 func Earlier(kind string) []string {
-	for i, k := range webhook.Kinds {
+	for i, k := range webhook.CallKinds {
 		if k == kind {
-			return webhook.Kinds[:i]
+			return webhook.CallKinds[:i]
 		}
 	}
 	return nil

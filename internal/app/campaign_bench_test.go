@@ -1,0 +1,89 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+)
+
+// BenchmarkCampaignStart uploads a campaign of 100,000 contacts as a CSV
+// file (multipart) to an operator running its reconcilers, and reports how
+// long the upload took to be answered 201 and how long after that the
+// first call was created. The campaign is canceled after its first call.
+func BenchmarkCampaignStart(b *testing.B) {
+	full, err := startOperator(true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(full.stop)
+	o := newOrg(b)
+	const contacts = 100_000
+	var csv bytes.Buffer
+	csv.WriteString("to_number,customer_name\n")
+	for i := range contacts {
+		fmt.Fprintf(&csv, "+1212%07d,Customer %d\n", 2_000_000+i, i)
+	}
+	b.Logf("CSV of %d contacts: %.1f MB", contacts, float64(csv.Len())/1e6)
+	var uploads, firstDials []time.Duration
+	for b.Loop() {
+		body, contentType := campaignUpload(b, o.agentID, csv.Bytes())
+		start := time.Now()
+		r := sendWithHeader(b, full.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key, body,
+			http.Header{"Content-Type": {contentType}})
+		accepted := time.Now()
+		if r.status != http.StatusCreated {
+			b.Fatalf("upload: %d %s", r.status, r.raw)
+		}
+		id := r.body["campaign_id"].(string)
+		for {
+			var calls switchboardv1.CallList
+			if err := k8s.List(context.Background(), &calls, client.InNamespace(o.ns),
+				client.MatchingLabels{switchboardv1.CampaignLabel: id}); err != nil {
+				b.Fatal(err)
+			}
+			if len(calls.Items) > 0 {
+				break
+			}
+			if time.Since(accepted) > time.Minute {
+				b.Fatal("no call a minute after the upload")
+			}
+			time.Sleep(5 * time.Millisecond) // polling the apiserver, as a watcher would see it
+		}
+		firstDials = append(firstDials, time.Since(accepted))
+		uploads = append(uploads, accepted.Sub(start))
+		sendWithHeader(b, full.baseURL, "POST", "/v1/campaigns/"+id+"/cancel", "Bearer "+o.key, nil, nil)
+	}
+	b.ReportMetric(mean(uploads).Seconds(), "upload-s")
+	b.ReportMetric(float64(mean(firstDials).Milliseconds()), "first-dial-ms")
+}
+
+func campaignUpload(b *testing.B, agentID string, csv []byte) ([]byte, string) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("agent_id", agentID)
+	_ = mw.WriteField("calling_window", openAllDay)
+	_ = mw.WriteField("pacing", `{"calls_per_second": 10, "max_concurrent": 10}`)
+	fw, err := mw.CreateFormFile("contacts", "contacts.csv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = fw.Write(csv)
+	_ = mw.Close()
+	return body.Bytes(), mw.FormDataContentType()
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(max(1, len(ds)))
+}
