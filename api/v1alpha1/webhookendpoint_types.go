@@ -68,7 +68,8 @@ type WebhookEndpointSpec struct {
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('https://') || self.startsWith('http://'))",message="url must be an absolute https URL"
 	URL string `json:"url"`
 
-	// events the endpoint subscribes to; empty means all of them.
+	// events the endpoint subscribes to; empty means the call events
+	// (call.started, call.ended, call.analyzed), not the campaign events.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=6
@@ -167,10 +168,14 @@ func (e *WebhookEndpoint) ResolvedID() string {
 	return EndpointIDPrefix + strings.ReplaceAll(string(e.UID), "-", "")
 }
 
-// Subscribes reports whether the endpoint wants events of kind.
+// Subscribes reports whether the endpoint wants events of kind. One that
+// names none gets the call events, which the API promises to every
+// subscribed endpoint and each of which carries a call; campaign events,
+// which carry a campaign, go only to endpoints that name them, so that a
+// receiver written against the call events never meets another shape.
 func (e *WebhookEndpoint) Subscribes(kind string) bool {
 	if len(e.Spec.Events) == 0 {
-		return true
+		return strings.HasPrefix(kind, "call.")
 	}
 	for _, k := range e.Spec.Events {
 		if string(k) == kind {

@@ -40,9 +40,10 @@ const (
 	wapiTimestamp  = `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`
 )
 
-// wapiKinds are every subscribable kind: an endpoint subscribed to none
-// receives them all, the campaigns' included.
-var wapiKinds = []any{"call.started", "call.ended", "call.analyzed", "campaign.started", "campaign.paused", "campaign.completed"}
+// wapiKinds are the kinds an endpoint subscribed to none receives: the
+// call events, not the campaigns' (which carry no call), which an endpoint
+// gets only by naming them.
+var wapiKinds = []any{"call.started", "call.ended", "call.analyzed"}
 
 // hookSink is a plain-http receiver that answers every request with one
 // status and keeps what it got.
@@ -221,7 +222,7 @@ func TestWebhookAPI_CreateEndpoint(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		g := NewWithT(t)
 		ep := createEndpoint(t, o.key, map[string]any{"url": "https://203.0.113.7/all"})
-		g.Expect(ep).To(HaveKeyWithValue("events", wapiKinds), "no events means all of them")
+		g.Expect(ep).To(HaveKeyWithValue("events", wapiKinds), "no events means the call events")
 		g.Expect(ep).To(HaveKeyWithValue("description", ""))
 		g.Expect(ep).To(HaveKeyWithValue("disabled", false))
 		g.Expect(endpointResource(t, o.ns, ep["id"].(string)).Spec.Events).To(BeEmpty())

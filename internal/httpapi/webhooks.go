@@ -37,7 +37,7 @@ package httpapi
 // GET /v1/webhook-endpoints/{id}
 //   200 endpoint; 404 {"detail": "Webhook endpoint not found."}
 // PATCH /v1/webhook-endpoints/{id} {url?, events?, description?, disabled?}
-//   200 endpoint; null resets events (all kinds) and description ("");
+//   200 endpoint; null resets events (the call events) and description ("");
 //   disabled:false also clears the switchboard.dev/disabled-reason
 //   annotation. 404; 422 as on create (a null url is string_type, a null
 //   disabled bool_type); 503.

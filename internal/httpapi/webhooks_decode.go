@@ -36,7 +36,7 @@ type endpointRequest = endpoints.Change
 type endpointDecoder struct{ *validation.Object }
 
 // decodeEndpoint validates a POST (create) or PATCH (!create) body. On a
-// create, url is required; on a PATCH, null resets events (to all kinds)
+// create, url is required; on a PATCH, null resets events (to the call events)
 // and description (to ""), while url and disabled cannot be null. The URL
 // policy is the caller's business: it needs the network.
 func decodeEndpoint(body []byte, create bool) (*endpointRequest, []validation.Item) {
@@ -83,7 +83,7 @@ func (d endpointDecoder) webhookURL(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// events decodes a list of distinct kinds; null and [] mean all kinds.
+// events decodes a list of distinct kinds; null and [] mean the call events.
 func (d endpointDecoder) events(raw json.RawMessage) ([]switchboardv1.WebhookEventType, bool) {
 	if isNull(raw) {
 		return nil, true

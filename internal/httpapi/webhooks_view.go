@@ -75,7 +75,7 @@ func renderEndpoint(ep *switchboardv1.WebhookEndpoint) endpointView {
 }
 
 // effectiveEvents lists the kinds the endpoint receives, in lifecycle
-// order: all of them when spec.events is empty.
+// order: the call events when spec.events is empty.
 func effectiveEvents(ep *switchboardv1.WebhookEndpoint) []string {
 	events := make([]string, 0, len(webhook.Kinds))
 	for _, k := range webhook.Kinds {

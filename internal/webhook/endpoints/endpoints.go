@@ -78,7 +78,7 @@ func (e *Unavailable) Unwrap() error { return e.Err }
 type Change struct {
 	URL            string
 	URLSet         bool
-	Events         []switchboardv1.WebhookEventType // nil: all kinds
+	Events         []switchboardv1.WebhookEventType // nil: the call events
 	EventsSet      bool
 	Description    string
 	DescriptionSet bool
