@@ -246,7 +246,7 @@ func TestRenderEndpoint(t *testing.T) {
 		want   string
 	}{
 		{name: "new", want: `{"id":"we_0a1b2c3d00004000800000000000000f","url":"https://example.com/hooks",` +
-			`"events":["call.started","call.ended","call.analyzed","campaign.started","campaign.paused","campaign.completed"],"description":"","disabled":false,"disabled_reason":null,` +
+			`"events":["call.started","call.ended","call.analyzed"],"description":"","disabled":false,"disabled_reason":null,` +
 			`"status":"active","last_delivery_at":null,"last_delivery_result":null,"created_at":"2026-03-01T12:00:00.000Z"}`},
 		{name: "subscribed events in lifecycle order", mutate: func(ep *switchboardv1.WebhookEndpoint) {
 			ep.Spec.Events = []switchboardv1.WebhookEventType{"call.analyzed", "call.started"}
@@ -263,13 +263,13 @@ func TestRenderEndpoint(t *testing.T) {
 			ep.Annotations = map[string]string{switchboardv1.WebhookDisabledReasonAnnotation: "receiver answered 410 Gone"}
 			ep.Status.Conditions = []metav1.Condition{degraded}
 		}, want: `{"id":"we_0a1b2c3d00004000800000000000000f","url":"https://example.com/hooks",` +
-			`"events":["call.started","call.ended","call.analyzed","campaign.started","campaign.paused","campaign.completed"],"description":"","disabled":true,` +
+			`"events":["call.started","call.ended","call.analyzed"],"description":"","disabled":true,` +
 			`"disabled_reason":"receiver answered 410 Gone","status":"disabled","last_delivery_at":null,` +
 			`"last_delivery_result":null,"created_at":"2026-03-01T12:00:00.000Z"}`},
 		{name: "a stale reason on an enabled endpoint is not shown", mutate: func(ep *switchboardv1.WebhookEndpoint) {
 			ep.Annotations = map[string]string{switchboardv1.WebhookDisabledReasonAnnotation: "old"}
 		}, want: `{"id":"we_0a1b2c3d00004000800000000000000f","url":"https://example.com/hooks",` +
-			`"events":["call.started","call.ended","call.analyzed","campaign.started","campaign.paused","campaign.completed"],"description":"","disabled":false,"disabled_reason":null,` +
+			`"events":["call.started","call.ended","call.analyzed"],"description":"","disabled":false,"disabled_reason":null,` +
 			`"status":"active","last_delivery_at":null,"last_delivery_result":null,"created_at":"2026-03-01T12:00:00.000Z"}`},
 	}
 	for _, tt := range tests {
