@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -65,4 +66,26 @@ func hintGrammar(hints []string, known func(word string) bool) string {
 		"public <utterance> = <filler>* <phrase> <filler>* ;\n" +
 		"<phrase> = " + strings.Join(phrases, " | ") + " ;\n" +
 		"<filler> = " + strings.Join(fillers, " | ") + " ;\n"
+}
+
+// trimFillers drops from a constrained hypothesis the filler words the
+// hints' grammar allowed around the phrase: they are the grammar's
+// tolerance of hesitations, and the decoder puts them in whether or not
+// the callee hesitated, so the transcript would show words nobody said.
+// A filler that is a word of one of the phrases is kept.
+func trimFillers(text string, hints []string) string {
+	inPhrase := map[string]bool{}
+	for _, h := range hints {
+		for _, w := range strings.Fields(normalizePhrase(h)) {
+			inPhrase[w] = true
+		}
+	}
+	var kept []string
+	for _, w := range strings.Fields(text) {
+		if slices.Contains(fillerWords, w) && !inPhrase[w] {
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return strings.Join(kept, " ")
 }

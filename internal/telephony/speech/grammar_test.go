@@ -58,3 +58,19 @@ func TestUpsample16k(t *testing.T) {
 		t.Errorf("7 kHz image amplitude %.0f, want under 200", a)
 	}
 }
+
+// The grammar's fillers, which the decoder puts around the phrase whether
+// or not the callee hesitated, leave the transcript; a filler that is a
+// phrase's word stays.
+func TestTrimFillers(t *testing.T) {
+	for _, tt := range []struct{ text, want string }{
+		{"um uh cancel it", "cancel it"},
+		{"yeah uh", "yeah"},
+		{"no please", "no please"}, // "please" is a word of the phrase "No, please"
+		{"um", ""},
+	} {
+		if got := trimFillers(tt.text, []string{"yeah", "cancel it", "No, please"}); got != tt.want {
+			t.Errorf("trimFillers(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}

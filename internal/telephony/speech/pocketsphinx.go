@@ -121,7 +121,8 @@ func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []strin
 	}
 	defer func() { p.pool <- d }()
 
-	if err := d.useSearch(hints); err != nil {
+	constrained, err := d.useSearch(hints)
+	if err != nil {
 		return Result{}, err
 	}
 	// A long monologue is cut into segments so the decoder's memory (it
@@ -145,12 +146,17 @@ func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []strin
 	if len(texts) == 0 {
 		return Result{}, nil
 	}
-	return Result{Text: strings.Join(texts, " "), Confidence: conf}, nil
+	text := strings.Join(texts, " ")
+	if constrained {
+		text = trimFillers(text, hints)
+	}
+	return Result{Text: text, Confidence: conf}, nil
 }
 
-// useSearch selects constrained recognition over the hints' grammar, or
-// the open language model when there are no usable hints.
-func (d *decoder) useSearch(hints []string) error {
+// useSearch selects constrained recognition over the hints' grammar
+// (constrained true), or the open language model when there are no usable
+// hints.
+func (d *decoder) useSearch(hints []string) (constrained bool, err error) {
 	grammar := hintGrammar(hints, d.known)
 	name := searchOpen
 	if grammar != "" {
@@ -162,7 +168,7 @@ func (d *decoder) useSearch(hints []string) error {
 			C.free(unsafe.Pointer(cg))
 			if rc != 0 {
 				d.grammar = ""
-				return fmt.Errorf("speech: PocketSphinx refused the hints' grammar %q", grammar)
+				return false, fmt.Errorf("speech: PocketSphinx refused the hints' grammar %q", grammar)
 			}
 			d.grammar = grammar
 		}
@@ -170,9 +176,9 @@ func (d *decoder) useSearch(hints []string) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	if C.ps_set_search(d.ps, cname) != 0 {
-		return fmt.Errorf("speech: PocketSphinx has no search %q", name)
+		return false, fmt.Errorf("speech: PocketSphinx has no search %q", name)
 	}
-	return nil
+	return name == searchHints, nil
 }
 
 func (d *decoder) known(word string) bool {
