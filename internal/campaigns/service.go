@@ -138,8 +138,13 @@ const (
 // sees at its next tick. Pausing or resuming an ended campaign is ErrEnded;
 // canceling one is a no-op.
 func (s *Service) Do(ctx context.Context, ns, id string, action Action) (*switchboardv1.Campaign, error) {
-	c, err := s.Get(ctx, ns, id)
-	if err != nil {
+	// Decided on the campaign as the apiserver has it, not the cache's
+	// copy: a resume right after a cancel must see the cancel.
+	c := &switchboardv1.Campaign{}
+	if err := s.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ErrNotFound
+		}
 		return nil, err
 	}
 	ended := c.Spec.Canceled || c.Status.State == switchboardv1.CampaignCompleted
