@@ -6,9 +6,16 @@ package stream
 //
 // callee->bot: from Inbound completing a frame to the bot reading its
 // media message. bot->callee: from the bot writing a 20 ms media message
-// (one every 100 ms, the queue dry in between: the jitter buffer's worst
-// case, as at the start of each utterance) to the 20 ms tick whose frame
-// carries it. Reports p50 and p95 of each; the run takes
+// to the 20 ms tick whose frame carries it, with the bot sending
+//   - utterances: a frame every 300 ms, each the start of an utterance
+//     that waits the jitter buffer's playout delay (the worst case);
+//   - speech: a frame every 20 ms, real-time speech as it plays once the
+//     utterance started;
+//   - every100ms: a frame every 100 ms, the queue dry in between (the
+//     pattern of the figures before the adaptive playout delay: each
+//     frame now counts as late audio, played at the next tick).
+//
+// Reports p50 and p95 of each; each takes
 // SWITCHBOARD_BENCH_STREAM_SECONDS (default 10) of real time.
 
 import (
@@ -35,6 +42,17 @@ func BenchmarkAddedLatency(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("SWITCHBOARD_BENCH_STREAM_SECONDS")); err == nil && v > 0 {
 		seconds = v
 	}
+	for _, c := range []struct {
+		name   string
+		period time.Duration
+	}{{"utterances", 300 * time.Millisecond}, {"speech", frameTime}, {"every100ms", 100 * time.Millisecond}} {
+		b.Run(c.name, func(b *testing.B) { addedLatency(b, seconds, c.period) })
+	}
+}
+
+// addedLatency runs the measurement for seconds with the bot sending a
+// frame every period.
+func addedLatency(b *testing.B, seconds int, period time.Duration) {
 	loud := ulaw(tone(frameSamples, 1000))
 	var mu sync.Mutex
 	var botSent []time.Time
@@ -48,9 +66,9 @@ func BenchmarkAddedLatency(b *testing.B) {
 		defer func() { _ = c.CloseNow() }()
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		go func() { // the bot speaks a frame every 100 ms
+		go func() { // the bot speaks a frame every period
 			payload, _ := json.Marshal(botMedia(loud))
-			t := time.NewTicker(100 * time.Millisecond)
+			t := time.NewTicker(period)
 			defer t.Stop()
 			for ctx.Err() == nil {
 				<-t.C

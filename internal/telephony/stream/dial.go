@@ -34,10 +34,11 @@ const (
 	// DefaultMaxQueued bounds the bot's audio queued to play (see
 	// Session for the back-pressure policy).
 	DefaultMaxQueued = 30 * time.Second
-	// DefaultPrebuffer is the jitter buffer: after running dry, playback
-	// starts again once this much audio is queued, or once the first
-	// queued audio waited this long.
-	DefaultPrebuffer = 40 * time.Millisecond
+	// DefaultPrebuffer is the least playout delay of the jitter buffer:
+	// an utterance's first audio waits at least this long before it
+	// plays, longer when the bot's audio arrives with more jitter (see
+	// player).
+	DefaultPrebuffer = 30 * time.Millisecond
 )
 
 // ErrBotHangup is a session's end when the bot closed the WebSocket

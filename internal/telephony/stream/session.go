@@ -87,9 +87,16 @@ type Stats struct {
 	// Waits counts the times the bot's audio filled the ring and the
 	// reader waited for it to play.
 	Waits int64
-	// Underruns counts the times the bot's audio came after its time to
-	// play (each grew the jitter buffer).
+	// Underruns counts the times the bot's audio ran out in the middle of
+	// its speech and came back late (within 200 ms): the callee heard a
+	// gap.
 	Underruns int64
+	// Jitter is the jitter buffer's estimate of how irregularly the bot's
+	// audio arrives (RFC 3550's mean deviation, of each arrival's lateness).
+	Jitter time.Duration
+	// PlayoutDelay is how long the bot's next utterance will wait before
+	// it plays: the jitter buffer's depth, adapted to the jitter.
+	PlayoutDelay time.Duration
 	// Queued is the bot's audio waiting to play.
 	Queued time.Duration
 }
@@ -128,6 +135,7 @@ func (s *Session) Stats() Stats {
 	st := Stats{DroppedToBot: s.dropped.Load(), Malformed: s.malformed.Load(), Queued: s.play.queuedTime()}
 	s.play.mu.Lock()
 	st.Waits, st.Underruns = s.play.waits, s.play.underruns
+	st.Jitter, st.PlayoutDelay = durationOf(s.play.jitter16/16), durationOf(s.play.target)
 	s.play.mu.Unlock()
 	return st
 }
@@ -369,7 +377,7 @@ func (s *Session) handle(m *Inbound, scratch []byte) ([]byte, error) {
 		if err != nil {
 			return scratch, err
 		}
-		s.play.enqueue(scratch[:n])
+		s.play.enqueue(scratch[:n], time.Now())
 	case EventMark:
 		s.play.mark(m.Mark.Name)
 	case EventClear:
@@ -379,11 +387,11 @@ func (s *Session) handle(m *Inbound, scratch []byte) ([]byte, error) {
 }
 
 // NextFrame fills pcm (20 ms, 160 samples) with the bot's next audio, or
-// silence while there is none or the jitter buffer fills, and echoes the
-// marks whose audio has now played. The call's writer calls it every
-// 20 ms.
+// silence while there is none or an utterance waits its playout delay
+// (see player), and echoes the marks whose audio has now played. The
+// call's writer calls it every 20 ms.
 func (s *Session) NextFrame(pcm []int16) {
-	s.echo(s.play.next(pcm))
+	s.echo(s.play.next(pcm, time.Now()))
 }
 
 func (s *Session) echo(names []string) {

@@ -11,7 +11,9 @@ package engine
 // for the callee). SWITCHBOARD_BENCH_STREAM_BOT=ahead replaces the echo
 // with a bot that sends the whole call's tone at once (text-to-speech
 // running ahead of real time). bot_underruns counts the times the bot's audio came
-// after its time to play (the jitter buffer ran dry mid-speech); the
+// after its time to play (the jitter buffer ran dry mid-speech);
+// bot_jitter_max_ms and bot_playout_delay_max_ms are the highest of the
+// calls' jitter estimates and of the playout delays they adapted to; the
 // other bot gaps are stalls of our own writer (the recorder places our
 // audio by when it is written), which scripted calls have too but this
 // benchmark alone can see. dropped_to_bot counts the callee's frames
@@ -146,11 +148,16 @@ func reportBotGaps(b *testing.B, runs []callRun) {
 		}
 	}
 	var underruns, dropped int64
+	var jitter, delay time.Duration
 	for _, r := range runs {
-		underruns += r.res.StreamStats.Underruns
-		dropped += r.res.StreamStats.DroppedToBot
+		st := r.res.StreamStats
+		underruns += st.Underruns
+		dropped += st.DroppedToBot
+		jitter, delay = max(jitter, st.Jitter), max(delay, st.PlayoutDelay)
 	}
 	b.ReportMetric(float64(underruns), "bot_underruns")
+	b.ReportMetric(float64(jitter.Microseconds())/1000, "bot_jitter_max_ms")
+	b.ReportMetric(float64(delay.Microseconds())/1000, "bot_playout_delay_max_ms")
 	b.ReportMetric(float64(dropped), "dropped_to_bot")
 	b.ReportMetric(float64(gaps), "bot_gaps")
 	b.ReportMetric(float64(total)*1000/sampleRate, "bot_gap_ms")
