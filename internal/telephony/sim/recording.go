@@ -33,10 +33,14 @@ const (
 
 // Recording returns a WAV (PCM 16-bit, mono, 8 kHz) exactly p.Duration long
 // (at most MaxRecording) in which each turn of the transcript is a tone of
-// its speaker's pitch at the offsets the transcript gives it.
+// its speaker's pitch at the offsets the transcript gives it. A streamed
+// call's is the stereo recording of its real streams (see streams).
 func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephony.Progress) (io.ReadCloser, error) {
 	if err := endedConnected(p); err != nil {
 		return nil, err
+	}
+	if c.streamed(req) {
+		return c.streams.recording(req.CallID)
 	}
 	pcm := make([]int16, samples(recordingLength(p)))
 	for _, t := range turns(req, p) {

@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"math"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/zaf/g711"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -153,4 +158,113 @@ func TestSimStreamConnectFailed(t *testing.T) {
 	if p.DisconnectionReason != stream.ReasonConnectFailed || !strings.Contains(p.Detail, "could not connect") {
 		t.Errorf("progress %+v: want stream_connect_failed, saying why", p)
 	}
+}
+
+// The bot's audio is recorded as played (left), the simulated callee as
+// spoken (right), and the transcript says only what happened: no word of
+// the bot's is invented. The recording goes at Release.
+func TestSimStreamRecordsTheRealStreams(t *testing.T) {
+	const botHz = 1000
+	c, req, _ := streamBot(t, func(c *websocket.Conn) {
+		pcm := make([]int16, SampleRate) // a second of the bot's tone
+		for i := range pcm {
+			pcm[i] = int16(8000 * math.Sin(2*math.Pi*botHz*float64(i)/SampleRate))
+		}
+		ctx := context.Background()
+		payload, _ := json.Marshal(map[string]any{"event": "media", "media": map[string]any{
+			"payload": base64.StdEncoding.EncodeToString(mulaw(pcm))}})
+		mark, _ := json.Marshal(map[string]any{"event": "mark", "mark": map[string]any{"name": "tone-end"}})
+		if c.Write(ctx, websocket.MessageText, payload) != nil || c.Write(ctx, websocket.MessageText, mark) != nil {
+			return
+		}
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
+		}
+	})
+	p := untilEnded(t, c, req, time.Now())
+	rc, err := c.Recording(context.Background(), req, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, heard, err := audio.DecodeStereo(rc)
+	_ = rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toneSamples(bot, botHz); got < SampleRate*9/10 || got > SampleRate*11/10 {
+		t.Errorf("the bot's 1 s tone fills %v of the left channel, want about 1 s", time.Duration(got)*time.Second/SampleRate)
+	}
+	if got := toneSamples(heard, botHz); got != 0 {
+		t.Errorf("the bot's tone is on the callee's channel for %d samples", got)
+	}
+	if got := toneSamples(heard, calleeHz); got < SampleRate {
+		t.Errorf("the simulated callee's tone fills %d samples of the right channel, want its speech", got)
+	}
+
+	turns, err := c.Transcript(context.Background(), req, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks, spoken int
+	for i, turn := range turns {
+		switch {
+		case i == 0:
+			if !strings.HasPrefix(turn.Text, "(streaming to the bot: stream MZ") {
+				t.Errorf("first turn %q, want the stream's identifiers", turn.Text)
+			}
+		case turn.Mark == "tone-end" && turn.Speaker == agent:
+			marks++
+		case turn.Speaker == callee && turn.Text == calleeUtterance && turn.End > turn.Start:
+			spoken++
+		default:
+			t.Errorf("turn %d: %+v: want only the stream, its marks and the callee's utterances", i, turn)
+		}
+	}
+	if marks != 1 || spoken < 1 {
+		t.Errorf("%d marks, %d callee utterances in %+v; want the mark and the callee's speech", marks, spoken, turns)
+	}
+
+	path := c.streams.ended(req.CallID).recPath
+	c.Release(context.Background(), req)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the recording %s is still there after Release: %v", path, err)
+	}
+}
+
+// toneSamples counts the samples of pcm in 20 ms frames where hz carries
+// most of the frame's energy (Goertzel's algorithm).
+func toneSamples(pcm []int16, hz float64) int {
+	n := 0
+	for i := 0; i+frameSamples <= len(pcm); i += frameSamples {
+		frame := pcm[i : i+frameSamples]
+		var energy float64
+		for _, v := range frame {
+			energy += float64(v) * float64(v)
+		}
+		if energy > 0 && goertzel(frame, hz) > 0.5*energy {
+			n += frameSamples
+		}
+	}
+	return n
+}
+
+// goertzel is the power of pcm at hz, scaled to compare with the sum of
+// squares (a pure tone at hz gives about that sum).
+func goertzel(pcm []int16, hz float64) float64 {
+	coeff := 2 * math.Cos(2*math.Pi*hz/SampleRate)
+	var s1, s2 float64
+	for _, v := range pcm {
+		s1, s2 = float64(v)+coeff*s1-s2, s1
+	}
+	return 2 * (s1*s1 + s2*s2 - coeff*s1*s2) / float64(len(pcm))
+}
+
+func mulaw(pcm []int16) []byte {
+	out := make([]byte, len(pcm))
+	for i, v := range pcm {
+		out[i] = g711.EncodeUlawFrame(v)
+	}
+	return out
 }

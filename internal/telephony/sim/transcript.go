@@ -22,10 +22,17 @@ const (
 
 // Transcript returns the scripted conversation described in the package
 // documentation, each turn placed in the recording (see Recording). It
-// depends only on req and p, so it is stable across calls.
+// depends only on req and p, so it is stable across calls. A streamed
+// call's says what happened on its stream (see streams).
 func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telephony.Progress) ([]telephony.Turn, error) {
 	if err := endedConnected(p); err != nil {
 		return nil, err
+	}
+	if c.streamed(req) {
+		if s := c.streams.ended(req.CallID); s != nil {
+			return s.transcript(), nil
+		}
+		return nil, nil // cut off by a restart: nothing of it is left
 	}
 	return turns(req, p), nil
 }
