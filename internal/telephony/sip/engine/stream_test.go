@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/zaf/g711"
+	"go.uber.org/goleak"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -21,6 +22,16 @@ import (
 
 // These tests bridge real SIP calls (sipp callees) to a bot on a real
 // WebSocket speaking Twilio's Media Streams protocol.
+
+// noLeaks fails the test if a goroutine it started outlives it: called
+// first, its check runs after every other cleanup (the engine's Close, the
+// bot's server), so a bridge that leaves a stream reader or writer behind
+// fails here.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+}
 
 // testBot serves one stream with run, on the test's own goroutine's behalf.
 func testBot(t *testing.T, run func(c *websocket.Conn)) *stream.Config {
@@ -92,6 +103,7 @@ func loudMulaw(b []byte) bool {
 // audio, intact; its mark comes back once the tone played; the bot
 // closing the stream hangs up.
 func TestStreamBridgesAudioBothWays(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", append(scenario(t, "uas.xml"), "-rtp_echo")...)
 	sent := mulaw(tone(time.Second))
@@ -163,6 +175,7 @@ func TestStreamBridgesAudioBothWays(t *testing.T) {
 
 // The callee hangs up: the bot gets stop, then the socket closes.
 func TestStreamCalleeHangupSendsStop(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "callee_bye.xml", "talk_ms", "1500")...)
 	events := make(chan []string, 1)
@@ -193,6 +206,7 @@ func TestStreamCalleeHangupSendsStop(t *testing.T) {
 // clear cuts the bot's queued audio at once: in the recording, the tone
 // stops within 100 ms of the clear.
 func TestStreamClearCutsQueuedAudio(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 	cleared := make(chan time.Time, 1)
@@ -233,6 +247,7 @@ func TestStreamClearCutsQueuedAudio(t *testing.T) {
 
 // The callee's keys reach the bot as dtmf messages.
 func TestStreamForwardsDTMF(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", editedScenario(t, "uas.xml",
 		"RTP/AVP 0\n      a=rtpmap:0 PCMU/8000", "RTP/AVP 0 101\n      a=rtpmap:0 PCMU/8000\n      a=rtpmap:101 telephone-event/8000\n      a=fmtp:101 0-16",
@@ -265,6 +280,7 @@ func TestStreamForwardsDTMF(t *testing.T) {
 // A bot that refuses the upgrade ends the call with stream_connect_failed
 // and says why in the transcript.
 func TestStreamConnectFailedEndsTheCall(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -285,6 +301,7 @@ func TestStreamConnectFailedEndsTheCall(t *testing.T) {
 // The API's stop (the bot's POST /v1/calls/{id}/stop, or anyone's) hangs
 // up a streamed call: the bot gets stop, the reason is api_hangup.
 func TestStreamStoppedByAPI(t *testing.T) {
+	noLeaks(t)
 	e := newEngine(t, EngineConfig{})
 	s := startSipp(t, "udp", scenario(t, "uas.xml")...)
 	stop := make(chan struct{})
