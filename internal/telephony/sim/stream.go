@@ -212,7 +212,9 @@ func (s *simStream) run(ctx context.Context, cfgFn StreamConfigFunc, req telepho
 		s.failed(answeredAt, err)
 		return
 	}
-	cfg.OnMark = func(name string) { s.note(answeredAt, telephony.Turn{Speaker: agent, Text: "(mark " + name + ")", Mark: name}) }
+	cfg.OnMark = func(name string) {
+		s.note(answeredAt, telephony.Turn{Speaker: agent, Text: "(mark " + name + ")", Mark: name})
+	}
 	sess, err := stream.Dial(ctx, *cfg)
 	if err != nil {
 		s.failed(answeredAt, err)
@@ -348,4 +350,3 @@ func calleeSpeaks(frame []int16, i int) bool {
 	}
 	return i%samples(calleeTurn) < samples(calleeTalk)
 }
-
