@@ -45,8 +45,9 @@ type player struct {
 	space *sync.Cond // signalled when audio played or was cleared, or at the end
 	done  bool       // the session ended: waits give up
 
-	ring   []byte
-	head   int   // index of the oldest queued byte
+	ring   []byte // grows on demand, doubling, up to limit
+	limit  int    // bytes: the most audio that may wait
+	head   int    // index of the oldest queued byte
 	queued int   // bytes queued
 	played int64 // bytes played or cleared since the start
 	// written counts every byte ever queued; a mark is due once played
@@ -88,6 +89,9 @@ type pendingMark struct {
 const (
 	// maxMarks bounds the marks waiting for their audio to play.
 	maxMarks = 1024
+	// initialRing is the ring's first size: a bot speaking in real time
+	// keeps a few frames queued, so most calls never grow it.
+	initialRing = time.Second
 	// maxLate: audio coming back within this of the queue running dry
 	// mid-spurt was late; after a longer silence it starts a new spurt.
 	maxLate = 200 * time.Millisecond
@@ -112,7 +116,8 @@ func durationOf(samples int64) time.Duration {
 }
 
 func newPlayer(maxQueued, prebuffer time.Duration) *player {
-	p := &player{ring: make([]byte, max(frameSamples, bytesOf(maxQueued))),
+	limit := max(frameSamples, bytesOf(maxQueued))
+	p := &player{ring: make([]byte, min(limit, bytesOf(initialRing))), limit: limit,
 		base: samplesOf(prebuffer), target: samplesOf(prebuffer)}
 	p.space = sync.NewCond(&p.mu)
 	return p
@@ -133,6 +138,9 @@ func (p *player) enqueue(audio []byte, now time.Time) {
 	defer p.mu.Unlock()
 	p.arrive(p.stamp(now), int64(len(audio)))
 	for len(audio) > 0 {
+		if p.queued == len(p.ring) && len(p.ring) < p.limit {
+			p.grow()
+		}
 		for p.queued == len(p.ring) && !p.done {
 			p.waits++
 			p.space.Wait()
@@ -146,6 +154,14 @@ func (p *player) enqueue(audio []byte, now time.Time) {
 		p.written += int64(n)
 		audio = audio[n:]
 	}
+}
+
+// grow doubles the full ring, up to limit; p.mu is held.
+func (p *player) grow() {
+	ring := make([]byte, min(2*len(p.ring), p.limit))
+	n := copy(ring, p.ring[p.head:])
+	copy(ring[n:], p.ring[:p.head])
+	p.ring, p.head = ring, 0
 }
 
 // stamp is now on the playout clock; p.mu is held.

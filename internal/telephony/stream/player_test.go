@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -170,6 +171,34 @@ func TestAheadAndPausesAreNotLate(t *testing.T) {
 	}
 	if n := gaps(heard, 0, 1500*time.Millisecond); n != 0 {
 		t.Errorf("%d silent ticks in audio sent ahead", n)
+	}
+}
+
+// The ring starts small and grows with the audio waiting, keeping it in
+// order (TestTooFastAudioIsBounded holds it to its bound).
+func TestRingGrowsOnDemand(t *testing.T) {
+	p := newPlayer(3*time.Second, 30*time.Millisecond)
+	if len(p.ring) != bytesOf(initialRing) {
+		t.Fatalf("ring of %d bytes at the start, want %d", len(p.ring), bytesOf(initialRing))
+	}
+	audio := ulaw(tone(2*sampleRate, 300))
+	p.enqueue(audio[:sampleRate/2], t0) // the ring's head moves before it grows
+	pcm := make([]int16, frameSamples)
+	var played []byte
+	for i := range 10 {
+		p.next(pcm, t0.Add(time.Duration(i)*frameTime))
+		played = append(played, ulaw(pcm)...)
+	}
+	p.enqueue(audio[sampleRate/2:], t0.Add(200*time.Millisecond))
+	if len(p.ring) != 2*bytesOf(initialRing) || p.queued != len(audio)-int(p.played) {
+		t.Errorf("ring %d bytes, %d queued; want it doubled once, holding all of the rest", len(p.ring), p.queued)
+	}
+	for i := range 100 {
+		p.next(pcm, t0.Add(200*time.Millisecond+time.Duration(i)*frameTime))
+		played = append(played, ulaw(pcm)...)
+	}
+	if i := bytes.Index(played, audio[:frameSamples]); i < 0 || !bytes.Equal(played[i:i+len(audio)], audio) {
+		t.Error("the audio did not play in order across the ring's growth")
 	}
 }
 

@@ -34,8 +34,8 @@ const (
 // messages and a writer goroutine sends ours; nothing else runs per call,
 // and nothing runs per frame.
 //
-// Back-pressure: the bot's audio waits in a ring of MaxQueued (30 s,
-// 240 kB, allocated once). A bot sending faster than real time fills it;
+// Back-pressure: the bot's audio waits in a ring of at most MaxQueued
+// (30 s, 240 kB; it starts at 1 s and doubles when full). A bot sending faster than real time fills it;
 // the reader then stops reading the socket until audio has played, so the
 // bot's own sends block (TCP flow control) and memory never grows. A clear
 // sent meanwhile is read once the ring has room. Messages to the bot wait
