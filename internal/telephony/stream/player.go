@@ -48,8 +48,8 @@ type player struct {
 	ring   []byte // grows on demand, doubling, up to limit
 	limit  int    // bytes: the most audio that may wait
 	head   int    // index of the oldest queued byte
-	queued int   // bytes queued
-	played int64 // bytes played or cleared since the start
+	queued int    // bytes queued
+	played int64  // bytes played or cleared since the start
 	// written counts every byte ever queued; a mark is due once played
 	// reaches the written count it was sent at.
 	written int64
