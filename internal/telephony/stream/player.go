@@ -134,6 +134,9 @@ func (p *player) stop() {
 // enqueue adds the bot's audio, which arrived at now, waiting for room
 // while the ring is full (see Session's back-pressure policy).
 func (p *player) enqueue(audio []byte, now time.Time) {
+	if len(audio) == 0 {
+		return // an empty media message is no speech: it starts no spurt
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.arrive(p.stamp(now), int64(len(audio)))
