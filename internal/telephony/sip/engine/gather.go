@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 // defaultRecognizeTimeout is EngineConfig.RecognizeTimeout when zero.
@@ -270,10 +272,14 @@ func (m *callMedia) recognize(callCtx context.Context, ev speechEvent, g Gather)
 		start: ev.start, end: ev.end, err: err}, true
 }
 
-// hints are the phrases the recognizer should expect: the choices'.
+// hints are the phrases the recognizer should expect: the choices', or
+// the vocabulary of a number or yes/no capture (nil, open recognition,
+// for the others). Constrained to them, the embedded recognizer is both
+// more accurate and an order of magnitude faster than open recognition
+// (hack/README.md).
 func (g *Gather) hints() []string {
-	if g.Capture == CaptureYesNo {
-		return []string{"yes", "no"}
+	if g.Choices == nil {
+		return speech.CaptureHints(g.Capture)
 	}
 	var hints []string
 	for _, c := range g.Choices {

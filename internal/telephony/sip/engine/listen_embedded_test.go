@@ -3,11 +3,16 @@
 package engine
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony/media"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // End to end with the embedded recognizer (make test builds it in): a real
@@ -48,5 +53,113 @@ func TestEmbeddedRecognizerBranches(t *testing.T) {
 			}
 			t.Logf("heard %q (confidence %.2f)", decided.Text, decided.Confidence)
 		})
+	}
+}
+
+// timedRecognizer records how long each recognition took (the wait for a
+// decoder included) of the utterances a gather heard (with hints).
+type timedRecognizer struct {
+	speech.Recognizer
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (r *timedRecognizer) Recognize(ctx context.Context, pcm []int16, hints []string) (speech.Result, error) {
+	start := time.Now()
+	res, err := r.Recognizer.Recognize(ctx, pcm, hints)
+	if hints != nil {
+		r.mu.Lock()
+		r.took = append(r.took, time.Since(start))
+		r.mu.Unlock()
+	}
+	return res, err
+}
+
+func (r *timedRecognizer) durations() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.took))
+}
+
+// BenchmarkReplyLatencyEmbedded is BenchmarkReplyLatency with the
+// embedded recognizer (PocketSphinx) hearing the answers: the issue's
+// figure, from the callee's end of speech (as the detector placed it in
+// the recording) to the first frame of the agent's next prompt in the
+// recording. The script asks a yes/no question by choices, then a number,
+// and back; the callee answers in two voices (flite's and espeak-ng's) and
+// in varied wording (replyAnswers). It reports the breakdown: the hangover
+// (a set time: the silence that ends an utterance), the recognition
+// (recognize_ms: the wait for a decoder and the decoding), and what is
+// left (the prompts are synthesized before the call; the writer sends the
+// next one at its next 20 ms tick). It also reports how many answers took
+// the value said (heard_right_%): a shorter hangover that cut answers in
+// two would show there.
+//
+// SWITCHBOARD_BENCH_ANSWERS sets the number of answers (default 40),
+// SWITCHBOARD_BENCH_HANGOVER the detector's hangover (default the
+// engine's).
+func BenchmarkReplyLatencyEmbedded(b *testing.B) {
+	n := envInt(b, "SWITCHBOARD_BENCH_ANSWERS", 40)
+	vad := media.VADConfig{Hangover: envDuration(b, "SWITCHBOARD_BENCH_HANGOVER", media.DefaultVADConfig().Hangover)}
+	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{})
+	if err != nil {
+		b.Fatalf("the embedded recognizer (apt-get install libpocketsphinx-dev pocketsphinx-en-us): %v", err)
+	}
+	testsupport.Needs(b, "flite, espeak-ng and baresip")
+	var spoken [][]int16
+	for _, a := range replyAnswers {
+		spoken = append(spoken, say(b, a.voice, a.text))
+	}
+	said := make([][]int16, n)
+	for i := range said {
+		said[i] = spoken[i%len(spoken)]
+	}
+	for b.Loop() {
+		r := &timedRecognizer{Recognizer: embedded}
+		lat, res := replyCall(b, EngineConfig{VAD: vad}, r, replyScript(), said)
+		reportReplies(b, lat, vad.Hangover)
+		took := r.durations()
+		b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "p50_recognize_ms")
+		b.ReportMetric(float64(percentile(took, 95).Milliseconds()), "p95_recognize_ms")
+		b.ReportMetric(float64(vad.Hangover.Milliseconds()), "hangover_ms")
+		right, i := 0, 0
+		for _, e := range res.Events {
+			if e.Branch == "" && e.Digits == "" {
+				continue // an agent's line, or words transcribed outside a gather
+			}
+			if e.Digits == replyAnswers[i%len(replyAnswers)].value {
+				right++
+			}
+			i++
+		}
+		b.ReportMetric(100*float64(right)/float64(n), "heard_right_%")
+		if right < n*3/4 {
+			b.Logf("transcript:%s", describe(res.Events))
+		}
+	}
+}
+
+// replyAnswers are the callee's answers in BenchmarkReplyLatencyEmbedded,
+// in turn: to the yes/no question, the number, and again.
+var replyAnswers = []struct{ voice, text, value string }{
+	{voiceFlite, "yeah sure", "yes"},
+	{voiceESpeak, "there will be four of us", "4"},
+	{voiceESpeak, "no thanks", "no"},
+	{voiceFlite, "twenty three", "23"},
+}
+
+// replyScript asks yes or no by choices, then a number, and back, whatever
+// the answer (a miss goes on too, so the answers stay in turn).
+func replyScript() []Step {
+	ms := time.Millisecond
+	on := func(next string) *Retry { return &Retry{Next: next} }
+	return []Step{
+		{ID: "ask", Text: "Shall we?", Audio: tone(300 * ms), Gather: &Gather{Field: "confirmed", Speech: true,
+			Timeout: 5 * time.Second, NoInput: on("size"), NoMatch: on("size"), Choices: []Choice{
+				{Value: "yes", Phrases: []string{"yeah", "sure", "that's right"}, Next: "size"},
+				{Value: "no", Phrases: []string{"no thanks", "cancel it"}, Next: "size"},
+			}}},
+		{ID: "size", Text: "How many?", Audio: tone(300 * ms), Gather: &Gather{Field: "party_size", Speech: true,
+			Capture: CaptureNumber, Timeout: 5 * time.Second, NoInput: on("ask"), NoMatch: on("ask"), Next: "ask"}},
 	}
 }
