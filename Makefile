@@ -126,9 +126,10 @@ bench-sip: ## Benchmark SIP call attempts per second and 200 concurrent recorded
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentRecordedCalls' -benchtime 1x -count 1 -timeout 30m
 
 .PHONY: bench-listen
-bench-listen: ## Benchmark voice activity detection per frame and end of speech to the agent's reply on a call to baresip.
+bench-listen: ## Benchmark voice activity detection per frame, end of speech to the agent's reply on a call to baresip, and 50 concurrent listening calls to sipp.
 	go test ./internal/telephony/media/ -run '^$$' -bench 'Segmenter' -count 1
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ReplyLatency' -benchtime 1x -count 1 -timeout 10m
+	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentListeningCalls' -benchtime 1x -count 1 -timeout 10m
 
 .PHONY: bench-speech
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.

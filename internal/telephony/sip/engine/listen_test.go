@@ -460,7 +460,16 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // recording) to the agent's next audio in the recording.
 func replyLatencies(b *testing.B, rec string, res Result) []time.Duration {
 	left, _ := readRecording(b, rec)
-	agent := voicedFrames(left)
+	out := replies(voicedFrames(left), res)
+	if len(out) == 0 {
+		b.Fatal("no reply found in the recording")
+	}
+	return out
+}
+
+// replies are the reply latencies of res's utterances, given the agent's
+// voiced frames in the recording.
+func replies(agent []bool, res Result) []time.Duration {
 	var out []time.Duration
 	for _, e := range res.Events {
 		if e.Speaker != SpeakerCallee || e.End == 0 {
@@ -472,9 +481,6 @@ func replyLatencies(b *testing.B, rec string, res Result) []time.Duration {
 				break
 			}
 		}
-	}
-	if len(out) == 0 {
-		b.Fatal("no reply found in the recording")
 	}
 	return out
 }
