@@ -130,4 +130,3 @@ func writeSpeechLoop(b *testing.B) (string, time.Duration) {
 	}
 	return path, samplesDuration(len(pcm))
 }
-
