@@ -36,7 +36,9 @@ var choiceFields = []telephony.Field{{Name: "department", Type: "string"}, {Name
 // raw words.
 func TestTranscriptMatchedAgainstChoices(t *testing.T) {
 	ask := func(text string) telephony.Turn { return telephony.Turn{Speaker: "agent", Text: text} }
-	heard := func(text string) telephony.Turn { return telephony.Turn{Speaker: "callee", Text: text, Recognizer: "embedded"} }
+	heard := func(text string) telephony.Turn {
+		return telephony.Turn{Speaker: "callee", Text: text, Recognizer: "embedded"}
+	}
 	noMatch := func(field, text string) telephony.Turn {
 		return telephony.Turn{Speaker: "callee", Text: text, Field: field, Branch: "noMatch", Recognizer: "embedded"}
 	}
