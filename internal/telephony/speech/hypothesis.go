@@ -17,9 +17,10 @@ func cleanHypothesis(hyp string) string {
 
 // spokenWord is a PocketSphinx token as a word of the transcript, without
 // its alternate-pronunciation mark; false for a filler or noise token
-// (silence, sentence bounds, noises).
+// (silence, sentence bounds, noises) and for a grammar's null transitions,
+// which its segments have as "(NULL)".
 func spokenWord(token string) (string, bool) {
-	if strings.HasPrefix(token, "<") || strings.HasPrefix(token, "[") || strings.HasPrefix(token, "++") || token == "" {
+	if token == "" || strings.ContainsRune("<[(", rune(token[0])) || strings.HasPrefix(token, "++") {
 		return "", false
 	}
 	if i := strings.IndexByte(token, '('); i > 0 {

@@ -150,7 +150,7 @@ func TestOpenAIServerWords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Word{{"Four", 240 * time.Millisecond, 500 * time.Millisecond}, {"people.", 500 * time.Millisecond, 1100 * time.Millisecond}}
+		want := []Word{{Text: "Four", Start: 240 * time.Millisecond, End: 500 * time.Millisecond}, {Text: "people.", Start: 500 * time.Millisecond, End: 1100 * time.Millisecond}}
 		if res.Text != "Four people." || !slices.Equal(res.Words, want) {
 			t.Errorf("got %+v, want the text and words %+v", res, want)
 		}
@@ -369,7 +369,7 @@ func TestVoskServerStreams(t *testing.T) {
 	if res.Text != "four people" || res.Confidence < 0.69 || res.Confidence > 0.71 || res.Recognizer != "" {
 		t.Errorf("got %+v, want the final text with the words' mean confidence 0.7", res)
 	}
-	if want := []Word{{"four", 210 * time.Millisecond, 510 * time.Millisecond}, {"people", 510 * time.Millisecond, 1020 * time.Millisecond}}; !slices.Equal(res.Words, want) {
+	if want := []Word{{Text: "four", Start: 210 * time.Millisecond, End: 510 * time.Millisecond}, {Text: "people", Start: 510 * time.Millisecond, End: 1020 * time.Millisecond}}; !slices.Equal(res.Words, want) {
 		t.Errorf("words %+v, want the result's with their offsets %+v", res.Words, want)
 	}
 	if want := []string{"word0", "word1", "word2", "word3", "word4", "word5", "word6"}; !slices.Equal(partials, want) {

@@ -7,7 +7,8 @@ package speech
 
 import (
 	"context"
-	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 // SampleRate is the rate of the audio a Recognizer is given: telephone
@@ -44,8 +45,6 @@ type Result struct {
 }
 
 // Word is one recognized word and where it was said, as offsets from the
-// start of the utterance's audio.
-type Word struct {
-	Text       string
-	Start, End time.Duration
-}
+// start of the utterance's audio (the transcript's word, placed in the
+// recording later).
+type Word = telephony.Word

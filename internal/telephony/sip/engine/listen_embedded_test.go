@@ -51,7 +51,16 @@ func TestEmbeddedRecognizerBranches(t *testing.T) {
 				t.Fatalf("the callee said %q; transcript:%s\nwant the %s branch, heard by %s, then %q",
 					tt.say, describe(res.Events), tt.branch, speech.EmbeddedName, tt.then)
 			}
-			t.Logf("heard %q (confidence %.2f)", decided.Text, decided.Confidence)
+			// PocketSphinx's words, placed where the callee said them.
+			for _, w := range decided.Words {
+				if w.Start < decided.Start || w.End > decided.End+20*time.Millisecond || w.End <= w.Start {
+					t.Errorf("word %+v outside the utterance, %s to %s", w, decided.Start, decided.End)
+				}
+			}
+			if len(decided.Words) == 0 {
+				t.Errorf("no words in %+v: want the recognizer's words with their offsets", *decided)
+			}
+			t.Logf("heard %q (confidence %.2f), words %+v", decided.Text, decided.Confidence, decided.Words)
 		})
 	}
 }

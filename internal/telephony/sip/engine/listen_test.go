@@ -86,7 +86,9 @@ func (r *scriptedRecognizer) Recognize(_ context.Context, pcm []int16, hints []s
 		return speech.Result{}, nil
 	}
 	r.texts = r.texts[1:]
-	return speech.Result{Text: text, Confidence: 0.9}, nil
+	// One "word", from 100 ms into the utterance to 100 ms before its end.
+	word := speech.Word{Text: text, Start: 100 * time.Millisecond, End: samplesDuration(len(pcm)) - 100*time.Millisecond}
+	return speech.Result{Text: text, Confidence: 0.9, Words: []speech.Word{word}}, nil
 }
 
 // listeningCall places a call to a baresip callee speaking answers, with
@@ -184,6 +186,11 @@ func TestSpeechChoiceBranches(t *testing.T) {
 	u := res.Events[1]
 	if u.Recognizer != "scripted" || u.Confidence != 0.9 || u.Field != "confirmed" {
 		t.Errorf("utterance %+v: want the recognizer's name and confidence, the field", u)
+	}
+	// The recognizer's words are placed in the recording, from the
+	// utterance's start.
+	if len(u.Words) != 1 || u.Words[0].Start != u.Start+100*time.Millisecond || u.Words[0].End != u.End-100*time.Millisecond {
+		t.Errorf("words %+v of the utterance at %s to %s: want the recognizer's word placed in the recording", u.Words, u.Start, u.End)
 	}
 	// The utterance's offsets are where the callee spoke in the recording.
 	_, right := readRecording(t, rec)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -240,7 +241,7 @@ func TestRecognizerFailureIsNoMatch(t *testing.T) {
 	(&callMedia{answeredAt: answeredAt}).record(&res, g, a, d)
 	want := Event{At: u.start, Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
 		Recognizer: "server", Branch: BranchNoMatch}
-	if len(res.Events) != 1 || res.Events[0] != want || res.Digits != nil {
+	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) || res.Digits != nil {
 		t.Errorf("recorded %+v, digits %v; want %+v and no digits", res.Events, res.Digits, want)
 	}
 }
