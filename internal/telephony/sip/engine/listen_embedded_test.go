@@ -16,23 +16,26 @@ import (
 )
 
 // End to end with the embedded recognizer (make test builds it in): a real
-// call to baresip, whose callee says a choice's phrase in flite's voice,
-// goes down that choice's branch, and one who says the other choice's goes
-// down the other. The choices' phrases are the recognizer's hints, as on
-// any gather.
+// call to baresip, whose callee says a choice's phrase, goes down that
+// choice's branch, and one who says the other choice's goes down the
+// other, in flite's voice and in espeak-ng's (another synthesizer, another
+// voice). The choices' phrases are the recognizer's hints, as on any
+// gather.
 func TestEmbeddedRecognizerBranches(t *testing.T) {
 	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{Decoders: 1})
 	if err != nil {
 		t.Fatalf("the embedded recognizer (apt-get install libpocketsphinx-dev pocketsphinx-en-us): %v", err)
 	}
 	for _, tt := range []struct {
-		say, branch, then string
+		voice, say, branch, then string
 	}{
-		{"yes, that's right", "yes", "Booked."},
-		{"no, cancel it", "no", "Goodbye."},
+		{voiceFlite, "yes, that's right", "yes", "Booked."},
+		{voiceFlite, "no, cancel it", "no", "Goodbye."},
+		{voiceESpeak, "yes, that's right", "yes", "Booked."},
+		{voiceESpeak, "no, cancel it", "no", "Goodbye."},
 	} {
-		t.Run(tt.branch, func(t *testing.T) {
-			voice, _ := spoken(t, 7*time.Second, said{at: 1500 * time.Millisecond, text: tt.say})
+		t.Run(tt.voice+"/"+tt.branch, func(t *testing.T) {
+			voice := slices.Concat(make([]int16, 1500*sampleRate/1000), say(t, tt.voice, tt.say), make([]int16, 4*sampleRate))
 			e := newEngine(t, EngineConfig{})
 			b := startBaresip(t, voice)
 			res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{Script: confirmScript(time.Second), Recognizer: embedded,
