@@ -162,6 +162,16 @@ type WebhookOptions struct {
 	// and delay only its own events; negative: no bound.
 	MaxConcurrentPerOrganization int
 	MaxConcurrentPerEndpoint     int
+	// ModelNetworks are the private networks agents' speech recognition
+	// and language-model servers may be in (--allow-private-model-networks):
+	// never the webhooks'.
+	ModelNetworks webhook.TrustedNetworks
+}
+
+// modelPolicy guards the URLs of agents' speech recognition and language
+// model servers: the webhooks' rules, and the trusted private networks.
+func (o WebhookOptions) modelPolicy() webhook.URLPolicy {
+	return webhook.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelNetworks}
 }
 
 // inFlight is the bounds per organization and endpoint.
@@ -206,6 +216,13 @@ func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
 		"Webhook attempts in flight of one organization, its test sends included (at least 1; negative: no bound).")
 	fs.IntVar(&o.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", o.MaxConcurrentPerEndpoint,
 		"Webhook attempts in flight to one endpoint, its test sends included (at least 1; negative: no bound).")
+	fs.Func("allow-private-model-networks", "Private networks (comma-separated CIDRs, such as an in-cluster Whisper or vLLM "+
+		"Service's ClusterIP/32) where agents' speech recognition and analysis servers may be; every organization's agents may "+
+		"use them (default none: public addresses only).", func(v string) error {
+		n, err := webhook.ParseTrustedNetworks(v)
+		o.ModelNetworks = n
+		return err
+	})
 }
 
 // Validate refuses the settings that have no meaning (a zero timeout
@@ -534,7 +551,7 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(),
 		// Agents with spec.analysis add their language model, its URL
 		// guarded as webhook URLs are (http and private addresses: --dev).
-		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}}
+		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
 	if opts.Retention.Recordings > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
 			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
@@ -683,7 +700,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	if opts.SIP.Disabled {
 		return dialer, nil, nil
 	}
-	opts.SIP.Streams = streams
+	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err
