@@ -162,16 +162,16 @@ type WebhookOptions struct {
 	// and delay only its own events; negative: no bound.
 	MaxConcurrentPerOrganization int
 	MaxConcurrentPerEndpoint     int
-	// ModelNetworks are the private networks agents' speech recognition
-	// and language-model servers may be in (--allow-private-model-networks):
-	// never the webhooks'.
-	ModelNetworks webhook.TrustedNetworks
+	// ModelHosts are the private networks and host names agents' speech
+	// recognition and language-model servers may be at
+	// (--allow-private-model-hosts): never the webhooks'.
+	ModelHosts webhook.TrustedHosts
 }
 
 // modelPolicy guards the URLs of agents' speech recognition and language
 // model servers: the webhooks' rules, and the trusted private networks.
 func (o WebhookOptions) modelPolicy() webhook.URLPolicy {
-	return webhook.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelNetworks}
+	return webhook.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelHosts}
 }
 
 // inFlight is the bounds per organization and endpoint.
@@ -216,13 +216,14 @@ func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
 		"Webhook attempts in flight of one organization, its test sends included (at least 1; negative: no bound).")
 	fs.IntVar(&o.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", o.MaxConcurrentPerEndpoint,
 		"Webhook attempts in flight to one endpoint, its test sends included (at least 1; negative: no bound).")
-	fs.Func("allow-private-model-networks", "Private networks (comma-separated CIDRs, such as an in-cluster Whisper or vLLM "+
-		"Service's ClusterIP/32) where agents' speech recognition and analysis servers may be; every organization's agents may "+
-		"use them (default none: public addresses only).", func(v string) error {
-		n, err := webhook.ParseTrustedNetworks(v)
-		o.ModelNetworks = n
-		return err
-	})
+	fs.Func("allow-private-model-hosts", "Private hosts where agents' speech recognition and analysis servers may be, "+
+		"comma-separated: host names (an in-cluster Whisper or vLLM Service's, whisper.speech.svc.cluster.local) and networks "+
+		"in CIDR notation (10.100.0.0/16); every organization's agents may use them (default none: public addresses only).",
+		func(v string) error {
+			h, err := webhook.ParseTrustedHosts(v)
+			o.ModelHosts = h
+			return err
+		})
 }
 
 // Validate refuses the settings that have no meaning (a zero timeout
