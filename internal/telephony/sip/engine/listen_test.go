@@ -21,12 +21,14 @@ import (
 // spoken by flite at set times from the answer, and check that the agent
 // listens, branches and stops talking when interrupted.
 //
-// No real recognizer is in this package's reach yet: scriptedRecognizer
-// stands in for one, answering each utterance with the text the test knows
-// the callee said. Everything before it (RTP, G.711, voice activity
-// detection and the cut at end of speech) and after it (understanding,
-// branching, re-prompting, the transcript) is the real path. The
-// end-to-end test with the embedded recognizer comes with package speech.
+// scriptedRecognizer stands in for a recognizer here, answering each
+// utterance with the text the test knows the callee said, so that these
+// tests do not depend on a recognizer's accuracy. Everything before it
+// (RTP, G.711, voice activity detection and the cut at end of speech) and
+// after it (understanding, branching, re-prompting, the transcript) is the
+// real path. The tests and benchmarks with the embedded recognizer
+// (PocketSphinx) are in listen_embedded_test.go and listen_bench_test.go
+// (build tag pocketsphinx, which make test sets).
 
 // said is one answer in a callee's voice: text spoken by flite at an
 // offset from the answer.
