@@ -9,8 +9,10 @@
 //     step asking for the field (its keys, the choice it matched, or its
 //     words).
 //  2. Else the transcript by rules: the callee's reply to an agent line
-//     that asks for the field (naming it, or saying its description), and
-//     statements of the form "my <field name> is <value>".
+//     that asks for the field (naming it, saying its description, or a
+//     prompt of a gather step for it), and statements of the form "my
+//     <field name> is <value>". A field that gather steps ask by choices
+//     takes the choice the words name (choices.go), as the step would.
 //
 // Within each, the last answer wins, so a callee can correct themselves.
 // LLM (llm.go) adds an agent's own language model on top of the rules.
@@ -65,7 +67,7 @@ func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony
 		data[f.Name] = nil
 		// A call that never connected has no conversation to trust.
 		if p.Disposition.Connected() {
-			data[f.Name] = extract(f, transcript, at(p))
+			data[f.Name] = extract(f, scriptAsks(req, f), transcript, at(p))
 		}
 	}
 	return Result{Summary: summary(p, data, transcript), ExtractedData: data}
@@ -73,15 +75,15 @@ func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony
 
 // extract returns f's value as the callee gave it, or nil (see the package
 // comment). now places relative dates ("tomorrow").
-func extract(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
-	if v := gathered(f, transcript, now); v != nil {
+func extract(f telephony.Field, a asking, transcript []telephony.Turn, now time.Time) any {
+	if v := gathered(f, a, transcript, now); v != nil {
 		return v
 	}
-	return spoken(f, transcript, now)
+	return spoken(f, a, transcript, now)
 }
 
 // gathered is the last answer to a gather step that asked for f.
-func gathered(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
+func gathered(f telephony.Field, a asking, transcript []telephony.Turn, now time.Time) any {
 	var value any
 	for _, t := range transcript {
 		if t.Speaker != "callee" || t.Field != f.Name {
@@ -98,7 +100,7 @@ func gathered(f telephony.Field, transcript []telephony.Turn, now time.Time) any
 		case t.Branch != "" && t.Branch != "noMatch" && t.Branch != "noInput":
 			v = fromText(f, t.Branch, now)
 		default:
-			v = fromText(f, t.Text, now)
+			v = a.read(f, t.Text, now)
 		}
 		if v != nil {
 			value = v
@@ -108,26 +110,26 @@ func gathered(f telephony.Field, transcript []telephony.Turn, now time.Time) any
 }
 
 // spoken is the last value the callee stated for f, or gave in reply to an
-// agent line asking for it.
-func spoken(f telephony.Field, transcript []telephony.Turn, now time.Time) any {
+// agent line asking for it (naming it, or a prompt of its gather steps).
+func spoken(f telephony.Field, a asking, transcript []telephony.Turn, now time.Time) any {
 	re := statement(f.Name)
 	asked := false
 	var value any
 	for _, t := range transcript {
 		if t.Speaker != "callee" {
-			asked = asksFor(t.Text, f)
+			asked = asksFor(t.Text, f) || a.asks(t.Text)
 			continue
 		}
 		// Only the first turn after the question is its answer, unless it
 		// states another field ("my age is ...").
 		if asked && t.Field == "" && !statesOther(t.Text, f.Name) {
-			if v := fromText(f, t.Text, now); v != nil {
+			if v := a.read(f, t.Text, now); v != nil {
 				value = v
 			}
 		}
 		asked = false
 		for _, m := range re.FindAllStringSubmatch(t.Text, -1) {
-			if v := fromText(f, strings.TrimSpace(m[1]), now); v != nil {
+			if v := a.read(f, strings.TrimSpace(m[1]), now); v != nil {
 				value = v
 			}
 		}

@@ -162,6 +162,16 @@ type WebhookOptions struct {
 	// and delay only its own events; negative: no bound.
 	MaxConcurrentPerOrganization int
 	MaxConcurrentPerEndpoint     int
+	// ModelHosts are the private networks and host names agents' speech
+	// recognition and language-model servers may be at
+	// (--allow-private-model-hosts): never the webhooks'.
+	ModelHosts webhook.TrustedHosts
+}
+
+// modelPolicy guards the URLs of agents' speech recognition and language
+// model servers: the webhooks' rules, and the trusted private networks.
+func (o WebhookOptions) modelPolicy() webhook.URLPolicy {
+	return webhook.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelHosts}
 }
 
 // inFlight is the bounds per organization and endpoint.
@@ -206,6 +216,14 @@ func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
 		"Webhook attempts in flight of one organization, its test sends included (at least 1; negative: no bound).")
 	fs.IntVar(&o.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", o.MaxConcurrentPerEndpoint,
 		"Webhook attempts in flight to one endpoint, its test sends included (at least 1; negative: no bound).")
+	fs.Func("allow-private-model-hosts", "Private hosts where agents' speech recognition and analysis servers may be, "+
+		"comma-separated: host names (an in-cluster Whisper or vLLM Service's, whisper.speech.svc.cluster.local) and networks "+
+		"in CIDR notation (10.100.0.0/16); every organization's agents may use them (default none: public addresses only).",
+		func(v string) error {
+			h, err := webhook.ParseTrustedHosts(v)
+			o.ModelHosts = h
+			return err
+		})
 }
 
 // Validate refuses the settings that have no meaning (a zero timeout
@@ -534,7 +552,7 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(),
 		// Agents with spec.analysis add their language model, its URL
 		// guarded as webhook URLs are (http and private addresses: --dev).
-		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}}
+		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
 	if opts.Retention.Recordings > 0 {
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
 			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
@@ -683,7 +701,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	if opts.SIP.Disabled {
 		return dialer, nil, nil
 	}
-	opts.SIP.Streams = streams
+	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // SIPOptions configure real telephony over SIP trunks.
@@ -55,6 +56,9 @@ type SIPOptions struct {
 	// Speech configures the embedded speech recognizer, which hears the
 	// callees of agents without a speech server of their own.
 	Speech speech.EmbeddedOptions
+	// ModelPolicy guards agents' speech servers' URLs (set from the
+	// webhook options: private addresses only in trusted networks).
+	ModelPolicy webhook.URLPolicy
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -198,6 +202,6 @@ func (c engineCloser) Start(ctx context.Context) error {
 // recognizers chooses each call's speech recognizer: the agent's server,
 // else the embedded one (loaded at the first call that needs it).
 func recognizers(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) func(telephony.Request) speech.Recognizer {
-	agents := &speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.Streams.Policy, Embedded: opts.Speech, Log: log.WithName("speech")}
+	agents := &speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: opts.Speech, Log: log.WithName("speech")}
 	return func(req telephony.Request) speech.Recognizer { return agents.For(ctx, req.Agent) }
 }

@@ -35,9 +35,9 @@ const (
 type Utterance struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-	// Words carries per-word offsets where a recognizer gives them; none of
-	// Switchboard's does yet, so it is empty (Retell's field, kept so that
-	// its readers work unchanged).
+	// Words are the utterance's words with their offsets in the recording,
+	// where its recognizer gives them (the embedded one does, a server when
+	// its answer has them); empty otherwise, never null (Retell's field).
 	Words []Word `json:"words"`
 	// Start and End are seconds from the start of the recording; null when
 	// the carrier cannot place the utterance in it.
@@ -107,6 +107,9 @@ func utterance(t telephony.Turn) Utterance {
 	}
 	if t.Confidence > 0 {
 		u.Confidence = &t.Confidence
+	}
+	for _, w := range t.Words {
+		u.Words = append(u.Words, Word{Word: w.Text, Start: *seconds(w.Start), End: *seconds(w.End)})
 	}
 	return u
 }

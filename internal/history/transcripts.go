@@ -45,6 +45,38 @@ type storedTurn struct {
 	Branch     string  `json:"branch,omitempty"`
 	Next       string  `json:"next,omitempty"`
 	Mark       string  `json:"mark,omitempty"`
+	// Words are kept as [text, start ms, end ms] triples: a long call has
+	// thousands.
+	Words []storedWord `json:"words,omitempty"`
+}
+
+// storedWord is a word of a turn, in the stored JSON.
+type storedWord struct {
+	Text    string `json:"w"`
+	StartMS int64  `json:"s"`
+	EndMS   int64  `json:"e"`
+}
+
+func storeWords(words []telephony.Word) []storedWord {
+	if len(words) == 0 {
+		return nil
+	}
+	out := make([]storedWord, len(words))
+	for i, w := range words {
+		out[i] = storedWord{Text: w.Text, StartMS: w.Start.Milliseconds(), EndMS: w.End.Milliseconds()}
+	}
+	return out
+}
+
+func loadWords(words []storedWord) []telephony.Word {
+	if len(words) == 0 {
+		return nil
+	}
+	out := make([]telephony.Word, len(words))
+	for i, w := range words {
+		out[i] = telephony.Word{Text: w.Text, Start: time.Duration(w.StartMS) * time.Millisecond, End: time.Duration(w.EndMS) * time.Millisecond}
+	}
+	return out
 }
 
 const insertTranscript = `
@@ -65,7 +97,7 @@ func (l transcriptLog) SaveTranscript(ctx context.Context, namespace, callID str
 	for i, turn := range t.Turns {
 		stored[i] = storedTurn{Speaker: turn.Speaker, Text: turn.Text, Field: turn.Field, Digits: turn.Digits,
 			StartMS: turn.Start.Milliseconds(), EndMS: turn.End.Milliseconds(), Confidence: turn.Confidence,
-			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark}
+			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark, Words: storeWords(turn.Words)}
 	}
 	turns, err := json.Marshal(stored)
 	if err != nil {
@@ -99,7 +131,7 @@ func (l transcriptLog) GetTranscript(ctx context.Context, namespace, callID stri
 	for i, s := range stored {
 		t.Turns[i] = telephony.Turn{Speaker: s.Speaker, Text: s.Text, Field: s.Field, Digits: s.Digits,
 			Start: time.Duration(s.StartMS) * time.Millisecond, End: time.Duration(s.EndMS) * time.Millisecond,
-			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark}
+			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark, Words: loadWords(s.Words)}
 	}
 	return t, nil
 }

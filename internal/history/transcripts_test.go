@@ -22,7 +22,9 @@ func testTranscriptWrittenOnce(t *testing.T, b backend) {
 	first := history.Transcript{StoredAt: at, Turns: []telephony.Turn{
 		{Speaker: "agent", Text: "How many people?", Start: 0, End: 1500 * time.Millisecond},
 		{Speaker: "callee", Text: "um, four people", Start: 2 * time.Second, End: 3200 * time.Millisecond,
-			Confidence: 0.87, Recognizer: "embedded", Branch: "four", Next: "confirm"},
+			Confidence: 0.87, Recognizer: "embedded", Branch: "four", Next: "confirm", Words: []telephony.Word{
+				{Text: "four", Start: 2310 * time.Millisecond, End: 2650 * time.Millisecond},
+				{Text: "people", Start: 2650 * time.Millisecond, End: 3100 * time.Millisecond}}},
 		{Speaker: "callee", Field: "party_size", Digits: "4", Start: 4 * time.Second, End: 4 * time.Second},
 		{Speaker: "agent", Mark: "goodbye", Text: "Thank you — goodbye. 👋"},
 	}}

@@ -50,8 +50,8 @@ type sdkCall struct {
 }
 
 // sdkUtterance is the SDK's transcript_object item: role agent or user,
-// content, and words (empty: Switchboard's recognizers give no word
-// offsets).
+// content, and words (with their offsets where the recognizer gave them,
+// else empty).
 type sdkUtterance struct {
 	Role    string          `json:"role"`
 	Content string          `json:"content"`

@@ -115,6 +115,17 @@ type Turn struct {
 	Branch, Next string
 	// Mark is the name of a bot's mark (agents that stream to a bot).
 	Mark string
+	// Words are a recognized utterance's words placed in the recording,
+	// where its recognizer gives them; nil otherwise.
+	Words []Word
+}
+
+// Word is one recognized word and where it was said: offsets from the
+// start of the utterance's audio as a recognizer gives them, from the
+// start of the recording in a Turn.
+type Word struct {
+	Text       string
+	Start, End time.Duration
 }
 
 // Dialer places calls on a carrier.

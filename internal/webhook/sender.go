@@ -112,12 +112,12 @@ func GuardedTransport(policy URLPolicy) *http.Transport {
 }
 
 func newTransport(cfg SenderConfig) *http.Transport {
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: addressGuard(cfg.Policy)}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		// No proxy, whatever the environment says: a proxy would connect on
 		// our behalf, past the address guard.
 		Proxy:               nil,
-		DialContext:         dialer.DialContext,
+		DialContext:         cfg.Policy.DialContext(dialer),
 		TLSClientConfig:     tlsConfig(cfg.TLSConfig),
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        256,

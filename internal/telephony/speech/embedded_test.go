@@ -7,8 +7,10 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newEmbedded(t *testing.T, opts EmbeddedOptions) *pocketSphinx {
@@ -168,5 +170,52 @@ func TestEmbeddedMissingModel(t *testing.T) {
 	_, err := NewEmbedded(EmbeddedOptions{ModelDir: t.TempDir()})
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err %v, want the missing model file", err)
+	}
+}
+
+// TestEmbeddedWordOffsets: the recognizer places each word it heard in
+// the utterance, segments of a long utterance included: the words are the
+// text's, in order, and each lies where it was said (the words of a
+// phrase said after half a second of silence start after it; those of the
+// second segment after the first segment's end).
+func TestEmbeddedWordOffsets(t *testing.T) {
+	r := newEmbedded(t, EmbeddedOptions{Decoders: 1, MaxUtteranceSeconds: 4})
+	said := heldOutPCM(t, "op02-flite.wav") // "can you call me back later"
+	half := make([]int16, SampleRate/2)
+	if len(said) > 3*SampleRate {
+		t.Fatalf("the phrase lasts %d samples: want at most 3 s for two 4 s segments", len(said))
+	}
+	first := slices.Concat(half, said)
+	first = append(first, make([]int16, 4*SampleRate-len(first))...)
+	res, err := r.Recognize(context.Background(), slices.Concat(first, half, said), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	last := time.Duration(0)
+	for _, w := range res.Words {
+		texts = append(texts, w.Text)
+		if w.Start < last || w.End <= w.Start {
+			t.Errorf("word %+v after %s: want words in order, each with a length", w, last)
+		}
+		last = w.End
+	}
+	if strings.Join(texts, " ") != res.Text {
+		t.Errorf("words %q, text %q: want the text's words", texts, res.Text)
+	}
+	saidFor := time.Duration(len(said)) * time.Second / SampleRate
+	var inFirst, inSecond int
+	for _, w := range res.Words {
+		switch {
+		case w.Start >= 400*time.Millisecond && w.End <= 500*time.Millisecond+saidFor+100*time.Millisecond:
+			inFirst++
+		case w.Start >= 4400*time.Millisecond && w.End <= 4500*time.Millisecond+saidFor+100*time.Millisecond:
+			inSecond++
+		default:
+			t.Errorf("word %+v is where nothing was said", w)
+		}
+	}
+	if inFirst < 3 || inSecond < 3 {
+		t.Errorf("words %+v: want the phrase's words in both segments", res.Words)
 	}
 }

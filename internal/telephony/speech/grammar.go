@@ -74,18 +74,36 @@ func hintGrammar(hints []string, known func(word string) bool) string {
 // the callee hesitated, so the transcript would show words nobody said.
 // A filler that is a word of one of the phrases is kept.
 func trimFillers(text string, hints []string) string {
+	filler := grammarFiller(hints)
+	var kept []string
+	for _, w := range strings.Fields(text) {
+		if !filler(w) {
+			kept = append(kept, w)
+		}
+	}
+	return strings.Join(kept, " ")
+}
+
+// trimFillerWords is trimFillers for the words with their offsets.
+func trimFillerWords(words []Word, hints []string) []Word {
+	filler := grammarFiller(hints)
+	var kept []Word
+	for _, w := range words {
+		if !filler(w.Text) {
+			kept = append(kept, w)
+		}
+	}
+	return kept
+}
+
+// grammarFiller reports whether a word is one of the hints' grammar's
+// fillers and no word of its phrases.
+func grammarFiller(hints []string) func(string) bool {
 	inPhrase := map[string]bool{}
 	for _, h := range hints {
 		for _, w := range strings.Fields(normalizePhrase(h)) {
 			inPhrase[w] = true
 		}
 	}
-	var kept []string
-	for _, w := range strings.Fields(text) {
-		if slices.Contains(fillerWords, w) && !inPhrase[w] {
-			continue
-		}
-		kept = append(kept, w)
-	}
-	return strings.Join(kept, " ")
+	return func(w string) bool { return slices.Contains(fillerWords, w) && !inPhrase[w] }
 }

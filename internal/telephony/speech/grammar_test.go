@@ -25,7 +25,7 @@ func TestHintGrammar(t *testing.T) {
 }
 
 func TestCleanHypothesis(t *testing.T) {
-	if got := cleanHypothesis("<s> the(2) [NOISE] delivery <sil> ++breath++ arrived </s>"); got != "the delivery arrived" {
+	if got := cleanHypothesis("<s> (NULL) the(2) [NOISE] delivery <sil> ++breath++ arrived (NULL) </s>"); got != "the delivery arrived" {
 		t.Errorf("got %q", got)
 	}
 }

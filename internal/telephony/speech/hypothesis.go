@@ -8,13 +8,23 @@ import "strings"
 func cleanHypothesis(hyp string) string {
 	var words []string
 	for _, w := range strings.Fields(hyp) {
-		if strings.HasPrefix(w, "<") || strings.HasPrefix(w, "[") || strings.HasPrefix(w, "++") {
-			continue
+		if w, ok := spokenWord(w); ok {
+			words = append(words, w)
 		}
-		if i := strings.IndexByte(w, '('); i > 0 {
-			w = w[:i]
-		}
-		words = append(words, w)
 	}
 	return strings.Join(words, " ")
+}
+
+// spokenWord is a PocketSphinx token as a word of the transcript, without
+// its alternate-pronunciation mark; false for a filler or noise token
+// (silence, sentence bounds, noises) and for a grammar's null transitions,
+// which its segments have as "(NULL)".
+func spokenWord(token string) (string, bool) {
+	if token == "" || strings.ContainsRune("<[(", rune(token[0])) || strings.HasPrefix(token, "++") {
+		return "", false
+	}
+	if i := strings.IndexByte(token, '('); i > 0 {
+		token = token[:i]
+	}
+	return token, true
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -21,6 +22,9 @@ import (
 type openAIServer struct {
 	service openai.AudioTranscriptionService
 	model   openai.AudioModel
+	// plain is set once the server refused verbose_json (HTTP 400): it is
+	// asked for plain json, without word offsets, from then on.
+	plain atomic.Bool
 }
 
 func newOpenAIServer(baseURL string, opts ServerOptions, client *http.Client) *openAIServer {
@@ -46,9 +50,18 @@ func (s *openAIServer) Name() string { return ServerName }
 
 func (s *openAIServer) Recognize(ctx context.Context, pcm []int16, hints []string) (Result, error) {
 	params := openai.AudioTranscriptionNewParams{
-		File:           openai.File(bytes.NewReader(audio.Mono(pcm)), "utterance.wav", "audio/wav"),
-		Model:          s.model,
-		ResponseFormat: openai.AudioResponseFormatJSON,
+		File:  openai.File(bytes.NewReader(audio.Mono(pcm)), "utterance.wav", "audio/wav"),
+		Model: s.model,
+		// Word offsets for the transcript (OpenAI's whisper-1,
+		// faster-whisper servers, whisper.cpp's server); a server that
+		// refuses verbose_json is asked plain json from the next
+		// utterance on.
+		ResponseFormat:         openai.AudioResponseFormatVerboseJSON,
+		TimestampGranularities: []string{"word"},
+	}
+	verbose := !s.plain.Load()
+	if !verbose {
+		params.ResponseFormat, params.TimestampGranularities = openai.AudioResponseFormatJSON, nil
 	}
 	if len(hints) > 0 {
 		// Whisper-style models take no grammar; a prompt of the expected
@@ -59,6 +72,9 @@ func (s *openAIServer) Recognize(ctx context.Context, pcm []int16, hints []strin
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
+			if apiErr.StatusCode == http.StatusBadRequest && verbose {
+				s.plain.Store(true)
+			}
 			return Result{}, &serverError{reason: fmt.Sprintf("HTTP %d", apiErr.StatusCode), err: errors.New(http.StatusText(apiErr.StatusCode))}
 		}
 		var syntax *json.SyntaxError
@@ -75,5 +91,17 @@ func (s *openAIServer) Recognize(ctx context.Context, pcm []int16, hints []strin
 	if text == "" {
 		return Result{}, nil
 	}
-	return Result{Text: text, Confidence: 1}, nil
+	return Result{Text: text, Confidence: 1, Words: openAIWords(res.Words)}, nil
+}
+
+// openAIWords are a verbose answer's words (nil in a plain one), without
+// the spaces Whisper puts before them.
+func openAIWords(in []openai.TranscriptionWord) []Word {
+	var out []Word
+	for _, w := range in {
+		if text := strings.TrimSpace(w.Word); text != "" {
+			out = append(out, Word{Text: text, Start: seconds(w.Start), End: seconds(w.End)})
+		}
+	}
+	return out
 }

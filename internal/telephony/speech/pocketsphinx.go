@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -128,13 +129,14 @@ func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []strin
 	// A long monologue is cut into segments so the decoder's memory (it
 	// keeps the whole utterance's features and lattice) stays bounded.
 	var texts []string
+	var words []Word
 	conf := 1.0
 	for start := 0; start < len(pcm); start += p.maxSamples {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
 		seg := pcm[start:min(start+p.maxSamples, len(pcm))]
-		text, c, err := d.decode(seg)
+		text, c, segWords, err := d.decode(seg)
 		if err != nil {
 			return Result{}, err
 		}
@@ -142,15 +144,19 @@ func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []strin
 			texts = append(texts, text)
 			conf = min(conf, c)
 		}
+		offset := time.Duration(start) * time.Second / SampleRate
+		for _, w := range segWords {
+			words = append(words, Word{Text: w.Text, Start: offset + w.Start, End: offset + w.End})
+		}
 	}
 	if len(texts) == 0 {
 		return Result{}, nil
 	}
 	text := strings.Join(texts, " ")
 	if constrained {
-		text = trimFillers(text, hints)
+		text, words = trimFillers(text, hints), trimFillerWords(words, hints)
 	}
-	return Result{Text: text, Confidence: conf}, nil
+	return Result{Text: text, Confidence: conf, Words: words}, nil
 }
 
 // useSearch selects constrained recognition over the hints' grammar
@@ -193,34 +199,57 @@ func (d *decoder) known(word string) bool {
 }
 
 // decode runs one segment through the decoder, upsampled to the model's
-// 16 kHz, as a whole utterance: the cepstral mean is then the segment's
+// 16 kHz, as a whole utterance, and returns its text, confidence and words: the cepstral mean is then the segment's
 // own (batch), so what one call said before does not change what the next
 // is heard to say, as a live decoder's running mean would. A cancelled
 // call stops between segments.
-func (d *decoder) decode(pcm8k []int16) (string, float64, error) {
+func (d *decoder) decode(pcm8k []int16) (string, float64, []Word, error) {
 	if C.ps_start_utt(d.ps) != 0 {
-		return "", 0, fmt.Errorf("speech: PocketSphinx could not start an utterance")
+		return "", 0, nil, fmt.Errorf("speech: PocketSphinx could not start an utterance")
 	}
 	pcm := Upsample16k(pcm8k)
 	if C.ps_process_raw(d.ps, (*C.int16)(unsafe.Pointer(&pcm[0])), C.size_t(len(pcm)), 0, 1) < 0 {
 		C.ps_end_utt(d.ps)
-		return "", 0, fmt.Errorf("speech: PocketSphinx could not process the audio")
+		return "", 0, nil, fmt.Errorf("speech: PocketSphinx could not process the audio")
 	}
 	if C.ps_end_utt(d.ps) != 0 {
-		return "", 0, fmt.Errorf("speech: PocketSphinx could not end the utterance")
+		return "", 0, nil, fmt.Errorf("speech: PocketSphinx could not end the utterance")
 	}
 	var score C.int32
 	hyp := C.ps_get_hyp(d.ps, &score)
 	if hyp == nil {
-		return "", 0, nil
+		return "", 0, nil, nil
 	}
 	text := cleanHypothesis(C.GoString(hyp))
 	if text == "" {
-		return "", 0, nil
+		return "", 0, nil, nil
 	}
 	conf := float64(C.posterior(d.ps, C.ps_get_prob(d.ps)))
 	if conf <= 0 || conf > 1 {
 		conf = 1 // no posterior from this search
 	}
-	return text, conf, nil
+	return text, conf, d.words(), nil
+}
+
+// frameDuration is one of the decoder's frames (its default -frate, 100
+// frames a second).
+const frameDuration = 10 * time.Millisecond
+
+// words are the best hypothesis's words with their frames, as offsets
+// from the start of the segment; fillers and noises are left out, as
+// cleanHypothesis leaves them out of the text.
+func (d *decoder) words() []Word {
+	var words []Word
+	// ps_seg_next frees the iterator at the end.
+	for seg := C.ps_seg_iter(d.ps); seg != nil; seg = C.ps_seg_next(seg) {
+		w, ok := spokenWord(C.GoString(C.ps_seg_word(seg)))
+		if !ok {
+			continue
+		}
+		var sf, ef C.int
+		C.ps_seg_frames(seg, &sf, &ef)
+		// ef is the word's last frame, included.
+		words = append(words, Word{Text: w, Start: time.Duration(sf) * frameDuration, End: time.Duration(ef+1) * frameDuration})
+	}
+	return words
 }

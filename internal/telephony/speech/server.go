@@ -104,11 +104,11 @@ func checkServerURL(ctx context.Context, opts ServerOptions) (string, error) {
 // proxy (which would connect past it), and follows no redirect (which would
 // send the audio and the API key somewhere the agent does not name).
 func serverHTTPClient(p webhook.URLPolicy) *http.Client {
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: p.DialControl()}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:               nil,
-			DialContext:         dialer.DialContext,
+			DialContext:         p.DialContext(dialer),
 			ForceAttemptHTTP2:   true,
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     90 * time.Second,

@@ -131,6 +131,60 @@ func TestOpenAIServerTranscribes(t *testing.T) {
 	}
 }
 
+// A server that gives word offsets (verbose_json with word timestamps,
+// as OpenAI's API, faster-whisper servers and whisper.cpp's server
+// answer) has them in the result; one that refuses verbose_json (HTTP 400,
+// as older vLLM releases do) is heard by the fallback for that utterance
+// and asked plain json from then on.
+func TestOpenAIServerWords(t *testing.T) {
+	t.Run("verbose", func(t *testing.T) {
+		var format, granularity string
+		srv := openAIFake(t, func(w http.ResponseWriter, r *http.Request) {
+			format, granularity = r.FormValue("response_format"), r.FormValue("timestamp_granularities[]")
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"task":"transcribe","language":"english","duration":1.33,"text":" Four people.",`+
+				`"words":[{"word":" Four","start":0.24,"end":0.5},{"word":" people.","start":0.5,"end":1.1}]}`)
+		})
+		r := newTestServer(t, ServerOptions{URL: srv.URL + "/v1", Protocol: ProtocolOpenAI, Policy: dev}, &fixed{text: "no"})
+		res, err := r.Recognize(context.Background(), utterancePCM(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Word{{Text: "Four", Start: 240 * time.Millisecond, End: 500 * time.Millisecond}, {Text: "people.", Start: 500 * time.Millisecond, End: 1100 * time.Millisecond}}
+		if res.Text != "Four people." || !slices.Equal(res.Words, want) {
+			t.Errorf("got %+v, want the text and words %+v", res, want)
+		}
+		if format != "verbose_json" || granularity != "word" {
+			t.Errorf("asked response_format %q, timestamp_granularities[] %q: want verbose_json and word", format, granularity)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		var formats []string
+		srv := openAIFake(t, func(w http.ResponseWriter, r *http.Request) {
+			formats = append(formats, r.FormValue("response_format"))
+			if r.FormValue("response_format") != "json" {
+				http.Error(w, `{"error":{"message":"Currently only support response_format text or json"}}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"text":"four people"}`)
+		})
+		fb := &fixed{text: "for people"}
+		r := newTestServer(t, ServerOptions{URL: srv.URL + "/v1", Protocol: ProtocolOpenAI, Policy: dev}, fb)
+		first, err := r.Recognize(context.Background(), utterancePCM(), nil)
+		if err != nil || first.Recognizer != "embedded (server failed: HTTP 400)" {
+			t.Errorf("first utterance %+v, %v: want the fallback's", first, err)
+		}
+		second, err := r.Recognize(context.Background(), utterancePCM(), nil)
+		if err != nil || second.Text != "four people" || second.Recognizer != "" || second.Words != nil {
+			t.Errorf("second utterance %+v, %v: want the server's text, without words", second, err)
+		}
+		if !slices.Equal(formats, []string{"verbose_json", "json"}) {
+			t.Errorf("formats asked %q, want verbose_json then json", formats)
+		}
+	})
+}
+
 // TestOpenAIServerFallsBack: whatever goes wrong with the server, the
 // utterance is heard by the fallback and the transcript says why, without
 // the key or the server's words.
@@ -303,7 +357,8 @@ func (s *voskSession) setAudio(b []byte) {
 func wsURL(srv *httptest.Server) string { return "ws" + strings.TrimPrefix(srv.URL, "http") }
 
 func TestVoskServerStreams(t *testing.T) {
-	srv, session := voskFake(t, `{"result" : [{"conf" : 0.8, "word" : "four"}, {"conf" : 0.6, "word" : "people"}], "text" : "four people"}`, nil)
+	srv, session := voskFake(t, `{"result" : [{"conf" : 0.8, "end" : 0.51, "start" : 0.21, "word" : "four"}, `+
+		`{"conf" : 0.6, "end" : 1.02, "start" : 0.51, "word" : "people"}], "text" : "four people"}`, nil)
 	var partials []string
 	r := newTestServer(t, ServerOptions{URL: wsURL(srv), Protocol: ProtocolVosk, Policy: dev,
 		OnPartial: func(p string) { partials = append(partials, p) }}, &fixed{text: "no"})
@@ -313,6 +368,9 @@ func TestVoskServerStreams(t *testing.T) {
 	}
 	if res.Text != "four people" || res.Confidence < 0.69 || res.Confidence > 0.71 || res.Recognizer != "" {
 		t.Errorf("got %+v, want the final text with the words' mean confidence 0.7", res)
+	}
+	if want := []Word{{Text: "four", Start: 210 * time.Millisecond, End: 510 * time.Millisecond}, {Text: "people", Start: 510 * time.Millisecond, End: 1020 * time.Millisecond}}; !slices.Equal(res.Words, want) {
+		t.Errorf("words %+v, want the result's with their offsets %+v", res.Words, want)
 	}
 	if want := []string{"word0", "word1", "word2", "word3", "word4", "word5", "word6"}; !slices.Equal(partials, want) {
 		t.Errorf("partials %q, want one per 0.2 s chunk %q", partials, want)

@@ -5,7 +5,11 @@
 // (voice activity detection, package media) and asks a Recognizer for each.
 package speech
 
-import "context"
+import (
+	"context"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
 
 // SampleRate is the rate of the audio a Recognizer is given: telephone
 // audio, 16-bit signed mono PCM, as the call's media carries it.
@@ -34,4 +38,13 @@ type Result struct {
 	// transcript, when it is not the Recognizer's own Name(): a server's
 	// fallback sets "embedded (server failed: timeout)".
 	Recognizer string
+	// Words are Text's words with their place in the utterance, where the
+	// recognizer gives them (the embedded one does; a server when its
+	// answer has them); nil otherwise.
+	Words []Word
 }
+
+// Word is one recognized word and where it was said, as offsets from the
+// start of the utterance's audio (the transcript's word, placed in the
+// recording later).
+type Word = telephony.Word

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/coder/websocket"
 	"golang.org/x/sync/errgroup"
@@ -54,9 +55,13 @@ type voskConfig struct {
 type voskAnswer struct {
 	Partial *string `json:"partial"`
 	Text    *string `json:"text"`
-	Result  []struct {
-		Conf float64 `json:"conf"`
-		Word string  `json:"word"`
+	// Result is the words, with their offsets in seconds from the start of
+	// the session's audio (the utterance).
+	Result []struct {
+		Conf  float64 `json:"conf"`
+		Word  string  `json:"word"`
+		Start float64 `json:"start"`
+		End   float64 `json:"end"`
 	} `json:"result"`
 }
 
@@ -139,6 +144,7 @@ func (v *voskServer) readAnswer(ctx context.Context, conn *websocket.Conn, final
 // finalResult joins the final results of one utterance.
 type finalResult struct {
 	text    []string
+	words   []Word
 	confSum float64
 	scored  int
 }
@@ -151,6 +157,7 @@ func (f *finalResult) add(a voskAnswer) {
 	for _, w := range a.Result {
 		f.confSum += w.Conf
 		f.scored++
+		f.words = append(f.words, Word{Text: w.Word, Start: seconds(w.Start), End: seconds(w.End)})
 	}
 }
 
@@ -166,8 +173,11 @@ func (f *finalResult) result() Result {
 	for _, t := range f.text[1:] {
 		text += " " + t
 	}
-	return Result{Text: text, Confidence: conf}
+	return Result{Text: text, Confidence: conf, Words: f.words}
 }
+
+// seconds is s seconds as a Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func normalizedHints(hints []string) []string {
 	out := make([]string, 0, len(hints))

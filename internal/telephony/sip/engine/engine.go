@@ -227,6 +227,9 @@ type Event struct {
 	Branch, Next string
 	// Mark is set on a bot's mark, echoed once its audio played.
 	Mark string
+	// Words are an utterance's words placed as Start and End are, where
+	// the recognizer gives them.
+	Words []speech.Word
 }
 
 // Result is how a placed call ended.

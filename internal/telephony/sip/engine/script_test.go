@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
 // The callee (baresip) types 1234# during the PIN prompt: the gather stops
@@ -240,7 +244,33 @@ func TestRecognizerFailureIsNoMatch(t *testing.T) {
 	(&callMedia{answeredAt: answeredAt}).record(&res, g, a, d)
 	want := Event{At: u.start, Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
 		Recognizer: "server", Branch: BranchNoMatch}
-	if len(res.Events) != 1 || res.Events[0] != want || res.Digits != nil {
+	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) || res.Digits != nil {
 		t.Errorf("recorded %+v, digits %v; want %+v and no digits", res.Events, res.Digits, want)
+	}
+}
+
+// fellBack is a server recognizer whose fallback heard the utterance.
+type fellBack struct{}
+
+func (fellBack) Name() string { return speech.ServerName }
+func (fellBack) Recognize(context.Context, []int16, []string) (speech.Result, error) {
+	return speech.Result{Text: "yes", Confidence: 0.5, Recognizer: "embedded (server failed: timeout)"}, nil
+}
+
+// An utterance the server's fallback heard is named after the fallback in
+// the transcript, in a gather's answer and outside gathers alike.
+func TestFallbackNamedInTranscript(t *testing.T) {
+	m := &callMedia{recognizer: fellBack{}, recognizeTimeout: time.Second, answeredAt: time.Now()}
+	ev := speechEvent{pcm: make([]int16, frameSamples), start: m.answeredAt, end: m.answeredAt.Add(time.Second)}
+	u, ok := m.recognize(context.Background(), ev, Gather{})
+	if !ok || u.recognizer != "embedded (server failed: timeout)" {
+		t.Errorf("gather's utterance heard by %q, want the fallback's name", u.recognizer)
+	}
+	tr := startTranscriber(context.Background(), m)
+	tr.offer(ev)
+	var res Result
+	tr.finish(&res, time.Second, func() {})
+	if len(res.Events) != 1 || res.Events[0].Recognizer != "embedded (server failed: timeout)" {
+		t.Errorf("transcribed %+v, want the fallback's name", res.Events)
 	}
 }

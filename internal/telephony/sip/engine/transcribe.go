@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -57,7 +58,8 @@ func (t *transcriber) run(ctx context.Context) {
 			t.add(t.event(ev, "(not recognized: "+err.Error()+")"))
 		case r.Text != "":
 			e := t.event(ev, r.Text)
-			e.Confidence = r.Confidence
+			e.Confidence, e.Words = r.Confidence, placeWords(r.Words, e.Start)
+			e.Recognizer = cmp.Or(r.Recognizer, e.Recognizer) // a server's fallback names itself
 			t.add(e)
 		}
 	}
