@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -79,10 +80,22 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	c.Status.ObservedGeneration = c.Generation
 	event := eventOf(from, c.Status.State)
+	if completing(from, &c) {
+		// Checked before campaign.completed is queued: a conflict here
+		// is contacts added since this copy, and no completion at all.
+		if err := r.Status().Update(ctx, c.DeepCopy(), client.DryRunAll); apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil
+		} else if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if err := r.emit(ctx, &c, event); err != nil {
 		return reconcile.Result{}, err
 	}
-	if _, err := status.patch(ctx, &c); err != nil {
+	if err := r.writeStatus(ctx, &c, from, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil // counted again on the newer copy
+		}
 		return reconcile.Result{}, err
 	}
 	observeCampaign(&c)
@@ -93,6 +106,24 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.Webhooks.Wake()
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// writeStatus writes the campaign's status. Completing it is written
+// under optimistic concurrency: contacts added over the API since this
+// copy was read (campaigns.ContactsAddedAnnotation) make it conflict, and
+// the campaign is counted again instead of completed without them.
+func (r *CampaignReconciler) writeStatus(ctx context.Context, c *switchboardv1.Campaign,
+	from switchboardv1.CampaignState, status *statusPatcher) error {
+	if completing(from, c) {
+		return r.Status().Update(ctx, c)
+	}
+	_, err := status.patch(ctx, c)
+	return err
+}
+
+// completing: this reconcile completes the campaign.
+func completing(from switchboardv1.CampaignState, c *switchboardv1.Campaign) bool {
+	return c.Status.State == switchboardv1.CampaignCompleted && from != switchboardv1.CampaignCompleted
 }
 
 // reconcileContacts copies the contacts declared in the resource to the

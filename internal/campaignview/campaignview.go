@@ -32,6 +32,22 @@ func CreatedOf(c *campaigns.Created) Created {
 		CreatedAt: callview.Timestamp(c.Campaign.CreationTimestamp.Time)}
 }
 
+// ContactsAdded is the 200 body of POST /v1/campaigns/{id}/contacts
+// (OpenAPI: CampaignContactsAddedResponse).
+type ContactsAdded struct {
+	CampaignID string `json:"campaign_id"`
+	Status     string `json:"status"`
+	// Added were stored; Duplicates left out as repeated numbers, of the
+	// list or of the campaign's contacts.
+	Added      int `json:"added"`
+	Duplicates int `json:"duplicates"`
+}
+
+// AddedOf is the 200 body of contacts added.
+func AddedOf(a *campaigns.Added) ContactsAdded {
+	return ContactsAdded{CampaignID: a.Campaign.Name, Status: Status(a.Campaign), Added: a.Added, Duplicates: a.Duplicates}
+}
+
 // Campaign is the campaign object (OpenAPI: Campaign).
 type Campaign struct {
 	CampaignID    string           `json:"campaign_id"`

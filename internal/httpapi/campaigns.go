@@ -24,6 +24,7 @@ func (a *api) campaignRoutes(r chi.Router) {
 	r.Get("/", a.listCampaigns)
 	r.Get("/{campaignID}", a.getCampaign)
 	r.Get("/{campaignID}/calls", a.listCampaignCalls)
+	r.Post("/{campaignID}/contacts", a.addCampaignContacts)
 	r.Post("/{campaignID}/pause", a.campaignAction(campaigns.Pause))
 	r.Post("/{campaignID}/resume", a.campaignAction(campaigns.Resume))
 	r.Post("/{campaignID}/cancel", a.campaignAction(campaigns.Cancel))
@@ -121,6 +122,58 @@ func (a *api) getCampaign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, campaignview.Render(c))
+}
+
+// addCampaignContacts implements POST /v1/campaigns/{id}/contacts: JSON
+// or a CSV upload, as on create; with an Idempotency-Key once per key.
+func (a *api) addCampaignContacts(w http.ResponseWriter, r *http.Request) {
+	ctx, ns, id := r.Context(), organization(r.Context()), chi.URLParam(r, "campaignID")
+	contentType := r.Header.Get("Content-Type")
+	body, ok := readCampaignBody(w, r, contentType)
+	if !ok {
+		return
+	}
+	key, sent, ok := idempotencyKey(w, r)
+	switch {
+	case !ok:
+		return
+	case !sent:
+		writeReply(w, a.addContactsWith(ctx, ns, id, contentType, body))
+		return
+	}
+	scope := idempotencyScope + id + "/contacts/" + key
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, scope, body, func(string) idempotency.Response {
+		return a.addContactsWith(ctx, ns, id, contentType, body).response()
+	})
+	a.writeIdempotent(w, res, replayed, err, ns, "list of contacts")
+}
+
+// addContactsWith decodes contacts and adds them to campaign id.
+func (a *api) addContactsWith(ctx context.Context, ns, id, contentType string, body []byte) reply {
+	in, invalid, err := campaigninput.DecodeContacts(contentType, body)
+	switch {
+	case errors.Is(err, campaigninput.ErrUnsupportedType):
+		return reply{status: http.StatusUnsupportedMediaType, body: stringDetail{Detail: err.Error()}}
+	case err != nil:
+		return unavailableReply("The request could not be read; it is safe to retry.")
+	case invalid != nil:
+		return validationReply(invalid)
+	}
+	added, err := a.cfg.Campaigns.AddContacts(ctx, ns, id, in)
+	var contacts *campaigns.InvalidContacts
+	switch {
+	case errors.As(err, &contacts):
+		return validationReply(campaigninput.ContactProblems(contacts.Items))
+	case errors.Is(err, campaigns.ErrNotFound):
+		return reply{status: http.StatusNotFound, body: stringDetail{Detail: "Campaign not found."}}
+	case errors.Is(err, campaigns.ErrEnded):
+		return errorReply(http.StatusConflict, ErrorDetail{ErrorCode: "campaign_ended",
+			Error: "The campaign has completed or was canceled; contacts cannot be added. Create a new campaign."})
+	case err != nil:
+		a.cfg.Log.Error(err, "adding campaign contacts", "namespace", ns, "campaign", id)
+		return unavailableReply("The contacts could not be added; it is safe to retry with the same Idempotency-Key.")
+	}
+	return reply{status: http.StatusOK, placed: true, body: campaignview.AddedOf(added)}
 }
 
 // campaignAction implements POST /v1/campaigns/{id}/pause|resume|cancel:
