@@ -246,6 +246,11 @@ func setCounters(s *switchboardv1.CampaignStatus, counts history.ContactCounts) 
 	if !counts.NextDue.IsZero() {
 		s.NextDueAt = &metav1.Time{Time: counts.NextDue}
 	}
+	s.WaitingGroups = nil
+	for _, g := range counts.WaitingGroups {
+		s.WaitingGroups = append(s.WaitingGroups, switchboardv1.CampaignWaitingGroup{Zones: g.Zones, Count: g.Count,
+			NextDueAt: metav1.Time{Time: g.NextDue}})
+	}
 	s.Outcomes = nil
 	if len(counts.ByOutcome) > 0 {
 		s.Outcomes = counts.ByOutcome

@@ -12,7 +12,7 @@ import (
 // request the API's own bound.
 func TestUploadsHaveTheirOwnDeadline(t *testing.T) {
 	var left time.Duration
-	h := withDeadline(3*time.Second)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	h := withDeadline(3 * time.Second)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		deadline, _ := r.Context().Deadline()
 		left = time.Until(deadline)
 	}))
