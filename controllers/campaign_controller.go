@@ -80,21 +80,9 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	c.Status.ObservedGeneration = c.Generation
 	event := eventOf(from, c.Status.State)
-	if completing(from, &c) {
-		// Checked before campaign.completed is queued: a conflict here
-		// is contacts added since this copy, and no completion at all.
-		if err := r.Status().Update(ctx, c.DeepCopy(), client.DryRunAll); apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil
-		} else if err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if err := r.emit(ctx, &c, event); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.writeStatus(ctx, &c, from, status); err != nil {
+	if err := r.publish(ctx, &c, from, event, status); err != nil {
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil // counted again on the newer copy
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil // counted again on the newer copy
 		}
 		return reconcile.Result{}, err
 	}
@@ -106,6 +94,26 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.Webhooks.Wake()
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// conflictRetry is how soon a campaign whose completion conflicted with an
+// addition of contacts is counted again.
+const conflictRetry = 100 * time.Millisecond
+
+// publish queues event's deliveries and writes the status. A completion
+// is checked first (a dry run of its write): a conflict then is contacts
+// added since this copy was read, and campaign.completed is not queued.
+func (r *CampaignReconciler) publish(ctx context.Context, c *switchboardv1.Campaign, from switchboardv1.CampaignState,
+	event string, status *statusPatcher) error {
+	if completing(from, c) {
+		if err := r.Status().Update(ctx, c.DeepCopy(), client.DryRunAll); err != nil {
+			return err
+		}
+	}
+	if err := r.emit(ctx, c, event); err != nil {
+		return err
+	}
+	return r.writeStatus(ctx, c, from, status)
 }
 
 // writeStatus writes the campaign's status. Completing it is written
