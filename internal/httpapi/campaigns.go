@@ -42,18 +42,28 @@ func (a *api) createCampaign(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	a.onceByKey(w, r, body, idempotencyScope, "campaign", func(id string) reply {
+		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id))
+	})
+}
+
+// onceByKey answers run's reply; with an Idempotency-Key (kept under
+// scope) run runs once per key and a retry replays its reply. id is the
+// key's id, or a fresh one without a key.
+func (a *api) onceByKey(w http.ResponseWriter, r *http.Request, body []byte, scope, what string, run func(id string) reply) {
+	ctx, ns := r.Context(), organization(r.Context())
 	key, sent, ok := idempotencyKey(w, r)
 	switch {
 	case !ok:
 		return
 	case !sent:
-		writeReply(w, a.createCampaignWith(ctx, ns, contentType, body, campaignID(callid.New())))
+		writeReply(w, run(callid.New()))
 		return
 	}
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key, body, func(id string) idempotency.Response {
-		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id)).response()
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, scope+key, body, func(id string) idempotency.Response {
+		return run(id).response()
 	})
-	a.writeIdempotent(w, res, replayed, err, ns, "campaign")
+	a.writeIdempotent(w, res, replayed, err, ns, what)
 }
 
 // campaignID is the campaign id (and resource name) for a fresh id.
@@ -133,19 +143,9 @@ func (a *api) addCampaignContacts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	key, sent, ok := idempotencyKey(w, r)
-	switch {
-	case !ok:
-		return
-	case !sent:
-		writeReply(w, a.addContactsWith(ctx, ns, id, contentType, body))
-		return
-	}
-	scope := idempotencyScope + id + "/contacts/" + key
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, scope, body, func(string) idempotency.Response {
-		return a.addContactsWith(ctx, ns, id, contentType, body).response()
+	a.onceByKey(w, r, body, idempotencyScope+id+"/contacts/", "list of contacts", func(string) reply {
+		return a.addContactsWith(ctx, ns, id, contentType, body)
 	})
-	a.writeIdempotent(w, res, replayed, err, ns, "list of contacts")
 }
 
 // addContactsWith decodes contacts and adds them to campaign id.
