@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -79,10 +80,10 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	c.Status.ObservedGeneration = c.Generation
 	event := eventOf(from, c.Status.State)
-	if err := r.emit(ctx, &c, event); err != nil {
-		return reconcile.Result{}, err
-	}
-	if _, err := status.patch(ctx, &c); err != nil {
+	if err := r.publish(ctx, &c, from, event, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil // counted again on the newer copy
+		}
 		return reconcile.Result{}, err
 	}
 	observeCampaign(&c)
@@ -93,6 +94,44 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.Webhooks.Wake()
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// conflictRetry is how soon a campaign whose completion conflicted with an
+// addition of contacts is counted again.
+const conflictRetry = 100 * time.Millisecond
+
+// publish queues event's deliveries and writes the status. A completion
+// is checked first (a dry run of its write): a conflict then is contacts
+// added since this copy was read, and campaign.completed is not queued.
+func (r *CampaignReconciler) publish(ctx context.Context, c *switchboardv1.Campaign, from switchboardv1.CampaignState,
+	event string, status *statusPatcher) error {
+	if completing(from, c) {
+		if err := r.Status().Update(ctx, c.DeepCopy(), client.DryRunAll); err != nil {
+			return err
+		}
+	}
+	if err := r.emit(ctx, c, event); err != nil {
+		return err
+	}
+	return r.writeStatus(ctx, c, from, status)
+}
+
+// writeStatus writes the campaign's status. Completing it is written
+// under optimistic concurrency: contacts added over the API since this
+// copy was read (campaigns.ContactsAddedAnnotation) make it conflict, and
+// the campaign is counted again instead of completed without them.
+func (r *CampaignReconciler) writeStatus(ctx context.Context, c *switchboardv1.Campaign,
+	from switchboardv1.CampaignState, status *statusPatcher) error {
+	if completing(from, c) {
+		return r.Status().Update(ctx, c)
+	}
+	_, err := status.patch(ctx, c)
+	return err
+}
+
+// completing: this reconcile completes the campaign.
+func completing(from switchboardv1.CampaignState, c *switchboardv1.Campaign) bool {
+	return c.Status.State == switchboardv1.CampaignCompleted && from != switchboardv1.CampaignCompleted
 }
 
 // reconcileContacts copies the contacts declared in the resource to the
@@ -214,6 +253,11 @@ func setCounters(s *switchboardv1.CampaignStatus, counts history.ContactCounts) 
 	s.NextDueAt = nil
 	if !counts.NextDue.IsZero() {
 		s.NextDueAt = &metav1.Time{Time: counts.NextDue}
+	}
+	s.WaitingGroups = nil
+	for _, g := range counts.WaitingGroups {
+		s.WaitingGroups = append(s.WaitingGroups, switchboardv1.CampaignWaitingGroup{Zones: g.Zones, Count: g.Count,
+			NextDueAt: metav1.Time{Time: g.NextDue}})
 	}
 	s.Outcomes = nil
 	if len(counts.ByOutcome) > 0 {

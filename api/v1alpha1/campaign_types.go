@@ -207,6 +207,13 @@ type CampaignStatus struct {
 	// nextDueAt is when the first waiting contact may be dialed.
 	// +optional
 	NextDueAt *metav1.Time `json:"nextDueAt,omitempty"`
+	// waitingGroups are the waiting contacts by the time zones their
+	// calling window is evaluated in, the group that opens first first:
+	// at most ten groups.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	WaitingGroups []CampaignWaitingGroup `json:"waitingGroups,omitempty"`
 	// outcomes counts final contacts by their last outcome.
 	// +optional
 	Outcomes map[string]int64 `json:"outcomes,omitempty"`
@@ -228,6 +235,19 @@ type CampaignStatus struct {
 // Campaign is many calls declared once: contacts called by one agent,
 // paced, inside each contact's calling window, redialed by policy. Its
 // name is its campaign_id.
+// CampaignWaitingGroup is the waiting contacts of one set of time zones.
+type CampaignWaitingGroup struct {
+	// zones are the IANA time zones (several for a number whose country
+	// spans zones: its window must be open in all of them).
+	// +optional
+	// +listType=atomic
+	Zones []string `json:"zones,omitempty"`
+	// count is how many contacts wait.
+	Count int64 `json:"count"`
+	// nextDueAt is when the first of them may be dialed.
+	NextDueAt metav1.Time `json:"nextDueAt"`
+}
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=switchboard

@@ -191,6 +191,10 @@ func TestCampaignPauseEditCancel(t *testing.T) {
 	r = do(t, "POST", "/v1/campaigns/"+id+"/pause", o.key, nil)
 	g.Expect(r.status).To(Equal(http.StatusOK))
 	g.Expect(r.body["status"]).To(Equal("paused"))
+	// Read after write: the GET and the list at once say paused, whatever
+	// the informer cache holds yet.
+	g.Expect(do(t, "GET", "/v1/campaigns/"+id, o.key, nil).body["status"]).To(Equal("paused"))
+	g.Expect(do(t, "GET", "/v1/campaigns", o.key, nil).body["data"]).To(ConsistOf(HaveKeyWithValue("status", "paused")))
 	g.Eventually(func() switchboardv1.CampaignState { return getCampaign(t, o.ns, id).Status.State },
 		10*time.Second, 100*time.Millisecond).Should(Equal(switchboardv1.CampaignPaused))
 	before := placed()
@@ -207,6 +211,7 @@ func TestCampaignPauseEditCancel(t *testing.T) {
 
 	r = do(t, "POST", "/v1/campaigns/"+id+"/cancel", o.key, nil)
 	g.Expect(r.body["status"]).To(Equal("canceled"))
+	g.Expect(do(t, "GET", "/v1/campaigns/"+id, o.key, nil).body["status"]).To(Equal("canceled"))
 	var final *switchboardv1.Campaign
 	g.Eventually(func() int64 {
 		final = getCampaign(t, o.ns, id)

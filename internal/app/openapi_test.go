@@ -214,7 +214,15 @@ func TestOpenAPIContract(t *testing.T) {
 		send("GET", "/v1/campaigns/"+id, nil, true, 200)
 		send("GET", "/v1/campaigns", nil, true, 200)
 		send("POST", "/v1/campaigns/"+id+"/pause", nil, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/contacts", map[string]any{
+			"contacts": []any{map[string]any{"to_number": "+14155551241", "variables": ada}}}, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/contacts", map[string]any{
+			"contacts": []any{map[string]any{"to_number": "not a number"}}}, true, 422)
+		send("POST", "/v1/campaigns/campaign-none/contacts", map[string]any{
+			"contacts": []any{map[string]any{"to_number": "+14155551242"}}}, true, 404)
 		send("POST", "/v1/campaigns/"+id+"/cancel", nil, true, 200)
+		send("POST", "/v1/campaigns/"+id+"/contacts", map[string]any{
+			"contacts": []any{map[string]any{"to_number": "+14155551243"}}}, true, 409)
 		send("POST", "/v1/campaigns/"+id+"/resume", nil, true, 409)
 		g.Eventually(func() any { return send("GET", "/v1/campaigns/"+id, nil, true, 200).body["completed_at"] },
 			10*time.Second, 100*time.Millisecond).ShouldNot(BeNil())

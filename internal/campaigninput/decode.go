@@ -121,20 +121,25 @@ func DecodeJSON(raw []byte, maxContacts int) (*Request, []validation.Item, error
 		"calling_window": &b.CallingWindow, "pacing": &b.Pacing, "redial": &b.Redial} {
 		decodeField(obj, field, dst, &p)
 	}
+	return finish(b, jsonContacts(obj, b.Contacts, maxContacts, &p), p)
+}
+
+// jsonContacts checks a JSON body's list of contacts.
+func jsonContacts(obj *validation.Object, list []contact, maxContacts int, p *validation.Problems) []campaigns.ContactInput {
 	if _, ok := obj.Fields["contacts"]; !ok {
 		p.Fail("missing", []any{"body", "contacts"}, "Field required", nil, nil)
-	} else if len(b.Contacts) > maxContacts {
+	} else if len(list) > maxContacts {
 		p.Fail("too_long", []any{"body", "contacts"}, fmt.Sprintf("List should have at most %d items; upload more "+
 			"as a CSV file (multipart/form-data, file field contacts)", maxContacts), nil,
 			map[string]any{"max_length": maxContacts})
 	}
-	in := make([]campaigns.ContactInput, len(b.Contacts))
-	for i, c := range b.Contacts {
+	in := make([]campaigns.ContactInput, len(list))
+	for i, c := range list {
 		in[i] = campaigns.ContactInput{ToNumber: c.ToNumber, Timezone: c.Timezone,
-			Variables: object(c.Variables, []any{"body", "contacts", i, "variables"}, &p),
-			Metadata:  object(c.Metadata, []any{"body", "contacts", i, "metadata"}, &p)}
+			Variables: object(c.Variables, []any{"body", "contacts", i, "variables"}, p),
+			Metadata:  object(c.Metadata, []any{"body", "contacts", i, "metadata"}, p)}
 	}
-	return finish(b, in, p)
+	return in
 }
 
 // decodeField decodes the top-level field into dst, recording a problem
@@ -165,9 +170,20 @@ func object(raw json.RawMessage, loc []any, p *validation.Problems) json.RawMess
 }
 
 func decodeMultipart(raw []byte, boundary string) (*Request, []validation.Item, error) {
-	mr := multipart.NewReader(bytes.NewReader(raw), boundary)
 	var b body
 	var p validation.Problems
+	in, items, err := readMultipart(raw, boundary, &p, func(name string, value []byte) { formField(&b, name, value, &p) })
+	if items != nil || err != nil {
+		return nil, items, err
+	}
+	return finish(b, in, p)
+}
+
+// readMultipart reads a multipart body: the CSV of its file field
+// contacts, and each other field through field.
+func readMultipart(raw []byte, boundary string, p *validation.Problems,
+	field func(name string, value []byte)) ([]campaigns.ContactInput, []validation.Item, error) {
+	mr := multipart.NewReader(bytes.NewReader(raw), boundary)
 	var in []campaigns.ContactInput
 	sawContacts := false
 	for {
@@ -191,12 +207,12 @@ func decodeMultipart(raw []byte, boundary string) (*Request, []validation.Item, 
 		if err != nil {
 			return nil, nil, err
 		}
-		formField(&b, name, value, &p)
+		field(name, value)
 	}
 	if !sawContacts {
 		p.Fail("missing", []any{"body", "contacts"}, "Field required: the CSV file of contacts", nil, nil)
 	}
-	return finish(b, in, p)
+	return in, nil, nil
 }
 
 // formField reads one form field: text, or the JSON of an object.

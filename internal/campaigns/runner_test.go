@@ -2,6 +2,7 @@ package campaigns
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,25 @@ func TestRunnerKeepsCallingWindows(t *testing.T) {
 	if counts.Waiting != 4 || !counts.NextDue.Equal(time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)) {
 		t.Fatalf("after the first pass: %d waiting until %v; want 4 until 13:00 UTC (08:00 in New York)",
 			counts.Waiting, counts.NextDue)
+	}
+	// Each waiting group says when it opens: 08:00 in its zone, or in the
+	// last of a toll-free number's zones to open.
+	want := []struct {
+		zones string
+		at    time.Time
+	}{
+		{"[America/New_York]", time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)},
+		{"[America/Los_Angeles]", time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC)},
+		{"[Pacific/Honolulu]", time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)},
+	}
+	groups := counts.WaitingGroups
+	if len(groups) != 4 || len(groups[3].Zones) < 2 || groups[3].Count != 1 {
+		t.Fatalf("waiting groups %+v; want New York, Los Angeles, Honolulu, then the toll-free number's zones", groups)
+	}
+	for i, w := range want {
+		if fmt.Sprint(groups[i].Zones) != w.zones || groups[i].Count != 1 || !groups[i].NextDue.Equal(w.at) {
+			t.Errorf("waiting group %d = %+v; want %s, 1, at %v", i, groups[i], w.zones, w.at)
+		}
 	}
 	for clock.Now().Before(start.Add(48 * time.Hour)) {
 		clock.Step(5 * time.Minute)

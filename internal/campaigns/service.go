@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +34,11 @@ type Service struct {
 	// Region reads numbers sent without "+".
 	Region string
 	Now    func() time.Time
+
+	// written makes reads consistent with this process's own writes.
+	written writes
+	// adding serializes the additions of contacts, which number them.
+	adding sync.Mutex
 }
 
 // Errors of the operations.
@@ -92,35 +99,63 @@ func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.
 	if err != nil {
 		return nil, err
 	}
+	s.written.remember(client.ObjectKeyFromObject(c), c.Generation, time.Now())
 	return &Created{Campaign: c, Contacts: len(prepared.Contacts), Duplicates: prepared.Duplicates}, nil
 }
 
-// Get returns campaign id of namespace.
+// Get returns campaign id of namespace, as the cache has it unless this
+// process created or changed it a moment ago and the cache does not show
+// that yet: then as the apiserver has it.
 func (s *Service) Get(ctx context.Context, ns, id string) (*switchboardv1.Campaign, error) {
-	var c switchboardv1.Campaign
-	err := s.Cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
-	if apierrors.IsNotFound(err) {
-		// Created a moment ago and not in the cache yet: one live read.
-		err = s.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &c)
+	key := client.ObjectKey{Namespace: ns, Name: id}
+	c := &switchboardv1.Campaign{}
+	err := s.Cache.Get(ctx, key, c)
+	if apierrors.IsNotFound(err) || err == nil && s.written.stale(key, c.Generation, time.Now()) {
+		// Created a moment ago and not in the cache yet, or changed and
+		// the cache has the older copy: one live read.
+		c = &switchboardv1.Campaign{}
+		err = s.Live.Get(ctx, key, c)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, ErrNotFound
 	}
-	return &c, err
+	return c, err
 }
 
-// List returns the campaigns of namespace, newest first.
+// List returns the campaigns of namespace, newest first: the cache's,
+// with those this process wrote a moment ago read live where the cache
+// lags (a handful at most, so the list stays cheap).
 func (s *Service) List(ctx context.Context, ns string) ([]switchboardv1.Campaign, error) {
 	var list switchboardv1.CampaignList
 	if err := s.Cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	items := list.Items
-	for i := 1; i < len(items); i++ { // insertion sort: a namespace holds few
-		for j := i; j > 0 && items[j-1].CreationTimestamp.Before(&items[j].CreationTimestamp); j-- {
-			items[j-1], items[j] = items[j], items[j-1]
+	now := time.Now()
+	items := make([]switchboardv1.Campaign, 0, len(list.Items))
+	seen := make(map[string]bool, len(list.Items))
+	var lagging []client.ObjectKey
+	for _, c := range list.Items {
+		seen[c.Name] = true
+		if key := client.ObjectKeyFromObject(&c); s.written.stale(key, c.Generation, now) {
+			lagging = append(lagging, key)
+			continue
 		}
+		items = append(items, c)
 	}
+	for _, key := range append(lagging, s.written.missing(ns, seen, now)...) {
+		var c switchboardv1.Campaign
+		err := s.Live.Get(ctx, key, &c)
+		if apierrors.IsNotFound(err) {
+			continue // deleted since
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, c)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		return items[j].CreationTimestamp.Before(&items[i].CreationTimestamp)
+	})
 	return items, nil
 }
 
@@ -169,5 +204,6 @@ func (s *Service) Do(ctx context.Context, ns, id string, action Action) (*switch
 		}
 		return nil, err
 	}
+	s.written.remember(client.ObjectKeyFromObject(c), c.Generation, time.Now())
 	return c, nil
 }

@@ -32,6 +32,22 @@ func CreatedOf(c *campaigns.Created) Created {
 		CreatedAt: callview.Timestamp(c.Campaign.CreationTimestamp.Time)}
 }
 
+// ContactsAdded is the 200 body of POST /v1/campaigns/{id}/contacts
+// (OpenAPI: CampaignContactsAddedResponse).
+type ContactsAdded struct {
+	CampaignID string `json:"campaign_id"`
+	Status     string `json:"status"`
+	// Added were stored; Duplicates left out as repeated numbers, of the
+	// list or of the campaign's contacts.
+	Added      int `json:"added"`
+	Duplicates int `json:"duplicates"`
+}
+
+// AddedOf is the 200 body of contacts added.
+func AddedOf(a *campaigns.Added) ContactsAdded {
+	return ContactsAdded{CampaignID: a.Campaign.Name, Status: Status(a.Campaign), Added: a.Added, Duplicates: a.Duplicates}
+}
+
 // Campaign is the campaign object (OpenAPI: Campaign).
 type Campaign struct {
 	CampaignID    string           `json:"campaign_id"`
@@ -72,6 +88,16 @@ type contactCounts struct {
 	Skipped   int64   `json:"skipped"`
 	Waiting   int64   `json:"waiting"`
 	NextDueAt *string `json:"next_due_at"`
+	// WaitingGroups are the waiting contacts by time zones, the group
+	// that opens first first (at most 10).
+	WaitingGroups []WaitingGroup `json:"waiting_groups"`
+}
+
+// WaitingGroup is the waiting contacts of one set of time zones.
+type WaitingGroup struct {
+	Zones     []string `json:"zones"`
+	Count     int64    `json:"count"`
+	NextDueAt string   `json:"next_due_at"`
 }
 
 // Status is the campaign's status as the API reports it: an action
@@ -106,6 +132,11 @@ func Render(c *switchboardv1.Campaign) Campaign {
 		Contacts: contactCounts{Total: s.Total, Pending: s.Pending, Dialing: s.Dialing, Done: s.Done, Answered: s.Answered,
 			Skipped: s.Skipped, Waiting: s.Waiting, NextDueAt: instant(s.NextDueAt)},
 		Outcomes: s.Outcomes}
+	v.Contacts.WaitingGroups = make([]WaitingGroup, len(s.WaitingGroups))
+	for i, g := range s.WaitingGroups {
+		v.Contacts.WaitingGroups[i] = WaitingGroup{Zones: append([]string{}, g.Zones...), Count: g.Count,
+			NextDueAt: callview.Timestamp(g.NextDueAt.Time)}
+	}
 	for _, d := range w.Days {
 		v.CallingWindow.Days = append(v.CallingWindow.Days, string(d))
 	}

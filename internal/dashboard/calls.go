@@ -101,6 +101,7 @@ func (d *dashboard) callQuery(filter url.Values) (history.CallQuery, map[string]
 	}
 	q, invalid := callinput.DecodeQuery(v, d.cfg.DefaultRegion)
 	q.Limit = callsPageSize
+	q.Campaign = strings.TrimSpace(filter.Get("campaign")) // the campaign page's link to its calls
 	return q, problemsByField(invalid)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -91,7 +92,7 @@ func (d *dashboard) campaignAction(action campaigns.Action) http.HandlerFunc {
 		case err != nil:
 			d.unavailable(w, r, err, "The campaign could not be changed")
 		default:
-			seeOther(w, r, Prefix+"/campaigns")
+			seeOther(w, r, Prefix+"/campaigns/"+url.PathEscape(chi.URLParam(r, "campaignID")))
 		}
 	}
 }

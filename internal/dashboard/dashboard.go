@@ -159,6 +159,7 @@ func (d *dashboard) routes() http.Handler {
 		})
 		r.Get("/campaigns", d.listCampaigns)
 		r.Post("/campaigns", d.createCampaign)
+		r.Get("/campaigns/{campaignID}", d.showCampaign)
 		r.Post("/campaigns/{campaignID}/pause", d.campaignAction(campaigns.Pause))
 		r.Post("/campaigns/{campaignID}/resume", d.campaignAction(campaigns.Resume))
 		r.Post("/campaigns/{campaignID}/cancel", d.campaignAction(campaigns.Cancel))

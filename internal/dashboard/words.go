@@ -133,6 +133,7 @@ var funcs = template.FuncMap{
 	"selected": func(a, b string) bool { return a == b },
 	"csrf":     func() string { return csrfField },
 	"prefix":   func() string { return Prefix },
+	"percent":  percent,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {

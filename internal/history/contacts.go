@@ -108,7 +108,23 @@ type ContactCounts struct {
 	// earliest of their due times (zero when none wait).
 	Waiting int64
 	NextDue time.Time
+	// WaitingGroups are the waiting contacts by time zones, the group
+	// that opens first first, at most MaxWaitingGroups of them.
+	WaitingGroups []WaitingGroup
 }
+
+// WaitingGroup is the waiting contacts of one set of time zones.
+type WaitingGroup struct {
+	// Zones are the IANA zones the contacts' window is evaluated in.
+	Zones []string
+	Count int64
+	// NextDue is the earliest of their due times.
+	NextDue time.Time
+}
+
+// MaxWaitingGroups bounds the groups counted: a status stays small
+// however many zones a campaign spans.
+const MaxWaitingGroups = 10
 
 // Total is every contact.
 func (c ContactCounts) Total() int64 {
@@ -164,6 +180,10 @@ WHERE namespace = $1 AND campaign = $2 GROUP BY state, outcome`
 
 const countWaiting = `SELECT COUNT(*), COALESCE(MIN(due_at), 0) FROM campaign_contacts {due}
 WHERE namespace = $1 AND campaign = $2 AND state = 'pending' AND due_at > $3`
+
+const countWaitingGroups = `SELECT zones, COUNT(*), MIN(due_at) FROM campaign_contacts {due}
+WHERE namespace = $1 AND campaign = $2 AND state = 'pending' AND due_at > $3
+GROUP BY zones ORDER BY MIN(due_at), zones LIMIT $4`
 
 const maxContactSeq = `SELECT COALESCE(MAX(seq), -1) FROM campaign_contacts WHERE namespace = $1 AND campaign = $2`
 
@@ -388,6 +408,9 @@ func (l contactLog) CountContacts(ctx context.Context, ns, campaign string, now 
 			counts.NextDue = time.Unix(0, next).UTC()
 		}
 	}
+	if err == nil && counts.Waiting > 0 {
+		counts.WaitingGroups, err = l.waitingGroups(ctx, ns, campaign, now)
+	}
 	if err != nil {
 		return ContactCounts{}, fmt.Errorf("history: counting the contacts of campaign %s/%s: %w", ns, campaign, err)
 	}
@@ -400,4 +423,26 @@ func (l contactLog) DeleteContacts(ctx context.Context, ns, campaign string) (in
 		return 0, fmt.Errorf("history: deleting the contacts of campaign %s/%s: %w", ns, campaign, err)
 	}
 	return n, nil
+}
+
+// waitingGroups counts the waiting contacts by their zones. It reads the
+// waiting rows only (the due index), as the count of them does.
+func (l contactLog) waitingGroups(ctx context.Context, ns, campaign string, now time.Time) ([]WaitingGroup, error) {
+	var groups []WaitingGroup
+	err := l.db.query(ctx, false, l.indexes.Replace(countWaitingGroups), []any{ns, campaign, now.UnixNano(), MaxWaitingGroups},
+		func(row rowScanner) error {
+			var zones string
+			var g WaitingGroup
+			var next int64
+			if err := row.Scan(&zones, &g.Count, &next); err != nil {
+				return err
+			}
+			if zones != "" {
+				g.Zones = strings.Split(zones, ",")
+			}
+			g.NextDue = time.Unix(0, next).UTC()
+			groups = append(groups, g)
+			return nil
+		})
+	return groups, err
 }

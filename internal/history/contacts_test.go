@@ -188,3 +188,44 @@ func testCallsByCampaign(t *testing.T, b backend) {
 		t.Fatalf("spring's calls = %d, %v", len(got), err)
 	}
 }
+
+// The waiting contacts are counted by their zones, the group that opens
+// first first, at most MaxWaitingGroups groups.
+func testContactWaitingGroups(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := open(t, b.fresh(t))
+	now := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+	cs := contactsOf(40, now)
+	for i := range cs {
+		switch {
+		case i < 3: // due now: not waiting
+		case i < 6:
+			cs[i].Zones, cs[i].DueAt = []string{"Pacific/Honolulu"}, now.Add(time.Duration(i)*time.Hour)
+		case i < 8:
+			cs[i].Zones, cs[i].DueAt = []string{"America/Adak", "Pacific/Guam"}, now.Add(30*time.Minute)
+		default: // one zone each, opening later and later
+			cs[i].Zones, cs[i].DueAt = []string{fmt.Sprintf("Etc/GMT+%d", i%12)}, now.Add(time.Duration(i)*24*time.Hour)
+			cs[i].Zones[0] += fmt.Sprint("-", i)
+		}
+	}
+	if _, err := s.AddContacts(ctx, "org-a", "cmp_1", cs, now); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := s.CountContacts(ctx, "org-a", "cmp_1", now)
+	if err != nil || counts.Waiting != 37 {
+		t.Fatalf("counts = %+v, %v; want 37 waiting", counts, err)
+	}
+	g := counts.WaitingGroups
+	if len(g) != history.MaxWaitingGroups {
+		t.Fatalf("%d groups, want at most %d: %+v", len(g), history.MaxWaitingGroups, g)
+	}
+	if fmt.Sprint(g[0].Zones) != "[America/Adak Pacific/Guam]" || g[0].Count != 2 || !g[0].NextDue.Equal(now.Add(30*time.Minute)) {
+		t.Errorf("first group = %+v, want Adak and Guam, 2, in 30 minutes", g[0])
+	}
+	if fmt.Sprint(g[1].Zones) != "[Pacific/Honolulu]" || g[1].Count != 3 || !g[1].NextDue.Equal(now.Add(3*time.Hour)) {
+		t.Errorf("second group = %+v, want Honolulu, 3, in 3 hours", g[1])
+	}
+	if g[2].Count != 1 || !g[2].NextDue.Equal(now.Add(8*24*time.Hour)) {
+		t.Errorf("third group = %+v, want the contact due in 8 days", g[2])
+	}
+}

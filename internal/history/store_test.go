@@ -92,6 +92,7 @@ func TestStoreContract(t *testing.T) {
 		{"DialRecordedOnce", testDialRecordedOnce},
 		{"TranscriptWrittenOnce", testTranscriptWrittenOnce},
 		{"ContactLifecycle", testContactLifecycle},
+		{"ContactWaitingGroups", testContactWaitingGroups},
 		{"CallsByCampaign", testCallsByCampaign},
 	}
 	for _, b := range backends {

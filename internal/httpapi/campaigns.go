@@ -24,6 +24,7 @@ func (a *api) campaignRoutes(r chi.Router) {
 	r.Get("/", a.listCampaigns)
 	r.Get("/{campaignID}", a.getCampaign)
 	r.Get("/{campaignID}/calls", a.listCampaignCalls)
+	r.Post("/{campaignID}/contacts", a.addCampaignContacts)
 	r.Post("/{campaignID}/pause", a.campaignAction(campaigns.Pause))
 	r.Post("/{campaignID}/resume", a.campaignAction(campaigns.Resume))
 	r.Post("/{campaignID}/cancel", a.campaignAction(campaigns.Cancel))
@@ -41,18 +42,28 @@ func (a *api) createCampaign(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	a.onceByKey(w, r, body, idempotencyScope, "campaign", func(id string) reply {
+		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id))
+	})
+}
+
+// onceByKey answers run's reply; with an Idempotency-Key (kept under
+// scope) run runs once per key and a retry replays its reply. id is the
+// key's id, or a fresh one without a key.
+func (a *api) onceByKey(w http.ResponseWriter, r *http.Request, body []byte, scope, what string, run func(id string) reply) {
+	ctx, ns := r.Context(), organization(r.Context())
 	key, sent, ok := idempotencyKey(w, r)
 	switch {
 	case !ok:
 		return
 	case !sent:
-		writeReply(w, a.createCampaignWith(ctx, ns, contentType, body, campaignID(callid.New())))
+		writeReply(w, run(callid.New()))
 		return
 	}
-	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, idempotencyScope+key, body, func(id string) idempotency.Response {
-		return a.createCampaignWith(ctx, ns, contentType, body, campaignID(id)).response()
+	res, replayed, err := a.cfg.Idempotency.Do(ctx, ns, scope+key, body, func(id string) idempotency.Response {
+		return run(id).response()
 	})
-	a.writeIdempotent(w, res, replayed, err, ns, "campaign")
+	a.writeIdempotent(w, res, replayed, err, ns, what)
 }
 
 // campaignID is the campaign id (and resource name) for a fresh id.
@@ -121,6 +132,48 @@ func (a *api) getCampaign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, campaignview.Render(c))
+}
+
+// addCampaignContacts implements POST /v1/campaigns/{id}/contacts: JSON
+// or a CSV upload, as on create; with an Idempotency-Key once per key.
+func (a *api) addCampaignContacts(w http.ResponseWriter, r *http.Request) {
+	ctx, ns, id := r.Context(), organization(r.Context()), chi.URLParam(r, "campaignID")
+	contentType := r.Header.Get("Content-Type")
+	body, ok := readCampaignBody(w, r, contentType)
+	if !ok {
+		return
+	}
+	a.onceByKey(w, r, body, idempotencyScope+id+"/contacts/", "list of contacts", func(string) reply {
+		return a.addContactsWith(ctx, ns, id, contentType, body)
+	})
+}
+
+// addContactsWith decodes contacts and adds them to campaign id.
+func (a *api) addContactsWith(ctx context.Context, ns, id, contentType string, body []byte) reply {
+	in, invalid, err := campaigninput.DecodeContacts(contentType, body)
+	switch {
+	case errors.Is(err, campaigninput.ErrUnsupportedType):
+		return reply{status: http.StatusUnsupportedMediaType, body: stringDetail{Detail: err.Error()}}
+	case err != nil:
+		return unavailableReply("The request could not be read; it is safe to retry.")
+	case invalid != nil:
+		return validationReply(invalid)
+	}
+	added, err := a.cfg.Campaigns.AddContacts(ctx, ns, id, in)
+	var contacts *campaigns.InvalidContacts
+	switch {
+	case errors.As(err, &contacts):
+		return validationReply(campaigninput.ContactProblems(contacts.Items))
+	case errors.Is(err, campaigns.ErrNotFound):
+		return reply{status: http.StatusNotFound, body: stringDetail{Detail: "Campaign not found."}}
+	case errors.Is(err, campaigns.ErrEnded):
+		return errorReply(http.StatusConflict, ErrorDetail{ErrorCode: "campaign_ended",
+			Error: "The campaign has completed or was canceled; contacts cannot be added. Create a new campaign."})
+	case err != nil:
+		a.cfg.Log.Error(err, "adding campaign contacts", "namespace", ns, "campaign", id)
+		return unavailableReply("The contacts could not be added; it is safe to retry with the same Idempotency-Key.")
+	}
+	return reply{status: http.StatusOK, placed: true, body: campaignview.AddedOf(added)}
 }
 
 // campaignAction implements POST /v1/campaigns/{id}/pause|resume|cancel:
