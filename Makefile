@@ -147,6 +147,14 @@ bench-writes: ## Count the apiserver writes of an answered call with one webhook
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	go test ./internal/app/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
 
+CEILING_BENCH_CALLS ?= 1500
+CEILING_REPLICAS ?= 1
+
+.PHONY: bench-ceiling
+bench-ceiling: ## The per-call path against its ceiling: the apiserver's four writes per call alone, then Switchboard end to end, in one run; prints both and the ratio.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
+
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 50
 SOAK_RETENTION ?= 5m

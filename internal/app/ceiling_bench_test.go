@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
+)
+
+// ceilingWriters is how many clients write at once in both stages: the
+// apiserver's ceiling is measured at the concurrency the API is driven at.
+const ceilingWriters = 32
+
+// BenchmarkCeiling measures, in one run, how close Switchboard comes to
+// the apiserver's own ceiling on the per-call path. b.N calls each:
+//
+//   - ceiling: the four writes an answered call costs the apiserver
+//     (create, two status patches, delete) straight through the client,
+//     ceilingWriters at once, nothing else running: calls/s.
+//   - switchboard: answered simulated calls placed through the REST API by
+//     ceilingWriters clients, each followed until its three events reached
+//     one webhook endpoint and it has left the cluster: calls/s.
+//
+// and reports their ratio. SWITCHBOARD_CEILING_REPLICAS=N runs N replicas
+// of the operator (leader election on; the POSTs spread over them). Run it
+// with `make bench-ceiling`.
+func BenchmarkCeiling(b *testing.B) {
+	replicas, err := strconv.Atoi(envOr("SWITCHBOARD_CEILING_REPLICAS", "1"))
+	if err != nil || replicas < 1 {
+		b.Fatalf("SWITCHBOARD_CEILING_REPLICAS: want a number of replicas, at least 1")
+	}
+	o := newOrg(b)
+	// The suite's API-only operator would watch every Call written here:
+	// nothing but the stage measured runs.
+	operator.stop()
+	b.Cleanup(func() {
+		if op, err := startOperator(false); err == nil {
+			operator = op
+		}
+	})
+	b.ResetTimer()
+	ceiling := measureCeiling(b, o)
+	b.StopTimer()
+	urls := startReplicas(b, replicas)
+	rc := newReceiver(b, nil)
+	applyEndpoint(b, o.ns, rc.url(), nil)
+	time.Sleep(time.Second) // the endpoint's own set-up writes (Secret, status) settle
+	b.StartTimer()
+	switchboard := measureSwitchboard(b, urls, o, rc)
+	b.StopTimer()
+	b.ReportMetric(ceiling, "ceiling-calls/s")
+	b.ReportMetric(switchboard, "switchboard-calls/s")
+	b.ReportMetric(switchboard/ceiling, "ratio")
+}
+
+// measureCeiling writes b.N answered calls' apiserver writes and returns
+// calls per second.
+func measureCeiling(b *testing.B, o *org) float64 {
+	ctx := context.Background()
+	start := time.Now()
+	runCreates(b, ceilingWriters, b.N, func(i int) error {
+		call := rawCall(o, benchNumber(i))
+		if err := k8s.Create(ctx, call); err != nil {
+			return err
+		}
+		for _, step := range []func(*switchboardv1.CallStatus){dialed, ended} {
+			before := call.DeepCopy()
+			step(&call.Status)
+			if err := k8s.Status().Patch(ctx, call, client.MergeFrom(before)); err != nil {
+				return err
+			}
+		}
+		return k8s.Delete(ctx, call)
+	})
+	return float64(b.N) / time.Since(start).Seconds()
+}
+
+// dialed and ended are the status the call reconciler writes for an
+// answered simulated call: when it is dialed, and when it has ended,
+// recorded and been analyzed.
+func dialed(s *switchboardv1.CallStatus) {
+	now := metav1.NowMicro()
+	s.Phase, s.FromNumber, s.StartedAt, s.AnsweredAt = switchboardv1.CallInProgress, "+14155550100", &now, &now
+	s.EmittedEvents = []string{"call.started"}
+}
+
+func ended(s *switchboardv1.CallStatus) {
+	now, at := metav1.NowMicro(), metav1.Now()
+	ms := int64(200)
+	s.Phase, s.Disposition, s.EndedAt, s.DurationMS, s.Duration = switchboardv1.CallEnded, switchboardv1.DispositionAnswered, &now, &ms, "0s"
+	s.DisconnectionReason = "user_hangup"
+	s.Recording = &switchboardv1.CallRecording{Key: "recordings/x.wav", ContentType: "audio/wav", SizeBytes: 6444, StoredAt: &at}
+	s.Analysis = &switchboardv1.CallAnalysis{Summary: "The call was answered.", AnalyzedAt: &at}
+	s.EmittedEvents = []string{"call.started", "call.ended", "call.analyzed"}
+}
+
+// startReplicas starts n whole operators (reconcilers, a 100 ms call
+// retention, short simulated calls) and returns their API's base URLs.
+// More than one elect a leader that runs the reconcilers.
+func startReplicas(b *testing.B, n int) []string {
+	if n > 1 {
+		ensureNamespace(b, devenv.LeaderElectionNamespace)
+	}
+	var urls []string
+	for range n {
+		op, err := startOperator(true, func(opts *app.Options) {
+			opts.SimTimings = benchTimings
+			opts.MaxConcurrentCalls = 64
+			opts.Retention.Calls = 100 * time.Millisecond
+			opts.CallNormalEvents = false // the default outside --dev
+			opts.LeaderElection = app.LeaderElectionOptions{Enabled: n > 1, Namespace: devenv.LeaderElectionNamespace}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(op.stop)
+		urls = append(urls, op.baseURL)
+	}
+	return urls
+}
+
+// measureSwitchboard places b.N calls through the REST APIs at urls, in
+// turn, and returns calls per second until every event arrived and every
+// Call left the cluster.
+func measureSwitchboard(b *testing.B, urls []string, o *org, rc *receiver) float64 {
+	httpc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: ceilingWriters}}
+	var placed atomic.Int64
+	start := time.Now()
+	runCreates(b, ceilingWriters, b.N, func(i int) error {
+		if err := postCallTo(httpc, urls[i%len(urls)], o, benchNumber(i)); err != nil {
+			return fmt.Errorf("call %d: %w", i, err)
+		}
+		placed.Add(1)
+		return nil
+	})
+	waitEvents(b, rc, 3*b.N)
+	waitNoCalls(b, o.ns)
+	return float64(placed.Load()) / time.Since(start).Seconds()
+}
