@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,7 +35,12 @@ const ceilingWriters = 32
 //     ceilingWriters clients, each followed until its three events reached
 //     one webhook endpoint and it has left the cluster: calls/s.
 //
-// and reports their ratio. SWITCHBOARD_CEILING_REPLICAS=N runs N replicas
+// and reports their ratio, and the CPU each stage cost per call in
+// kube-apiserver, etcd and the benchmark's process (the operator with its
+// load generator and receiver): on a shared machine, where calls/s move
+// with the neighbours' load, CPU per call is the steadier figure. SWITCHBOARD_CEILING_PROFILE=DIR writes CPU,
+// mutex and block profiles of the end-to-end stage alone (the operator
+// runs in the benchmark's process) into DIR. SWITCHBOARD_CEILING_REPLICAS=N runs N replicas
 // of the operator (leader election on; the POSTs spread over them). Run it
 // with `make bench-ceiling`.
 func BenchmarkCeiling(b *testing.B) {
@@ -49,18 +58,78 @@ func BenchmarkCeiling(b *testing.B) {
 		}
 	})
 	b.ResetTimer()
+	cpu := startCPU()
 	ceiling := measureCeiling(b, o)
 	b.StopTimer()
+	cpu.report(b, "ceiling-")
 	urls := startReplicas(b, replicas)
 	rc := newReceiver(b, nil)
 	applyEndpoint(b, o.ns, rc.url(), nil)
 	time.Sleep(time.Second) // the endpoint's own set-up writes (Secret, status) settle
+	stopProfiles := profileStage(b, os.Getenv("SWITCHBOARD_CEILING_PROFILE"))
+	cpu, requests := startCPU(), apiserverRequests(b, true)
 	b.StartTimer()
 	switchboard := measureSwitchboard(b, urls, o, rc)
 	b.StopTimer()
+	cpu.report(b, "")
+	total, lines := writesBetween(requests, apiserverRequests(b, true))
+	b.ReportMetric(total/float64(b.N), "apiserver-requests/call")
+	for _, l := range lines {
+		b.Logf("%-48s %6.2f per call", l.key, l.n/float64(b.N))
+	}
+	stopProfiles()
 	b.ReportMetric(ceiling, "ceiling-calls/s")
 	b.ReportMetric(switchboard, "switchboard-calls/s")
 	b.ReportMetric(switchboard/ceiling, "ratio")
+}
+
+// cpuUse is the CPU used so far by the control plane and this process.
+type cpuUse struct{ apiserver, etcd, self time.Duration }
+
+func startCPU() cpuUse {
+	return cpuUse{cpuTime(childPID("kube-apiserver")), cpuTime(childPID("etcd")), cpuTime(os.Getpid())}
+}
+
+// report reports the CPU used since u per call, in milliseconds.
+func (u cpuUse) report(b *testing.B, prefix string) {
+	now := startCPU()
+	perCall := func(d time.Duration) float64 { return ms(d) / float64(b.N) }
+	b.ReportMetric(perCall(now.apiserver-u.apiserver), prefix+"apiserver-cpu-ms/call")
+	b.ReportMetric(perCall(now.etcd-u.etcd), prefix+"etcd-cpu-ms/call")
+	if prefix == "" {
+		b.ReportMetric(perCall(now.self-u.self), "operator-cpu-ms/call")
+	}
+}
+
+// profileStage starts CPU, mutex and block profiling into dir ("": none)
+// and returns what stops it and writes the files.
+func profileStage(b *testing.B, dir string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		b.Fatal(err)
+	}
+	runtime.SetMutexProfileFraction(5)
+	runtime.SetBlockProfileRate(int(time.Millisecond))
+	return func() {
+		pprof.StopCPUProfile()
+		_ = cpu.Close()
+		for _, name := range []string{"mutex", "block"} {
+			f, err := os.Create(filepath.Join(dir, name+".pprof"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = pprof.Lookup(name).WriteTo(f, 0)
+			_ = f.Close()
+		}
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+	}
 }
 
 // measureCeiling writes b.N answered calls' apiserver writes and returns
