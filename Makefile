@@ -155,6 +155,13 @@ bench-ceiling: ## The per-call path against its ceiling: the apiserver's four wr
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
 
+SATURATION_GATE ?= 8
+
+.PHONY: bench-saturation
+bench-saturation: ## POST /v1/calls under a burst from 32, then 64, clients for 10 s: p50/p99, the share answered 503 by the placement gate (SATURATION_GATE=-1: without it).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_SATURATION_GATE=$(SATURATION_GATE) go test ./internal/app/ -run '^$$' -bench 'Saturation' -benchtime 1x -count 1 -timeout 30m
+
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 50
 SOAK_RETENTION ?= 5m

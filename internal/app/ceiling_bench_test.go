@@ -2,12 +2,14 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
+	"github.com/switchboard-dev/switchboard/internal/httpapi"
 )
 
 // ceilingWriters is how many clients write at once in both stages: the
@@ -215,4 +218,111 @@ func measureSwitchboard(b *testing.B, urls []string, o *org, rc *receiver) float
 	waitEvents(b, rc, 3*b.N)
 	waitNoCalls(b, o.ns)
 	return float64(placed.Load()) / time.Since(start).Seconds()
+}
+
+// BenchmarkSaturation sends POST /v1/calls from 32, then 64, clients back
+// to back for SWITCHBOARD_SATURATION_DURATION (10 s) against one whole
+// operator: more than the cluster absorbs on this machine. A client that
+// gets 503 waits its Retry-After, as the API asks. It reports p50/p99 of
+// every answer and of the 201s, the share answered 503 and the calls
+// admitted per second, then checks that every admitted call delivered its
+// three events. SWITCHBOARD_SATURATION_GATE sets --max-placements-in-flight
+// (default: the binary's; -1 measures without the gate). Run it with
+// `make bench-saturation`.
+func BenchmarkSaturation(b *testing.B) {
+	duration := envDuration(b, "SWITCHBOARD_SATURATION_DURATION", 10*time.Second)
+	gate, err := strconv.Atoi(envOr("SWITCHBOARD_SATURATION_GATE", strconv.Itoa(httpapi.DefaultPlacementsInFlight)))
+	if err != nil || gate == 0 {
+		b.Fatalf("SWITCHBOARD_SATURATION_GATE: want a number of placements, or -1 for no bound")
+	}
+	full, err := startOperator(true, func(opts *app.Options) {
+		opts.SimTimings = benchTimings
+		opts.MaxConcurrentCalls = 64
+		opts.Retention.Calls = 100 * time.Millisecond
+		opts.CallNormalEvents = false // the default outside --dev
+		opts.MaxPlacementsInFlight = gate
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(full.stop)
+	for _, clients := range []int{32, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			o := newOrg(b)
+			rc := newReceiver(b, nil)
+			applyEndpoint(b, o.ns, rc.url(), nil)
+			b.ResetTimer()
+			admitted := 0
+			for i := range b.N {
+				r := burst(b, full.baseURL, o, clients, duration, i)
+				r.report(b, duration)
+				admitted += r.admitted
+			}
+			b.StopTimer()
+			// Admitted is placed: every one of them delivers its events.
+			waitEvents(b, rc, 3*admitted)
+		})
+	}
+}
+
+// burstResult is what the clients of one burst were answered.
+type burstResult struct {
+	all, created []time.Duration
+	busy         int // 503s
+	admitted     int
+}
+
+// burst has clients post calls back to back for duration; a 503 makes the
+// client wait its Retry-After. Calls are numbered from round*1,000,000.
+func burst(b *testing.B, baseURL string, o *org, clients int, duration time.Duration, round int) *burstResult {
+	httpc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	var next atomic.Int64
+	next.Store(int64(round) * 1_000_000)
+	results := make(chan *burstResult, clients)
+	end := time.Now().Add(duration)
+	for range clients {
+		go func() {
+			r := &burstResult{}
+			defer func() { results <- r }()
+			for time.Now().Before(end) {
+				start := time.Now()
+				_, err := placeCall(httpc, baseURL, o, benchNumber(int(next.Add(1))))
+				took := time.Since(start)
+				r.all = append(r.all, took)
+				var status *statusError
+				switch {
+				case err == nil:
+					r.created, r.admitted = append(r.created, took), r.admitted+1
+				case errors.As(err, &status) && status.code == http.StatusServiceUnavailable:
+					r.busy++
+					time.Sleep(time.Second) // Retry-After: 1
+				default:
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	total := &burstResult{}
+	for range clients {
+		r := <-results
+		total.all, total.created = append(total.all, r.all...), append(total.created, r.created...)
+		total.busy += r.busy
+		total.admitted += r.admitted
+	}
+	return total
+}
+
+func (r *burstResult) report(b *testing.B, duration time.Duration) {
+	if len(r.created) == 0 {
+		b.Fatal("no call was admitted")
+	}
+	slices.Sort(r.all)
+	slices.Sort(r.created)
+	p := func(ds []time.Duration, q float64) float64 { return ms(ds[int(q*float64(len(ds)-1))]) }
+	b.ReportMetric(p(r.all, 0.5), "p50-ms")
+	b.ReportMetric(p(r.all, 0.99), "p99-ms")
+	b.ReportMetric(p(r.created, 0.99), "201-p99-ms")
+	b.ReportMetric(100*float64(r.busy)/float64(len(r.all)), "%503")
+	b.ReportMetric(float64(r.admitted)/duration.Seconds(), "admitted-calls/s")
 }
