@@ -69,8 +69,10 @@ func TestPlacementGateFull(t *testing.T) {
 	go func() { first <- postWithKey(t, operator.baseURL, o.key, "gate-first", o.jsonBody(t, "+14155550142")) }()
 	g.Eventually(stall.creates, 20*time.Second, 20*time.Millisecond).Should(HaveLen(1))
 
-	busy := postWithKey(t, operator.baseURL, o.key, "gate-second", o.jsonBody(t, "+14155550143"))
-	g.Expect(busy.status).To(Equal(http.StatusServiceUnavailable), "%s", busy.raw)
+	// The refusal as the OpenAPI document describes it.
+	busy := openAPIContract(t).do(exchange{method: "POST", path: "/v1/calls", key: o.key,
+		body: string(o.jsonBody(t, "+14155550143")), header: http.Header{"Idempotency-Key": {"gate-second"}},
+		valid: true, want: []int{http.StatusServiceUnavailable}})
 	g.Expect(busy.header.Get("Retry-After")).To(Equal("1"))
 	g.Expect(detail(t, busy)).To(And(HaveKeyWithValue("error_code", "server_busy"),
 		HaveKeyWithValue("error", ContainSubstring("nothing was created"))))
