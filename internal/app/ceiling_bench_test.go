@@ -176,6 +176,15 @@ func ended(s *switchboardv1.CallStatus) {
 	s.EmittedEvents = []string{"call.started", "call.ended", "call.analyzed"}
 }
 
+// pipelineOptions make an operator whose calls pass through the whole
+// per-call path quickly: short simulated calls, a 100 ms call retention.
+func pipelineOptions(opts *app.Options) {
+	opts.SimTimings = benchTimings
+	opts.MaxConcurrentCalls = 64
+	opts.Retention.Calls = 100 * time.Millisecond
+	opts.CallNormalEvents = false // the default outside --dev
+}
+
 // startReplicas starts n whole operators (reconcilers, a 100 ms call
 // retention, short simulated calls) and returns their API's base URLs.
 // More than one elect a leader that runs the reconcilers.
@@ -185,11 +194,7 @@ func startReplicas(b *testing.B, n int) []string {
 	}
 	var urls []string
 	for range n {
-		op, err := startOperator(true, func(opts *app.Options) {
-			opts.SimTimings = benchTimings
-			opts.MaxConcurrentCalls = 64
-			opts.Retention.Calls = 100 * time.Millisecond
-			opts.CallNormalEvents = false // the default outside --dev
+		op, err := startOperator(true, pipelineOptions, func(opts *app.Options) {
 			opts.LeaderElection = app.LeaderElectionOptions{Enabled: n > 1, Namespace: devenv.LeaderElectionNamespace}
 		})
 		if err != nil {
@@ -235,13 +240,7 @@ func BenchmarkSaturation(b *testing.B) {
 	if err != nil || gate == 0 {
 		b.Fatalf("SWITCHBOARD_SATURATION_GATE: want a number of placements, or -1 for no bound")
 	}
-	full, err := startOperator(true, func(opts *app.Options) {
-		opts.SimTimings = benchTimings
-		opts.MaxConcurrentCalls = 64
-		opts.Retention.Calls = 100 * time.Millisecond
-		opts.CallNormalEvents = false // the default outside --dev
-		opts.MaxPlacementsInFlight = gate
-	})
+	full, err := startOperator(true, pipelineOptions, func(opts *app.Options) { opts.MaxPlacementsInFlight = gate })
 	if err != nil {
 		b.Fatal(err)
 	}
