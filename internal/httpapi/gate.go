@@ -12,9 +12,8 @@ import (
 // progress at once by default. A placement's time is mostly the Call's
 // create in the apiserver, and a saturated apiserver answers creates about
 // as fast whether 8 or 32 wait on it: what more of them in flight add is
-// queueing. At 8 the admitted POSTs' p99 stays under 250 ms on the project's
-// 2-core machine while its pipeline is saturated (hack/README.md,
-// "Saturation").
+// queueing. 8 admitted as many calls per second as 4 and more, with a
+// lower p99, in the bursts measured so far (hack/README.md, "Saturation").
 const DefaultPlacementsInFlight = 8
 
 // placementWait is how long a placement waits for a free slot before it is
