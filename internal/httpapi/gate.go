@@ -12,7 +12,7 @@ import (
 // progress at once by default. A placement's time is mostly the Call's
 // create in the apiserver, and a saturated apiserver answers creates about
 // as fast whether 8 or 32 wait on it: what more of them in flight add is
-// queueing. 8 admitted as many calls per second as 4 and more, with a
+// queueing. 8 admitted about twice the calls per second 4 did, with a
 // lower p99, in the bursts measured so far (hack/README.md, "Saturation").
 const DefaultPlacementsInFlight = 8
 
