@@ -148,6 +148,21 @@ bench-writes: ## Count the apiserver writes of an answered call with one webhook
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	go test ./internal/app/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
 
+CEILING_BENCH_CALLS ?= 1500
+CEILING_REPLICAS ?= 1
+
+.PHONY: bench-ceiling
+bench-ceiling: ## The per-call path against its ceiling: the apiserver's four writes per call alone, then Switchboard end to end, in one run; prints both and the ratio.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
+
+SATURATION_GATE ?= 8
+
+.PHONY: bench-saturation
+bench-saturation: ## POST /v1/calls under a burst from 32, then 64, clients for 10 s: p50/p99, the share answered 503 by the placement gate (SATURATION_GATE=-1: without it).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_SATURATION_GATE=$(SATURATION_GATE) go test ./internal/app/ -run '^$$' -bench 'Saturation' -benchtime 1x -count 1 -timeout 30m
+
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 50
 SOAK_RETENTION ?= 5m

@@ -47,6 +47,7 @@ type flags struct {
 	sipEnabled    bool
 	historyDSN    string
 	apiTimeout    time.Duration
+	placements    int
 	normalEvents  string // "auto": on with --dev
 
 	// The option groups, each with its flags and defaults in its package.
@@ -72,6 +73,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.publicURL, "public-url", "", "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
 	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
 	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
+	flag.IntVar(&f.placements, "max-placements-in-flight", httpapi.DefaultPlacementsInFlight, "Call creations (POST /v1/calls, the SDK's create-phone-call) a replica has in progress at once; one more waits up to 50 ms for a slot, then is answered 503 server_busy with Retry-After: 1 and nothing created (negative: no bound).")
 	f.authFailures.BindFlags(flag.CommandLine)
 	f.reads.BindFlags(flag.CommandLine)
 
@@ -157,7 +159,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	defer func() { _ = store.Close() }()
 	log.Info("history store open", "store", history.Describe(f.historyDSN))
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
-		History: store, Retention: f.retention, APIRequestTimeout: f.apiTimeout, CallNormalEvents: set.normalEvents,
+		History: store, Retention: f.retention, APIRequestTimeout: f.apiTimeout, MaxPlacementsInFlight: f.placements, CallNormalEvents: set.normalEvents,
 		Quota: f.quota, AuthFailures: f.authFailures, Reads: f.reads,
 		RecordingDir: f.recordings.Dir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
@@ -181,6 +183,9 @@ func (f *flags) validateOwn() error {
 	}
 	if f.maxCalls <= 0 {
 		errs = append(errs, errors.New("--max-concurrent-calls must be more than 0"))
+	}
+	if f.placements == 0 {
+		errs = append(errs, errors.New("--max-placements-in-flight must not be 0 (negative: no bound)"))
 	}
 	return errors.Join(errs...)
 }

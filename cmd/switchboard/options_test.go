@@ -73,7 +73,7 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 	}
 	groups := func() []group {
 		client, election, retention := app.DefaultClientOptions, app.DefaultLeaderElectionOptions, app.DefaultRetentionOptions
-		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64}
+		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64, placements: httpapi.DefaultPlacementsInFlight}
 		return []group{
 			// Validate reads the options when called, after parsing (a
 			// method value would copy them before).
@@ -83,6 +83,7 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 			{func(fs *flag.FlagSet) {
 				fs.DurationVar(&own.apiTimeout, "api-request-timeout", own.apiTimeout, "")
 				fs.IntVar(&own.maxCalls, "max-concurrent-calls", own.maxCalls, "")
+				fs.IntVar(&own.placements, "max-placements-in-flight", own.placements, "")
 			}, func() error { return own.validateOwn() }},
 		}
 	}
@@ -115,7 +116,7 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 		t.Errorf("--recording-retention=-1s: %v, want it refused by name", err)
 	}
 	for _, name := range []string{"call-retention", "api-request-timeout", "leader-elect-lease-duration",
-		"max-concurrent-calls", "kube-api-qps", "kube-api-burst"} {
+		"max-concurrent-calls", "max-placements-in-flight", "kube-api-qps", "kube-api-burst"} {
 		if err := parse("--" + name + "=0"); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
 			t.Errorf("--%s=0: %v, want it refused by name", name, err)
 		}

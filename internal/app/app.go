@@ -79,6 +79,9 @@ type Options struct {
 	// APIRequestTimeout bounds a REST request's wait on the apiserver and
 	// the history store (httpapi.DefaultRequestTimeout when zero).
 	APIRequestTimeout time.Duration
+	// MaxPlacementsInFlight bounds the call placements in progress at once
+	// (httpapi.DefaultPlacementsInFlight when zero; negative: no bound).
+	MaxPlacementsInFlight int
 	// AuthFailures is the budget of failed authentications per client
 	// address and per organization (authlimit.Defaults when zero).
 	AuthFailures authlimit.Options
@@ -421,7 +424,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
 		Recordings: store, RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
-		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")}
+		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api"),
+		Placements: httpapi.NewPlacementGate(cmp.Or(opts.MaxPlacementsInFlight, httpapi.DefaultPlacementsInFlight))}
 	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
 		return nil, err
 	}

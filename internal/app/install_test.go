@@ -137,7 +137,7 @@ func dryRunApply(t *testing.T, kubectl *testsupport.Kubectl, manifests []byte) s
 
 // ensureNamespace creates ns (a dry run checks that a namespaced object's
 // namespace exists).
-func ensureNamespace(t *testing.T, ns string) {
+func ensureNamespace(t testing.TB, ns string) {
 	t.Helper()
 	err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {

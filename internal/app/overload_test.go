@@ -53,6 +53,43 @@ func TestCreateAgainstAStalledAPIServer(t *testing.T) {
 	g.Consistently(func() int { return countCalls(t, o.ns) }, 3*time.Second, 200*time.Millisecond).To(Equal(1))
 }
 
+// With as many placements in flight as --max-placements-in-flight, one
+// more POST is answered 503 server_busy with Retry-After at once, in the
+// documented error shape, and nothing of it is created or kept: its retry
+// with the same Idempotency-Key, once there is room, places the call.
+func TestPlacementGateFull(t *testing.T) {
+	withOperator(t, func(o *app.Options) { o.MaxPlacementsInFlight = 1 })
+	g := NewWithT(t)
+	o := newOrg(t)
+	stall := stallCallCreates(t, o)
+
+	// The first placement holds the only slot: its create waits in the
+	// apiserver's admission webhook.
+	first := make(chan response, 1)
+	go func() { first <- postWithKey(t, operator.baseURL, o.key, "gate-first", o.jsonBody(t, "+14155550142")) }()
+	g.Eventually(stall.creates, 20*time.Second, 20*time.Millisecond).Should(HaveLen(1))
+
+	// The refusal as the OpenAPI document describes it.
+	busy := openAPIContract(t).do(exchange{method: "POST", path: "/v1/calls", key: o.key,
+		body: string(o.jsonBody(t, "+14155550143")), header: http.Header{"Idempotency-Key": {"gate-second"}},
+		valid: true, want: []int{http.StatusServiceUnavailable}})
+	g.Expect(busy.header.Get("Retry-After")).To(Equal("1"))
+	g.Expect(detail(t, busy)).To(And(HaveKeyWithValue("error_code", "server_busy"),
+		HaveKeyWithValue("error", ContainSubstring("nothing was created"))))
+	sdk := send(t, operator.baseURL, "POST", "/v2/create-phone-call", "Bearer "+o.key,
+		map[string]any{"from_number": "+14155550100", "to_number": "+14155550144", "override_agent_id": o.agentID,
+			"retell_llm_dynamic_variables": map[string]any{"customer_name": "Ada"}})
+	g.Expect(sdk.status).To(Equal(http.StatusServiceUnavailable), "the SDK's create shares the gate: %s", sdk.raw)
+	g.Expect(stall.creates()).To(HaveLen(1), "a refused placement sends no create")
+
+	stall.release()
+	g.Expect((<-first).status).To(Equal(http.StatusCreated))
+	again := postWithKey(t, operator.baseURL, o.key, "gate-second", o.jsonBody(t, "+14155550143"))
+	g.Expect(again.status).To(Equal(http.StatusCreated), "the refused request's retry is a first attempt: %s", again.raw)
+	g.Expect(again.header.Get("Idempotent-Replayed")).To(BeEmpty())
+	g.Expect(countCalls(t, o.ns)).To(Equal(2), "one call per placement that was admitted, none for the refused ones")
+}
+
 // stalledCreates is an admission webhook that holds every create of a Call
 // in one namespace until released: an apiserver that takes the request and
 // does not answer.

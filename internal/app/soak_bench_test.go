@@ -393,6 +393,14 @@ func storeBytes() int64 {
 // childRSS is the resident memory of this process's child named comm (the
 // control plane envtest started), or -1.
 func childRSS(comm string) int64 {
+	if pid := childPID(comm); pid > 0 {
+		return rss(pid)
+	}
+	return -1
+}
+
+// childPID is the process id of this process's child named comm, or -1.
+func childPID(comm string) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -410,10 +418,31 @@ func childRSS(comm string) int64 {
 			continue
 		}
 		if f := strings.Fields(s[closing+1:]); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			return rss(pid)
+			return pid
 		}
 	}
 	return -1
+}
+
+// cpuTime is the CPU (user and system) a process has used so far, or -1.
+func cpuTime(pid int) time.Duration {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return -1
+	}
+	s := string(stat)
+	// After "(comm)": state is field 3, utime field 14, stime field 15.
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	user, err1 := strconv.ParseInt(f[11], 10, 64)
+	sys, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	const ticksPerSecond = 100 // USER_HZ, 100 on every Linux platform Go runs on
+	return time.Duration(user+sys) * time.Second / ticksPerSecond
 }
 
 // rss reads VmRSS of a process, in bytes, or -1.

@@ -86,7 +86,11 @@ func waitNoCalls(b *testing.B, ns string) {
 
 // apiserverWrites reads apiserver_request_total for the write verbs, by
 // verb, resource and subresource.
-func apiserverWrites(b *testing.B) map[string]float64 {
+func apiserverWrites(b *testing.B) map[string]float64 { return apiserverRequests(b, false) }
+
+// apiserverRequests reads apiserver_request_total by verb, resource and
+// subresource: every verb, or (reads false) the write verbs only.
+func apiserverRequests(b *testing.B, reads bool) map[string]float64 {
 	httpc, err := rest.HTTPClientFor(restConfig)
 	if err != nil {
 		b.Fatal(err)
@@ -114,7 +118,9 @@ func apiserverWrites(b *testing.B) map[string]float64 {
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
 		default:
-			continue
+			if !reads {
+				continue
+			}
 		}
 		key := labels["verb"] + " " + labels["resource"]
 		if labels["subresource"] != "" {
