@@ -29,7 +29,8 @@ func workerDefaults(o workers.Options) workers.Options {
 }
 
 // workerNamespace holds the workers' Leases: the leader election's, else
-// the pod's own, else "default" (a process outside a cluster).
+// the pod's own, else the namespace the manifests install into (a process
+// outside a cluster: the leader-election Role is there).
 func workerNamespace(opts Options) string {
 	if opts.LeaderElection.Namespace != "" {
 		return opts.LeaderElection.Namespace
@@ -37,8 +38,11 @@ func workerNamespace(opts Options) string {
 	if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
 		return strings.TrimSpace(string(ns))
 	}
-	return "default"
+	return DefaultNamespace
 }
+
+// DefaultNamespace is where config/default installs Switchboard.
+const DefaultNamespace = "switchboard-system"
 
 // callWorker is this replica's part: its Lease and its drain.
 type callWorker struct {
