@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -57,7 +58,8 @@ func setupWorkers(ctx context.Context, mgr manager.Manager, opts Options) (*work
 	ns := workerNamespace(opts)
 	// The Leases are read from the cache; it watches them in this one
 	// namespace (cacheOptions), the one the leader-election Role covers.
-	if _, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{}); err != nil {
+	leases, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
 		return nil, nil, err
 	}
 	pool := &workers.Pool{Reader: mgr.GetClient(), Namespace: ns, Clock: clock.RealClock{}}
@@ -79,8 +81,14 @@ func setupWorkers(ctx context.Context, mgr manager.Manager, opts Options) (*work
 		return nil, nil, err
 	}
 	registerCollector("worker", hb.Collector())
-	if err := mgr.Add(&workers.Sweeper{Client: mgr.GetClient(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
-		Clock: clock.RealClock{}, Log: log}); err != nil {
+	sweeper := &workers.Sweeper{Client: mgr.GetClient(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
+		Clock: clock.RealClock{}, Log: log}
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, nil, err
+	}
+	// A worker that stopped deleted its Lease: its calls move at once,
+	// not at the next sweep.
+	if _, err := leases.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { sweeper.Nudge() }}); err != nil {
 		return nil, nil, err
 	}
 	assigner := &workers.Assigner{Client: mgr.GetClient(), Pool: pool, Self: o.ID, Retry: time.Second,

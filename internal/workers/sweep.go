@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,10 +34,31 @@ type Sweeper struct {
 	Interval time.Duration
 	Clock    clock.WithTicker
 	Log      logr.Logger
+
+	once  sync.Once
+	nudge chan struct{}
+}
+
+// sweepWriters bounds the writes of one sweep in flight: a lost worker's
+// hundreds of calls move in a few round trips, not one after the other.
+const sweepWriters = 16
+
+// Nudge asks for a sweep now: a worker's Lease was deleted (it stopped).
+func (s *Sweeper) Nudge() {
+	s.init()
+	select {
+	case s.nudge <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+func (s *Sweeper) init() {
+	s.once.Do(func() { s.nudge = make(chan struct{}, 1) })
 }
 
 // Start sweeps every Interval until ctx ends.
 func (s *Sweeper) Start(ctx context.Context) error {
+	s.init()
 	t := s.Clock.NewTicker(s.Interval)
 	defer t.Stop()
 	for {
@@ -46,6 +69,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-s.nudge:
 		}
 	}
 }
@@ -60,19 +84,31 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err := s.Client.List(ctx, &calls, client.HasLabels{Label}); err != nil {
 		return 0, err
 	}
-	moved := 0
-	var errs []error
+	var (
+		mu    sync.Mutex
+		moved int
+		errs  []error
+		g     errgroup.Group
+	)
+	g.SetLimit(sweepWriters)
 	for i := range calls.Items {
 		c := &calls.Items[i]
 		if w := c.Labels[Label]; alive[w] {
 			continue
 		}
-		if err := s.move(ctx, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s/%s: %w", c.Namespace, c.Name, err))
-			continue
-		}
-		moved++
+		g.Go(func() error {
+			err := s.move(ctx, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s/%s: %w", c.Namespace, c.Name, err))
+			} else {
+				moved++
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return moved, errors.Join(errs...)
 }
 
