@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,12 +66,17 @@ func TestCallsSpreadOverReplicas(t *testing.T) {
 	key := createAPIKey(t, cp.Client, ns)
 	agentID := testsupport.CreateAgent(t, cp.Client, ns, "reminder", func(*switchboardv1.AgentSpec) {}).ResolvedID()
 	for _, r := range replicas {
-		waitForAPI(t, r.base+"/v1/calls", key, r.logs)
+		waitForKey(t, r, key)
 	}
 	pool := &workers.Pool{Reader: cp.Client, Namespace: devenv.LeaderElectionNamespace, Clock: clock.RealClock{}}
 	waitWorkers(t, pool, "all three alive", func(ws map[string]workers.Worker) bool { return len(ws) == 3 })
 	events := newEventLog(t)
 	createEndpoint(t, stays.base, key, events.url)
+	// Each worker queues a call's events for the endpoints its cache
+	// holds: the calls start once every replica has the endpoint.
+	for _, r := range replicas {
+		waitForEndpoint(t, r, key, events.url)
+	}
 
 	// Placed through all three APIs, the calls spread over all three workers.
 	ids := placeAll(t, replicas, key, agentID, spreadCalls, 0)
@@ -141,21 +147,64 @@ func TestCallsSpreadOverReplicas(t *testing.T) {
 	for name, n := range dialed {
 		g.Expect(n).To(Equal(1), "%s was dialed %d times", name, n)
 	}
-	for _, id := range append(ids, late...) {
-		events.waitFor(t, id, "call.started", "call.ended", "call.analyzed")
+	all := append(ids, late...)
+	g.Eventually(func() []string { return missingEvents(t, cp.Client, ns, events, all, before) }, time.Minute, 200*time.Millisecond).
+		Should(BeEmpty(), "calls without all three events")
+}
+
+// missingEvents describes the calls of ids whose three events have not all
+// arrived: which worker carried them, how they ended.
+func missingEvents(t *testing.T, c client.Client, ns string, events *eventLog, ids []string, carried map[string]string) []string {
+	var out []string
+	for _, id := range ids {
+		if events.has(id, []string{"call.started", "call.ended", "call.analyzed"}) {
+			continue
+		}
+		var call switchboardv1.Call
+		_ = c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: callName(id)}, &call)
+		events.mu.Lock()
+		got := fmt.Sprint(events.got[id])
+		events.mu.Unlock()
+		out = append(out, fmt.Sprintf("%s (carried by %q, now %q): %s %s %s, emitted %v, received %s", id, carried[callName(id)],
+			call.Labels[switchboardv1.WorkerLabel], call.Status.Phase, call.Status.Disposition, call.Status.DisconnectionReason,
+			call.Status.EmittedEvents, got))
 	}
+	return out
 }
 
 // createAPIKey creates an API key of ns, as a platform team does.
 func createAPIKey(t *testing.T, c client.Client, ns string) string {
 	t.Helper()
-	key := "sk_spread_" + ns
+	key := "sk_spread_0123456789abcdef0123456789_" + ns
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-key"},
 		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)}}
 	if err := c.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// waitForKey waits until r's REST API serves and knows key.
+func waitForKey(t *testing.T, r *replicaProcess, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if status, _, err := send("GET", r.base+"/v1/calls", key, ""); err == nil && status == 200 {
+			return
+		}
+	}
+	t.Fatalf("%s never accepted the key\n%s", r.worker, tail(r.logs.String()))
+}
+
+// waitForEndpoint waits until r's API lists the webhook endpoint of url.
+func waitForEndpoint(t *testing.T, r *replicaProcess, key, url string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if status, body, err := send("GET", r.base+"/v1/webhook-endpoints", key, ""); err == nil && status == 200 &&
+			strings.Contains(body, url) {
+			return
+		}
+	}
+	t.Fatalf("%s never listed the endpoint\n%s", r.worker, tail(r.logs.String()))
 }
 
 // placeAll places n calls through the replicas' APIs in turn, 8 at a time,

@@ -41,7 +41,7 @@ func (c heartbeatCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c heartbeatCollector) Collect(ch chan<- prometheus.Metric) {
 	draining := 0.0
-	if c.h.draining.Load() {
+	if c.h.Draining() {
 		draining = 1
 	}
 	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(c.h.Active()), c.h.Name)
