@@ -168,7 +168,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		DashboardInsecureCookies: f.dev,
 		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
 		LeaderElection: f.leaderElection, Worker: f.worker,
-		MetricsAddr:    f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
+		MetricsAddr: f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
-	"github.com/switchboard-dev/switchboard/internal/workers"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Webhook flags default to the one definition of their defaults, and a
