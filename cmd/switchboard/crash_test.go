@@ -114,7 +114,7 @@ func replicaCommand(bin, kubeconfig, dsn, dir string) func(t *testing.T, worker 
 		p := &replicaProcess{cmd: cmd, logs: logs, base: "http://" + addr, worker: worker, exited: exited}
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
-			p.wait()
+			_ = p.wait()
 		})
 		return p
 	}

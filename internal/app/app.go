@@ -345,7 +345,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, errors.New("no history store")
 	}
 	opts.Worker = workerDefaults(opts.Worker)
-	mgr, err := newManager(cfg, opts)
+	mgr, pool, worker, err := newWorkerManager(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -378,10 +378,6 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		TLSConfig: opts.Webhooks.TLSConfig})
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
-	pool, worker, err := setupWorkers(ctx, mgr, opts)
-	if err != nil {
-		return nil, err
-	}
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 		Dialer: dialer, Quota: admission, Workers: pool}
 	var wakeDeliveries func() // nil: this process sends no deliveries
@@ -427,13 +423,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := addHousekeeping(mgr, opts); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("api", api.ready); err != nil {
-		return nil, err
-	}
-	if worker != nil && opts.Worker.DrainTimeout > 0 {
-		return &drainingManager{Manager: mgr, drainer: worker.drainer}, nil
-	}
-	return mgr, nil
+	return worker.drained(mgr, opts.Worker), mgr.AddReadyzCheck("api", api.ready)
 }
 
 // newManager builds the manager: caches, clients, metrics, probes and

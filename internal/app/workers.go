@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -103,6 +104,26 @@ func setupWorkers(ctx context.Context, mgr manager.Manager, opts Options) (*work
 			return l.Unprocessed, err
 		}}
 	return pool, &callWorker{heartbeat: hb, drainer: drainer}, nil
+}
+
+// newWorkerManager builds the manager, and makes this process a worker
+// when it runs reconcilers (setupWorkers).
+func newWorkerManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, *workers.Pool, *callWorker, error) {
+	mgr, err := newManager(cfg, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pool, worker, err := setupWorkers(ctx, mgr, opts)
+	return mgr, pool, worker, err
+}
+
+// drained is mgr, draining on stop when this process is a worker that
+// drains.
+func (w *callWorker) drained(mgr manager.Manager, o workers.Options) manager.Manager {
+	if w == nil || o.DrainTimeout <= 0 {
+		return mgr
+	}
+	return &drainingManager{Manager: mgr, drainer: w.drainer}
 }
 
 // drainingManager is the manager of a worker that drains: when its
