@@ -66,6 +66,9 @@ func (a *Assigner) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
+// assigners is how many calls the leader assigns at once.
+const assigners = 16
+
 // Unassigned selects the Calls that have no worker.
 func Unassigned() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[Label] == "" })
@@ -75,7 +78,9 @@ func Unassigned() predicate.Predicate {
 func (a *Assigner) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&switchboardv1.Call{}, builder.WithPredicates(Unassigned())).
-		WithOptions(ctrl.Options{NeedLeaderElection: ptr.To(true)}).
+		// Each assignment is one patch, a round trip to the apiserver:
+		// several in flight keep up with a burst of applied calls.
+		WithOptions(ctrl.Options{NeedLeaderElection: ptr.To(true), MaxConcurrentReconciles: assigners}).
 		Named("call-assigner").
 		Complete(a)
 }
