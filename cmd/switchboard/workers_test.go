@@ -57,7 +57,10 @@ func TestCallsSpreadOverReplicas(t *testing.T) {
 	args := []string{"--sim-talk=" + spreadTalk.String(), "--webhook-allow-insecure=true", "--drain-timeout=2m",
 		"--max-active-calls-per-replica=300",
 		// The organization places its 300 calls in seconds: no limits here.
-		"--quota-create-rate=0", "--quota-create-burst=0", "--quota-active-calls=0"}
+		"--quota-create-rate=0", "--quota-create-burst=0", "--quota-active-calls=0",
+		// What is asserted is that no event is lost: an attempt that failed
+		// on this loaded machine is retried within seconds, not minutes.
+		"--webhook-retry-schedule=0s,1s,2s,5s,10s,20s"}
 	// The first is the leader: the other two are stopped and killed.
 	stays := replica(t, "worker-a", args...)
 	testsupport.WaitLeaseHolder(t, cp.Client, "", func() string { return tail(stays.logs.String()) })
@@ -151,7 +154,26 @@ func TestCallsSpreadOverReplicas(t *testing.T) {
 	}
 	all := append(ids, late...)
 	g.Eventually(func() []string { return missingEvents(t, cp.Client, ns, events, all, before) }, time.Minute, 200*time.Millisecond).
-		Should(BeEmpty(), "calls without all three events")
+		Should(BeEmpty(), "calls without all three events; their call.started deliveries: %s",
+			startedDeliveries(t, stays, key, missingEvents(t, cp.Client, ns, events, all, before)))
+}
+
+// startedDeliveries is what the delivery log says of the call.started
+// deliveries of the calls missing describes (for a failure's message).
+func startedDeliveries(t *testing.T, r *replicaProcess, key string, missing []string) string {
+	_, endpoints, _ := send("GET", r.base+"/v1/webhook-endpoints", key, "")
+	id := between(endpoints, `"id":"`, `"`)
+	_, log, _ := send("GET", r.base+"/v1/webhook-endpoints/"+id+"/deliveries?event=call.started", key, "")
+	var out []string
+	for _, m := range missing {
+		callID, _, _ := strings.Cut(m, " ")
+		if i := strings.Index(log, callID); i >= 0 {
+			out = append(out, log[max(0, i-400):min(len(log), i+400)])
+		} else {
+			out = append(out, callID+": not in the delivery log's first page of call.started")
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // missingEvents describes the calls of ids whose three events have not all
