@@ -74,14 +74,7 @@ func TestLeaderCrash(t *testing.T) {
 			g.Expect(string(c.Status.Disposition)).To(Equal("answered"), c.Name)
 		}
 	}
-	var evs eventsv1.EventList
-	g.Expect(cp.Client.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
-	dialed := map[string]int{}
-	for _, e := range evs.Items {
-		if e.Reason == "Dialing" {
-			dialed[e.Regarding.Name]++
-		}
-	}
+	dialed := dialingEvents(t, cp.Client, ns)
 	g.Expect(dialed).To(HaveLen(crashCalls), "Dialing Events per call: %v", dialed)
 	for name, n := range dialed {
 		g.Expect(n).To(Equal(1), "%s was dialed %d times", name, n)
@@ -137,6 +130,22 @@ func (p *replicaProcess) wait() error {
 		p.err, p.done = <-p.exited, true
 	}
 	return p.err
+}
+
+// dialingEvents counts the Dialing Events of each Call of ns.
+func dialingEvents(t *testing.T, c client.Client, ns string) map[string]int {
+	t.Helper()
+	var evs eventsv1.EventList
+	if err := c.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	dialed := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Reason == "Dialing" {
+			dialed[e.Regarding.Name]++
+		}
+	}
+	return dialed
 }
 
 // workerOf maps each Call of ns to the worker it is assigned to.

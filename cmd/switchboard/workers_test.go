@@ -21,7 +21,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,15 +140,7 @@ func TestCallsSpreadOverReplicas(t *testing.T) {
 
 	// Every call was dialed once at most (a killed process may lose its
 	// last Events, never double them), and every event arrived.
-	var evs eventsv1.EventList
-	g.Expect(cp.Client.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
-	dialed := map[string]int{}
-	for _, e := range evs.Items {
-		if e.Reason == "Dialing" {
-			dialed[e.Regarding.Name]++
-		}
-	}
-	for name, n := range dialed {
+	for name, n := range dialingEvents(t, cp.Client, ns) {
 		g.Expect(n).To(Equal(1), "%s was dialed %d times", name, n)
 	}
 	all := append(ids, late...)
