@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -69,6 +70,10 @@ type CallReconciler struct {
 	// Quota holds Calls that did not come through the REST API to their
 	// organization's limits, and events to its endpoint limit (nil: none).
 	Quota Admission
+	// Worker, when set, is this replica's worker name: the reconciler runs
+	// on every replica and takes only the Calls labelled with it
+	// (switchboard.dev/worker). Empty: every Call, on the leader.
+	Worker string
 
 	writes   ownWrites
 	archived archived
@@ -128,6 +133,9 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Worker != "" && call.Labels[switchboardv1.WorkerLabel] != r.Worker {
+		return r.letGo(ctx, &call)
+	}
 	if behind, err := r.writes.behind(ctx, r.Live, &call); behind || err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -167,6 +175,20 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return result, err
 }
 
+// letGo drops a Call that is no longer this worker's: the leader moved it
+// because this worker's Lease lapsed (cut off from the apiserver, say),
+// and ended it if it was live. What this worker still has of it on the
+// wire is hung up; the worker it moved to finishes it.
+func (r *CallReconciler) letGo(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+	r.writes.forget(client.ObjectKeyFromObject(c))
+	if c.Status.Phase == switchboardv1.CallInProgress || c.Status.DisconnectionReason == telephony.WorkerLost {
+		if err := r.Dialer.Hangup(ctx, r.request(ctx, c)); err != nil {
+			logf.FromContext(ctx).V(1).Info("hanging up a call moved to another worker", "error", err.Error())
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
 // patchStatus writes the status unless nothing changed, and remembers the
 // version written so that a stale cache read of it is not reconciled.
 func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call, status *statusPatcher) error {
@@ -178,16 +200,7 @@ func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call,
 }
 
 // finished: final and nothing left to do after the end.
-func finished(c *switchboardv1.Call) bool {
-	ready := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition)
-	switch c.Status.Phase {
-	case switchboardv1.CallFailed:
-		return ready != nil
-	case switchboardv1.CallEnded:
-		return c.Status.Analysis != nil
-	}
-	return false
-}
+func finished(c *switchboardv1.Call) bool { return c.Processed() }
 
 func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
 	if c.Status.CallID == "" {
@@ -604,9 +617,18 @@ func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Live == nil {
 		return errors.New("call reconciler needs a live reader")
 	}
+	opts := ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}
+	var calls []builder.WatchesOption
+	if r.Worker != "" {
+		// Every replica carries the calls assigned to it.
+		opts.NeedLeaderElection = ptr(false)
+		calls = append(calls, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[switchboardv1.WorkerLabel] == r.Worker
+		})))
+	}
 	b := builder.ControllerManagedBy(mgr).
-		Watches(&switchboardv1.Call{}, callEvents()).
-		WithOptions(ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}).
+		Watches(&switchboardv1.Call{}, callEvents(), calls...).
+		WithOptions(opts).
 		Named("call")
 	if r.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(r.Wake, &handler.EnqueueRequestForObject{}))

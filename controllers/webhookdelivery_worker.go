@@ -296,6 +296,12 @@ func (w *WebhookDeliveryWorker) call(ctx context.Context, d *history.Delivery) (
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}
 	var call switchboardv1.Call
 	err := w.Client.Get(ctx, key, &call)
+	if apierrors.IsNotFound(err) && w.Live != nil {
+		// The worker that queued the event may run on another replica,
+		// whose cache saw the call before this one did: a miss here is
+		// read live before the call is taken to have left the cluster.
+		err = w.Live.Get(ctx, key, &call)
+	}
 	if err == nil && !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
 		err = w.awaitState(ctx, key, d.Spec.Event, &call)
 	}

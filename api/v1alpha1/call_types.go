@@ -4,6 +4,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -95,6 +96,25 @@ func (c *Call) QueueOrder() time.Time {
 		return t
 	}
 	return c.CreationTimestamp.Time
+}
+
+// WorkerLabel on a Call names the replica (its pod) that carries it: only
+// that worker dials it, and it stays there for its whole life unless the
+// worker is lost. A Call without it waits, queued, for the leader to
+// assign it.
+const WorkerLabel = "switchboard.dev/worker"
+
+// Processed: the call is final and nothing is left to do after its end
+// (a failure recorded, or an ended call analyzed); only its archive and
+// deletion remain.
+func (c *Call) Processed() bool {
+	switch c.Status.Phase {
+	case CallFailed:
+		return meta.FindStatusCondition(c.Status.Conditions, ReadyCondition) != nil
+	case CallEnded:
+		return c.Status.Analysis != nil
+	}
+	return false
 }
 
 // StopRequestedAtAnnotation is when the REST API or the dashboard set
@@ -332,6 +352,7 @@ type CallStatus struct {
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.disconnectionReason`,priority=1
 // +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.failure.errorCode`,priority=1
+// +kubebuilder:printcolumn:name="Worker",type=string,JSONPath=`.metadata.labels.switchboard\.dev/worker`,priority=1
 type Call struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 type flags struct {
@@ -61,12 +62,14 @@ type flags struct {
 	quota          quota.Limits
 	authFailures   authlimit.Options
 	reads          app.ReadOptions
+	worker         workers.Options
 }
 
 func parseFlags() (*flags, *zap.Options) {
 	f := &flags{client: app.DefaultClientOptions, leaderElection: app.DefaultLeaderElectionOptions, retention: app.DefaultRetentionOptions,
 		recordings: recording.DefaultOptions, timings: sim.DefaultTimings(), authFailures: authlimit.Defaults, webhooks: app.DefaultWebhookOptions,
-		quota: quota.Defaults, sip: app.DefaultSIPOptions, reads: app.DefaultReadOptions}
+		quota: quota.Defaults, sip: app.DefaultSIPOptions, reads: app.DefaultReadOptions,
+		worker: workers.DefaultOptions()}
 	flag.BoolVar(&f.dev, "dev", false, "Start an embedded control plane with demo data (make run).")
 	flag.StringVar(&f.devDir, "dev-dir", ".dev", "With --dev: where kubeconfig, api-key and recordings go.")
 	flag.StringVar(&f.apiAddr, "api-addr", envOr("SWITCHBOARD_ADDR", ""), "REST API address (default :8080; 127.0.0.1:8080 with --dev). Env SWITCHBOARD_ADDR.")
@@ -78,6 +81,7 @@ func parseFlags() (*flags, *zap.Options) {
 	f.reads.BindFlags(flag.CommandLine)
 
 	flag.IntVar(&f.maxCalls, "max-concurrent-calls", 64, "Calls reconciled at once.")
+	f.worker.BindFlags(flag.CommandLine)
 	flag.StringVar(&f.normalEvents, "call-normal-events", "auto", "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
 	flag.BoolVar(&f.simulator, "simulated-carrier", true, "Place the calls of agents without a trunkRef on the simulated carrier; false fails them with dispatch_failed.")
 	f.timings.BindFlags(flag.CommandLine)
@@ -165,8 +169,8 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,
 		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,
-		LeaderElection: f.leaderElection,
-		MetricsAddr:    f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
+		LeaderElection: f.leaderElection, Worker: f.worker,
+		MetricsAddr: f.metricsAddr, MetricsSecure: set.metricsSecure, ProbeAddr: f.probeAddr, Log: log, OnServing: f.banner})
 	if err != nil {
 		return err
 	}
@@ -210,7 +214,7 @@ func (f *flags) resolve() (settings, error) {
 	if err := f.webhookOptions(); err != nil {
 		return set, err
 	}
-	if err := errors.Join(f.validateOwn(), f.client.Validate(), f.leaderElection.Validate(), f.retention.Validate(), f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(),
+	if err := errors.Join(f.validateOwn(), f.client.Validate(), f.leaderElection.Validate(), f.retention.Validate(), f.webhooks.Validate(), f.authFailures.Validate(), f.sip.Validate(), f.timings.Validate(), f.reads.Validate(), f.worker.Validate(),
 		f.quotaDefaults(givenFlags())); err != nil {
 		return set, err
 	}
@@ -334,6 +338,9 @@ func (f *flags) applyDefaults() {
 	f.orDefault(&f.historyDSN, "sqlite:/var/lib/switchboard/history/history.db", "sqlite:"+filepath.Join(f.devDir, "history.db"))
 	if f.dev && f.leaderElection.Namespace == "" {
 		f.leaderElection.Namespace = devLeaderElectionNamespace // no pod to take it from
+	}
+	if f.dev && !givenFlags()["drain-timeout"] {
+		f.worker.DrainTimeout = 0 // Ctrl-C stops at once; the calls end operator_restart at the next start
 	}
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"

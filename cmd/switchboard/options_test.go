@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Webhook flags default to the one definition of their defaults, and a
@@ -74,12 +75,14 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 	groups := func() []group {
 		client, election, retention := app.DefaultClientOptions, app.DefaultLeaderElectionOptions, app.DefaultRetentionOptions
 		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64, placements: httpapi.DefaultPlacementsInFlight}
+		worker := workers.DefaultOptions()
 		return []group{
 			// Validate reads the options when called, after parsing (a
 			// method value would copy them before).
 			{client.BindFlags, func() error { return client.Validate() }},
 			{election.BindFlags, func() error { return election.Validate() }},
 			{retention.BindFlags, func() error { return retention.Validate() }},
+			{worker.BindFlags, func() error { return worker.Validate() }},
 			{func(fs *flag.FlagSet) {
 				fs.DurationVar(&own.apiTimeout, "api-request-timeout", own.apiTimeout, "")
 				fs.IntVar(&own.maxCalls, "max-concurrent-calls", own.maxCalls, "")
@@ -112,11 +115,21 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 	if err := parse("--recording-retention=0"); err != nil {
 		t.Errorf("--recording-retention=0 (keep forever) refused: %v", err)
 	}
+	if err := parse("--drain-timeout=0"); err != nil {
+		t.Errorf("--drain-timeout=0 (hang up at once) refused: %v", err)
+	}
+	for _, arg := range []string{"--worker-id=", "--worker-id=Not A Label!", "--worker-lease-duration=1s", "--drain-timeout=-1s"} {
+		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if err := parse(arg); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
+			t.Errorf("%s: %v, want it refused by name", arg, err)
+		}
+	}
 	if err := parse("--recording-retention=-1s"); err == nil || !strings.Contains(err.Error(), "--recording-retention ") {
 		t.Errorf("--recording-retention=-1s: %v, want it refused by name", err)
 	}
 	for _, name := range []string{"call-retention", "api-request-timeout", "leader-elect-lease-duration",
-		"max-concurrent-calls", "max-placements-in-flight", "kube-api-qps", "kube-api-burst"} {
+		"max-concurrent-calls", "max-placements-in-flight", "kube-api-qps", "kube-api-burst",
+		"max-active-calls-per-replica", "worker-lease-duration"} {
 		if err := parse("--" + name + "=0"); err == nil || !strings.Contains(err.Error(), "--"+name+" ") {
 			t.Errorf("--%s=0: %v, want it refused by name", name, err)
 		}

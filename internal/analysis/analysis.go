@@ -298,6 +298,7 @@ var endings = map[string]string{
 	"user_hangup":      " The callee hung up.",
 	"max_duration":     " The call reached the agent's maximum duration.",
 	"operator_restart": " The call was cut off when Switchboard restarted.",
+	"worker_lost":      " The call was cut off when the replica carrying it was lost.",
 }
 
 func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {

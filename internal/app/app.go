@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -52,6 +53,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Options configure one Switchboard process.
@@ -110,6 +112,10 @@ type Options struct {
 	Quota quota.Limits
 	// Reads bounds what one organization's reads of calls hold.
 	Reads ReadOptions
+	// Worker makes this replica a call worker (with Reconcilers): its
+	// name, capacity, Lease and drain (workers.DefaultOptions' name,
+	// capacity and Lease when zero; no drain when DrainTimeout is zero).
+	Worker workers.Options
 	// DashboardInsecureCookies sends the dashboard's session cookie without
 	// the Secure attribute, so that it works over plain http: development
 	// (--dev) only.
@@ -359,7 +365,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if opts.History == nil {
 		return nil, errors.New("no history store")
 	}
-	mgr, err := newManager(cfg, opts)
+	opts.Worker = workerDefaults(opts.Worker)
+	mgr, pool, worker, err := newWorkerManager(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +400,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
 	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
-		Dialer: dialer, Quota: admission}
+		Dialer: dialer, Quota: admission, Workers: pool}
 	var wakeDeliveries func() // nil: this process sends no deliveries
 	if opts.Reconcilers {
 		orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
@@ -438,7 +445,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	if err := addHousekeeping(mgr, opts); err != nil {
 		return nil, err
 	}
-	return mgr, mgr.AddReadyzCheck("api", api.ready)
+	return worker.drained(mgr, opts.Worker), mgr.AddReadyzCheck("api", api.ready)
 }
 
 // newManager builds the manager: caches, clients, metrics, probes and
@@ -447,7 +454,7 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	lease := cmp.Or(opts.LeaderElection.Lease, DefaultLeaderElectionLease)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  NewScheme(),
-		Cache:                   cacheOptions(),
+		Cache:                   cacheOptions(workerNamespace(opts)),
 		Client:                  clientOptions(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -516,9 +523,11 @@ func recordingStore(ctx context.Context, opts Options) (recording.Store, http.Ha
 
 // cacheOptions keeps the informer caches lean. No Secret is cached here:
 // Switchboard may list Secrets only in organization namespaces, whose
-// watches package organizations runs.
-func cacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+// watches package organizations runs. Leases are watched only in the
+// workers' namespace, where the leader-election Role lets it.
+func cacheOptions(workerNamespace string) cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{workerNamespace: {}}}}}
 }
 
 // clientOptions make the manager's client read Secrets and ConfigMaps from
@@ -553,7 +562,7 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
 			Queued: deliveriesQueued, Clock: clock.RealClock{}},
 		Quota: admission,
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(),
+		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(), Worker: opts.Worker.ID,
 		// Agents with spec.analysis add their language model, its URL
 		// guarded as webhook URLs are (http and private addresses: --dev).
 		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
@@ -729,7 +738,7 @@ func authFailures(opts Options) *authlimit.Limiter {
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
-		Reads:  api.Reads,
+		Reads: api.Reads, Workers: api.Placer.Workers,
 		Placer: api.Placer, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})

@@ -2,9 +2,10 @@ package app_test
 
 // Two replicas against one apiserver and one PostgreSQL: the leader is
 // stopped in place with 200 calls in flight, its work cut off mid-way (as
-// in a rollout or a drained node). The other replica serves the REST API
-// throughout, is handed the lease, and every call ends; every event is
-// delivered with the id it was first given; no call is dialed twice.
+// in a rollout or a drained node; no drain here). The other replica serves
+// the REST API throughout, is handed the lease, and every call ends: its
+// own on the carrier's terms, the stopped worker's as worker_lost; every
+// event is delivered with the id it was first given; no call is dialed twice.
 
 import (
 	"context"
@@ -49,7 +50,7 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 		}
 		operator = restored
 	})
-	replica := func(o *app.Options) {
+	replicaOptions := func(o *app.Options) {
 		o.History = store
 		// A long lease: only a handover can bring the survivor in within
 		// the bound below, and the new leader's first burst of reconciles
@@ -60,11 +61,17 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 		o.SimTimings = sim.Timings{Ring: 2 * time.Second, Talk: 6 * time.Second, Voicemail: 6 * time.Second}
 		o.MaxConcurrentCalls = 64
 	}
-	leader, err := startOperator(true, replica)
+	replica := func(id string) func(o *app.Options) {
+		return func(o *app.Options) {
+			o.Worker.ID = id
+			replicaOptions(o)
+		}
+	}
+	leader, err := startOperator(true, replica("failover-leader"))
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(leader.stop)
 	testsupport.WaitLeaseHolder(t, k8s, "", nil)
-	survivor, err := startOperator(true, replica)
+	survivor, err := startOperator(true, replica("failover-survivor"))
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(survivor.stop)
 	operator = survivor // the suite's helpers talk to it

@@ -10,6 +10,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Polling of the resource tests.
@@ -69,10 +71,10 @@ func TestKubectlGetCallsShowsColumns(t *testing.T) {
 	g.Expect(fields[:7]).To(Equal([]string{name, id, o.agentID, "+14155551234", "ended", "answered",
 		testTimings.Talk.Round(time.Second).String()}), out)
 
-	// -o wide adds source, reason and error.
+	// -o wide adds source, reason, error and the worker that carried it.
 	wide := kc.MustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").Stdout
-	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s*$`), wide)
-	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s*$`), wide)
+	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s+WORKER\s*$`), wide)
+	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s+`+regexp.QuoteMeta(workers.DefaultOptions().ID)+`\s*$`), wide)
 }
 
 func TestKubectlGetSwitchboardCategory(t *testing.T) {
@@ -259,7 +261,9 @@ func TestCallResourceFailures(t *testing.T) {
 	kc := controlPlane.Kubectl(t)
 	wide := kc.MustRun(t, "get", "calls", "-n", o.ns, "-o", "wide").Stdout
 	for _, tt := range tests {
-		g.Expect(wide).To(MatchRegexp(`(?m)^`+tt.name+`\s+call_[0-9a-f]{32}\s+\S+\s+\`+tt.to+`\s+failed\s+\S+\s+kubectl\s+`+tt.code+`\s*$`), wide)
+		g.Expect(wide).To(MatchRegexp(`(?m)^`+tt.name+`\s+call_[0-9a-f]{32}\s+\S+\s+\`+tt.to+`\s+failed\s+\S+\s+kubectl\s+`+tt.code+
+			// the worker that recorded the failure: the suite's one replica
+			`\s+`+regexp.QuoteMeta(workers.DefaultOptions().ID)+`\s*$`), wide)
 	}
 	var out string
 	g.Eventually(func(g Gomega) {

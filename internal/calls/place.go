@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Placer places calls: the REST API (POST /v1/calls and the SDK's
@@ -31,6 +32,10 @@ type Placer struct {
 	Dialer  telephony.Dialer
 	// Quota admits each new call against its organization's limits.
 	Quota *quota.Admission
+	// Workers, if set, assigns each call to a worker as it is created; a
+	// call no worker has room for is created unassigned, queued, and the
+	// leader assigns it once one has.
+	Workers *workers.Pool
 }
 
 // Request is a decoded, validated request for a call.
@@ -139,6 +144,7 @@ func agentLookupFailed(agentID string, err error) error {
 // created by an earlier request with the same Idempotency-Key, which
 // stopped before it could answer: it is that request's call, read back.
 func (p *Placer) create(ctx context.Context, call *switchboardv1.Call) error {
+	p.assign(ctx, call)
 	err := p.Client.Create(ctx, call)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
@@ -149,6 +155,26 @@ func (p *Placer) create(ctx context.Context, call *switchboardv1.Call) error {
 	}
 	*call = *existing
 	return nil
+}
+
+// assign labels the call with the worker that will carry it, in the
+// create itself: assignment costs the apiserver no write of its own.
+// Without a worker with room it stays unassigned, never refused: it waits
+// queued like a call waiting for its trunk.
+func (p *Placer) assign(ctx context.Context, call *switchboardv1.Call) {
+	if p.Workers == nil {
+		return
+	}
+	started := time.Now()
+	worker, err := p.Workers.Pick(ctx)
+	if err != nil {
+		return // ErrNoCapacity, or the Leases unreadable: the leader assigns it
+	}
+	workers.ObserveAssignment(time.Since(started))
+	if call.Labels == nil {
+		call.Labels = map[string]string{}
+	}
+	call.Labels[workers.Label] = worker
 }
 
 func (p *Placer) refuse(ctx context.Context, call *switchboardv1.Call, rej *callpolicy.Rejection) error {

@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // Prefix is where the dashboard is served.
@@ -68,6 +69,9 @@ type Config struct {
 	// Reads bounds an organization's lists and overviews in progress at
 	// once (shared with the REST API); nil bounds nothing.
 	Reads *quota.Reads
+	// Workers lists the replicas that carry calls (the overview); nil
+	// lists none.
+	Workers *workers.Pool
 	// Recordings signs a fresh recording link each time a call is shown.
 	Recordings recording.Store
 	// Cache reads agents, SIP trunks and number lists.

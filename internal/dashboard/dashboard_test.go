@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // A support person signs in, places a call from the form, and watches it
@@ -103,6 +104,11 @@ func TestPlaceACallAndWatchIt(t *testing.T) {
 		screenshot("overview"))
 	if calls, rate := text(t, ctx, "#fig-calls"), text(t, ctx, "#fig-answer-rate"); calls != "2" || rate != "50%" {
 		t.Fatalf("the overview shows %s calls answered at %s, want 2 at 50%%", calls, rate)
+	}
+	// The one replica is the one worker, taking calls.
+	if state, capacity := text(t, ctx, "table.workers tbody td:nth-child(4)"), text(t, ctx, "table.workers tbody td:nth-child(3)"); state != "taking calls" ||
+		capacity != strconv.Itoa(workers.DefaultCapacity()) {
+		t.Fatalf("the overview lists the worker %s with capacity %s, want taking calls with %d", state, capacity, workers.DefaultCapacity())
 	}
 }
 

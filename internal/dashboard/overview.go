@@ -42,6 +42,15 @@ type overviewData struct {
 	DeliveryRate              string
 	Deliveries                int
 	Chart                     chart
+	// Workers are the replicas carrying calls, from their Leases.
+	Workers []workerRow
+}
+
+// workerRow is one replica as the overview lists it.
+type workerRow struct {
+	Name                  string
+	Live, Capacity        int
+	Draining, Unreachable bool
 }
 
 // chart is a server-rendered SVG bar chart: the template only draws it.
@@ -81,7 +90,27 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		data.Live, data.Queued = u.Live, u.Queued
 	}
 	data.Deliveries, data.DeliveryRate = d.deliveryRate(ctx, ns, now.Add(-24*time.Hour))
+	data.Workers = d.workers(ctx, now)
 	d.render(w, r, http.StatusOK, "overview.html", page{Title: "Overview", Nav: "overview", Data: data})
+}
+
+// workers lists the replicas carrying calls; a Lease that lapsed is a
+// replica that is lost (its calls are moving), shown until it goes.
+func (d *dashboard) workers(ctx context.Context, now time.Time) []workerRow {
+	if d.cfg.Workers == nil {
+		return nil
+	}
+	ws, err := d.cfg.Workers.Workers(ctx)
+	if err != nil {
+		d.cfg.Log.Error(err, "listing the workers for the overview")
+		return nil
+	}
+	rows := make([]workerRow, 0, len(ws))
+	for _, w := range ws {
+		rows = append(rows, workerRow{Name: w.Name, Live: w.Active, Capacity: w.Capacity, Draining: w.Draining,
+			Unreachable: !w.Alive(now)})
+	}
+	return rows
 }
 
 func summarize(counts []history.CallCount, since time.Time) overviewData {

@@ -164,6 +164,10 @@ type Dialer interface {
 // (or spec.stop).
 const APIHangup = "api_hangup"
 
+// WorkerLost is the disconnection reason of a call whose worker (the
+// replica carrying it) died: its Lease lapsed while the call was live.
+const WorkerLost = "worker_lost"
+
 // ErrNoRecording is Recording's error for a connected call whose audio was
 // lost (an operator restart cut it off before it was written).
 var ErrNoRecording = errors.New("no recording of this call")

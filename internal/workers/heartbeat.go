@@ -136,3 +136,6 @@ func leaseSeconds(d time.Duration) int32 {
 	}
 	return int32(s)
 }
+
+// Draining says whether the worker drains.
+func (h *Heartbeat) Draining() bool { return h.draining.Load() }

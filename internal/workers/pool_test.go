@@ -33,6 +33,10 @@ func lease(name string, capacity, active int, renewed time.Time, draining bool) 
 }
 
 func pool(t *testing.T, leases ...client.Object) (*workers.Pool, *clocktesting.FakePassiveClock, client.Client) {
+	return poolB(t, leases...)
+}
+
+func poolB(t testing.TB, leases ...client.Object) (*workers.Pool, *clocktesting.FakePassiveClock, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := coordinationv1.AddToScheme(scheme); err != nil {
@@ -125,5 +129,18 @@ func TestWorkerFromLease(t *testing.T) {
 	garbled.Annotations[workers.CapacityAnnotation] = "lots"
 	if _, ok := workers.FromLease(garbled); ok {
 		t.Error("a Lease with an unreadable capacity read as a worker")
+	}
+}
+
+// BenchmarkPick is the assignment of a call placed through the REST API:
+// a pick among three workers' Leases, read from a client as the manager's
+// cache serves them. It runs once per placement, inside the create.
+func BenchmarkPick(b *testing.B) {
+	p, _, _ := poolB(b, lease("a", 1<<30, 0, start, false), lease("b", 1<<30, 0, start, false), lease("c", 1<<30, 0, start, false))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.Pick(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

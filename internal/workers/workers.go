@@ -18,12 +18,14 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 const (
 	// Label marks a Lease as a worker's ("true"), and names on a Call the
 	// worker it is assigned to.
-	Label = "switchboard.dev/worker"
+	Label = switchboardv1.WorkerLabel
 	// CapacityAnnotation, ActiveAnnotation and DrainingAnnotation on a
 	// worker's Lease: the calls it can carry, those it carries, and
 	// "true" while it drains.
