@@ -44,7 +44,8 @@ const ceilingWriters = 32
 // with the neighbours' load, CPU per call is the steadier figure. SWITCHBOARD_CEILING_PROFILE=DIR writes CPU,
 // mutex and block profiles of the end-to-end stage alone (the operator
 // runs in the benchmark's process) into DIR. SWITCHBOARD_CEILING_REPLICAS=N runs N replicas
-// of the operator (leader election on; the POSTs spread over them). Run it
+// of the operator (leader election on; the POSTs spread over them, and
+// each replica is a call worker). Run it
 // with `make bench-ceiling`.
 func BenchmarkCeiling(b *testing.B) {
 	replicas, err := strconv.Atoi(envOr("SWITCHBOARD_CEILING_REPLICAS", "1"))
@@ -193,9 +194,11 @@ func startReplicas(b *testing.B, n int) []string {
 		ensureNamespace(b, devenv.LeaderElectionNamespace)
 	}
 	var urls []string
-	for range n {
+	for i := range n {
 		op, err := startOperator(true, pipelineOptions, func(opts *app.Options) {
 			opts.LeaderElection = app.LeaderElectionOptions{Enabled: n > 1, Namespace: devenv.LeaderElectionNamespace}
+			// Each replica is its own call worker: calls spread over them.
+			opts.Worker.ID = fmt.Sprintf("ceiling-%d", i)
 		})
 		if err != nil {
 			b.Fatal(err)
