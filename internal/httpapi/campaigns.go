@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/campaignview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // campaignRoutes are /v1/campaigns (api/README.md, "Campaigns").
@@ -83,15 +84,25 @@ func readCampaignBody(w http.ResponseWriter, r *http.Request, contentType string
 // createCampaignWith decodes and creates campaign id.
 func (a *api) createCampaignWith(ctx context.Context, ns, contentType string, body []byte, id string) reply {
 	req, invalid, err := campaigninput.Decode(contentType, body)
-	switch {
-	case errors.Is(err, campaigninput.ErrUnsupportedType):
-		return reply{status: http.StatusUnsupportedMediaType, body: stringDetail{Detail: err.Error()}}
-	case err != nil:
-		return unavailableReply("The request could not be read; it is safe to retry.")
-	case invalid != nil:
-		return validationReply(invalid)
+	if bad, failed := decodeFailed(invalid, err); failed {
+		return bad
 	}
 	return a.createCampaignFrom(ctx, ns, req, id)
+}
+
+// decodeFailed is the reply to a campaign or contacts body that could not
+// be decoded (an unsupported type, an unreadable body, invalid fields),
+// and whether there is one.
+func decodeFailed(invalid []validation.Item, err error) (reply, bool) {
+	switch {
+	case errors.Is(err, campaigninput.ErrUnsupportedType):
+		return reply{status: http.StatusUnsupportedMediaType, body: stringDetail{Detail: err.Error()}}, true
+	case err != nil:
+		return unavailableReply("The request could not be read; it is safe to retry."), true
+	case invalid != nil:
+		return validationReply(invalid), true
+	}
+	return reply{}, false
 }
 
 // createCampaignFrom creates campaign id from a decoded request.
@@ -151,13 +162,8 @@ func (a *api) addCampaignContacts(w http.ResponseWriter, r *http.Request) {
 // addContactsWith decodes contacts and adds them to campaign id.
 func (a *api) addContactsWith(ctx context.Context, ns, id, contentType string, body []byte) reply {
 	in, invalid, err := campaigninput.DecodeContacts(contentType, body)
-	switch {
-	case errors.Is(err, campaigninput.ErrUnsupportedType):
-		return reply{status: http.StatusUnsupportedMediaType, body: stringDetail{Detail: err.Error()}}
-	case err != nil:
-		return unavailableReply("The request could not be read; it is safe to retry.")
-	case invalid != nil:
-		return validationReply(invalid)
+	if bad, failed := decodeFailed(invalid, err); failed {
+		return bad
 	}
 	added, err := a.cfg.Campaigns.AddContacts(ctx, ns, id, in)
 	var contacts *campaigns.InvalidContacts
