@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -40,6 +42,15 @@ type SIPOptions struct {
 	// empty); ExternalHost, when set, is the address put in SIP headers and
 	// SDP instead (behind NAT).
 	BindHost, ExternalHost string
+	// BindPort is the SIP port (UDP and TCP); ephemeral when zero.
+	BindPort int
+	// RTPPorts is the UDP range of calls' media, two ports a call;
+	// ephemeral ports when zero.
+	RTPPorts engine.PortRange
+	// ExternalService ("namespace/name"), when set, is the Service whose
+	// external address is announced (ExternalHost read from the cluster):
+	// a pod behind a LoadBalancer Service of its own.
+	ExternalService string
 	// SpoolDir holds recordings of calls in progress; it should survive a
 	// container restart (an emptyDir does) so a call cut off keeps its
 	// audio. Defaults to a directory under the OS temporary directory.
@@ -70,6 +81,11 @@ var DefaultSIPOptions = SIPOptions{Flite: "flite", TTSTimeout: tts.DefaultTimeou
 func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.BindHost, "sip-bind-host", o.BindHost, "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
 	fs.StringVar(&o.ExternalHost, "sip-external-host", o.ExternalHost, "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
+	fs.IntVar(&o.BindPort, "sip-port", o.BindPort, "SIP port (UDP and TCP) on --sip-bind-host, also announced with --sip-external-host; 0: an ephemeral port.")
+	fs.Func("rtp-ports", "UDP ports of calls' media, FIRST-LAST (e.g. 20000-20399): an even first port and two ports a call; default: ephemeral ports.",
+		func(s string) (err error) { o.RTPPorts, err = engine.ParsePortRange(s); return err })
+	fs.StringVar(&o.ExternalService, "sip-external-service", o.ExternalService,
+		"namespace/name of a Service of this pod (a LoadBalancer, or with externalIPs) whose address is announced in SIP headers and SDP, read at start-up (instead of --sip-external-host).")
 	fs.StringVar(&o.SpoolDir, "sip-spool-dir", o.SpoolDir, "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
 	fs.StringVar(&o.Flite, "flite", o.Flite, "The flite text-to-speech binary that speaks agents' scripts.")
 	fs.DurationVar(&o.TTSTimeout, "tts-timeout", o.TTSTimeout, "How long flite may take to speak one text before it is killed and the call fails (more than 0).")
@@ -85,6 +101,17 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 func (o SIPOptions) Validate() error {
 	if o.TTSTimeout <= 0 || o.ProbeInterval <= 0 {
 		return fmt.Errorf("--tts-timeout and --sip-probe-interval must be more than 0, got %s and %s", o.TTSTimeout, o.ProbeInterval)
+	}
+	if o.BindPort < 0 || o.BindPort > 65535 {
+		return fmt.Errorf("--sip-port must be 0 to 65535, got %d", o.BindPort)
+	}
+	if o.ExternalService != "" {
+		if o.ExternalHost != "" {
+			return errors.New("--sip-external-host and --sip-external-service both name the announced address: give one")
+		}
+		if _, err := publicaddr.ParseService(o.ExternalService); err != nil {
+			return err
+		}
 	}
 	if o.Speech.Decoders <= 0 {
 		return fmt.Errorf("--speech-decoders must be more than 0, got %d", o.Speech.Decoders)
@@ -105,8 +132,12 @@ type sipStack struct {
 func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts SIPOptions, log logr.Logger) (*sipStack, error) {
 	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
 	// it, and engineCloser closes it once they have.
-	eng, err := engine.NewEngine(context.WithoutCancel(ctx), engine.EngineConfig{BindHost: opts.BindHost, ExternalHost: opts.ExternalHost,
-		Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1)))})
+	external, err := externalHost(ctx, mgr, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.NewEngine(context.WithoutCancel(ctx), engine.EngineConfig{BindHost: opts.BindHost, ExternalHost: external,
+		BindPort: opts.BindPort, RTPPorts: opts.RTPPorts, Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1)))})
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +176,25 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		return nil, err
 	}
 	return s, nil
+}
+
+// externalHost is the address announced in SIP and SDP: the flag's, or
+// the pod's own Service's once its load balancer has one.
+func externalHost(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) (string, error) {
+	if opts.ExternalService == "" {
+		return opts.ExternalHost, nil
+	}
+	key, err := publicaddr.ParseService(opts.ExternalService)
+	if err != nil {
+		return "", err
+	}
+	log.Info("waiting for the address of this pod's SIP Service", "service", key)
+	addr, err := publicaddr.FromService(ctx, mgr.GetAPIReader(), key, publicaddr.Wait)
+	if err != nil {
+		return "", err
+	}
+	log.Info("announcing this pod's SIP Service address", "service", key, "address", addr)
+	return addr, nil
 }
 
 func meta(n types.NamespacedName) metav1.ObjectMeta {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/emiago/diago"
+	diagomedia "github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
 
@@ -271,6 +273,12 @@ type EngineConfig struct {
 	// ExternalHost is the address put in Contact, Via and SDP when it is not
 	// BindHost (behind NAT); optional.
 	ExternalHost string
+	// BindPort is the SIP port (UDP and TCP) on BindHost, also announced
+	// with ExternalHost; an ephemeral port when zero.
+	BindPort int
+	// RTPPorts is the UDP range calls' media (RTP on even ports, RTCP on
+	// the next) is bound in: two ports a call. Zero: ephemeral ports.
+	RTPPorts PortRange
 	// UserAgent is the User-Agent header; "switchboard" when empty.
 	UserAgent string
 	// Logger receives sipgo's and diago's logs; discarded when nil.
@@ -361,9 +369,11 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 			ID:           tr,
 			Transport:    tr,
 			BindHost:     cfg.BindHost,
+			BindPort:     cfg.BindPort,
 			ExternalHost: cfg.ExternalHost,
 		}))
 	}
+	cfg.RTPPorts.apply()
 	dg := diago.NewDiago(ua, opts...)
 	srv.OnUpdate(func(req *sipmsg.Request, tx sipmsg.ServerTransaction) { answerUpdate(dg, req, tx) })
 	sctx, cancel := context.WithCancel(ctx)
@@ -377,6 +387,54 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("sip listen on %s: %w", cfg.BindHost, err)
 	}
 	return &Engine{cfg: cfg, ua: ua, dg: dg, cancel: cancel}, nil
+}
+
+// PortRange is an inclusive range of UDP ports, First even and an even
+// number of ports, so that each call's RTP (even) and RTCP (odd) pair fits.
+type PortRange struct{ First, Last int }
+
+// ParsePortRange reads "20000-20399"; "" is the zero range (ephemeral).
+func ParsePortRange(s string) (PortRange, error) {
+	if s == "" {
+		return PortRange{}, nil
+	}
+	first, last, ok := strings.Cut(s, "-")
+	var r PortRange
+	var err1, err2 error
+	r.First, err1 = strconv.Atoi(first)
+	r.Last, err2 = strconv.Atoi(last)
+	if !ok || err1 != nil || err2 != nil {
+		return PortRange{}, fmt.Errorf("RTP port range %q: want FIRST-LAST, e.g. 20000-20399", s)
+	}
+	if r.First < 1024 || r.Last > 65535 || r.Last <= r.First || r.First%2 != 0 || (r.Last-r.First+1)%2 != 0 {
+		return PortRange{}, fmt.Errorf("RTP port range %q: want an even first port from 1024 and an even number of ports up to 65535", s)
+	}
+	return r, nil
+}
+
+// String is the range as ParsePortRange reads it.
+func (r PortRange) String() string {
+	if r == (PortRange{}) {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", r.First, r.Last)
+}
+
+// Calls is how many calls the range holds at once.
+func (r PortRange) Calls() int {
+	if r == (PortRange{}) {
+		return 0
+	}
+	return (r.Last - r.First + 1) / 2
+}
+
+// apply sets the range in diago's media package, which holds it for the
+// whole process (one engine a process outside tests).
+func (r PortRange) apply() {
+	if r == (PortRange{}) {
+		return
+	}
+	diagomedia.RTPPortStart, diagomedia.RTPPortEnd = r.First, r.Last+1
 }
 
 // answerUpdate answers an UPDATE (RFC 3311), which diago does not handle
