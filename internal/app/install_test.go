@@ -63,7 +63,23 @@ var chartValues = map[string][]string{
 		"--set", "recordings.store=s3", "--set", "recordings.s3.endpoint=s3.example.com",
 		"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
 		"--set", "recordings.retention=2160h", "--set", "organizations={acme,globex}"},
+	"sip-pod-services": sipPodServicesValues,
 }
+
+// sipPodServicesValues are production with a UDP Service per pod and every
+// flag the chart has a value for.
+var sipPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsnSecret=switchboard-history",
+	"--set", "recordings.store=s3", "--set", "recordings.s3.endpoint=s3.example.com",
+	"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
+	"--set", "workers.podServices.enabled=true", "--set", "workers.podServices.tcp=true",
+	"--set", "workers.maxActiveCallsPerReplica=100", "--set", "networkPolicy.sipFrom={203.0.113.0/24}",
+	"--set", "workers.leaseDuration=20s", "--set", "workers.maxConcurrentReconciles=128",
+	"--set", "api.maxPlacementsInFlight=-1", "--set", "api.requestTimeout=5s", "--set", "api.defaultRegion=GB",
+	"--set", "calls.retention=30m", "--set", "calls.normalEvents=false", "--set", "speech.decoders=1",
+	"--set", "sip.probeInterval=30s", "--set", "sip.ttsTimeout=5s", "--set", "webhooks.timeout=5s",
+	"--set", "webhooks.disableAfter=-1s", "--set", "webhooks.deliveryRetention=72h",
+	"--set", "leaderElectionLeaseDuration=15s", "--set", "kubeAPI.qps=200", "--set", "kubeAPI.burst=400",
+	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}"}
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)
@@ -78,10 +94,18 @@ func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 			rendered := runTool(t, nil, helm, append([]string{"template", "sb", chartDir, "--namespace",
 				"switchboard-system", "--include-crds"}, values...)...)
 			out := dryRunApply(t, kubectl, rendered)
-			for _, kind := range []string{"customresourcedefinition", "deployment.apps/sb-switchboard-manager",
+			workload := "deployment.apps/sb-switchboard-manager"
+			if name == "sip-pod-services" {
+				workload = "statefulset.apps/sb-switchboard-manager"
+			}
+			for _, kind := range []string{"customresourcedefinition", workload,
 				"clusterrole.rbac.authorization.k8s.io/sb-switchboard-manager", "validatingadmissionpolicy",
 				"networkpolicy", "flowschema.flowcontrol.apiserver.k8s.io/sb-switchboard-leader-election"} {
 				NewWithT(t).Expect(out).To(ContainSubstring(kind), "rendered chart lacks %s", kind)
+			}
+			if name == "sip-pod-services" {
+				NewWithT(t).Expect(out).To(And(ContainSubstring("service/sb-switchboard-manager-0"),
+					ContainSubstring("service/sb-switchboard-manager-1")))
 			}
 			if name == "production" {
 				NewWithT(t).Expect(out).To(And(ContainSubstring("poddisruptionbudget.policy/sb-switchboard-manager"),
