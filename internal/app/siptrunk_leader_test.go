@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	sipmsg "github.com/emiago/sipgo/sip"
+	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
