@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,42 @@ func TestRecordingOptions(t *testing.T) {
 		}
 		if _, err := s3(getenv, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want an error saying %q", args, err, want)
+		}
+	}
+}
+
+// The SIP flags of a worker on its own ports and address: a bad port or
+// range, or two sources of the announced address, is refused by name.
+func TestSIPFlags(t *testing.T) {
+	parse := func(args ...string) (app.SIPOptions, error) {
+		o := app.DefaultSIPOptions
+		fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return o, err
+		}
+		return o, o.Validate()
+	}
+	o, err := parse("--sip-port=5060", "--rtp-ports=20000-20399", "--sip-external-service=switchboard/sb-manager-0")
+	if err != nil || o.BindPort != 5060 || o.RTPPorts.Calls() != 200 || o.ExternalService != "switchboard/sb-manager-0" {
+		t.Fatalf("set: %+v %v", o, err)
+	}
+	if o, err = parse(); err != nil || o.BindPort != 0 || o.RTPPorts.Calls() != 0 {
+		t.Fatalf("defaults (ephemeral ports): %+v %v", o, err)
+	}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--sip-port=70000"}},
+		{[]string{"--rtp-ports=20001-20400"}},
+		{[]string{"--rtp-ports=20000"}},
+		{[]string{"--sip-external-service=sb-manager-0"}},
+		{[]string{"--sip-external-host=203.0.113.7", "--sip-external-service=switchboard/sb-manager-0"}},
+		{[]string{"--sip-external-host=203.0.113.7", "--sip-external-node=node-1"}},
+		{[]string{"--sip-external-service=switchboard/sb-manager-0", "--sip-external-node=node-1"}},
+	} {
+		name, _, _ := strings.Cut(strings.TrimPrefix(tc.args[len(tc.args)-1], "--"), "=")
+		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%v: %v, want it refused, naming --%s", tc.args, err, name)
 		}
 	}
 }

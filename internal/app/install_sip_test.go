@@ -136,3 +136,24 @@ func TestHelmChartRefusesSIPNetworkThatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// With workers.hostNetwork each pod is on its node's network, with the
+// fixed ports declared (the scheduler puts one per node), and announces
+// the node's ExternalIP, which a ClusterRole lets it read.
+func TestHelmChartSIPHostNetwork(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderedChart(t, "--set", "workers.hostNetwork=true", "--set", "workers.maxActiveCallsPerReplica=50")
+	dep := decode[appsv1.Deployment](t, objs, "Deployment/sb-switchboard-manager")
+	pod := dep.Spec.Template.Spec
+	g.Expect(pod.HostNetwork).To(BeTrue())
+	g.Expect(pod.Containers[0].Args).To(ContainElements("--sip-port=5060", "--rtp-ports=20000-20199",
+		"--sip-external-node=$(NODE_NAME)"))
+	g.Expect(pod.Containers[0].Env).To(ContainElement(And(HaveField("Name", "NODE_NAME"),
+		HaveField("ValueFrom.FieldRef.FieldPath", "spec.nodeName"))))
+	g.Expect(pod.Containers[0].Ports).To(ContainElement(And(HaveField("ContainerPort", int32(5060)),
+		HaveField("Protocol", corev1.ProtocolUDP))))
+	role := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/sb-switchboard-node-address")
+	g.Expect(role.Rules).To(ConsistOf(And(HaveField("Resources", ConsistOf("nodes")), HaveField("Verbs", ConsistOf("get")))))
+	g.Expect(objs).To(HaveKey("ClusterRoleBinding/sb-switchboard-node-address"))
+	g.Expect(renderedChart(t)).NotTo(HaveKey("ClusterRole/sb-switchboard-node-address"))
+}

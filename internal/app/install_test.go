@@ -64,6 +64,7 @@ var chartValues = map[string][]string{
 		"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
 		"--set", "recordings.retention=2160h", "--set", "organizations={acme,globex}"},
 	"sip-pod-services": sipPodServicesValues,
+	"sip-host-network": {"--set", "workers.hostNetwork=true", "--set", "workers.maxActiveCallsPerReplica=50"},
 }
 
 // sipPodServicesValues are production with a UDP Service per pod and every

@@ -51,6 +51,10 @@ type SIPOptions struct {
 	// external address is announced (ExternalHost read from the cluster):
 	// a pod behind a LoadBalancer Service of its own.
 	ExternalService string
+	// ExternalNode, when set, is the node whose ExternalIP is announced, if
+	// it reports one: a pod on the host network of a cloud node whose
+	// public address is translated to its interface's.
+	ExternalNode string
 	// SpoolDir holds recordings of calls in progress; it should survive a
 	// container restart (an emptyDir does) so a call cut off keeps its
 	// audio. Defaults to a directory under the OS temporary directory.
@@ -86,6 +90,8 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 		func(s string) (err error) { o.RTPPorts, err = engine.ParsePortRange(s); return err })
 	fs.StringVar(&o.ExternalService, "sip-external-service", o.ExternalService,
 		"namespace/name of a Service of this pod (a LoadBalancer, or with externalIPs) whose address is announced in SIP headers and SDP, read at start-up (instead of --sip-external-host).")
+	fs.StringVar(&o.ExternalNode, "sip-external-node", o.ExternalNode,
+		"Name of this pod's node (with hostNetwork): its ExternalIP address, if it reports one, is announced in SIP headers and SDP, read at start-up.")
 	fs.StringVar(&o.SpoolDir, "sip-spool-dir", o.SpoolDir, "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
 	fs.StringVar(&o.Flite, "flite", o.Flite, "The flite text-to-speech binary that speaks agents' scripts.")
 	fs.DurationVar(&o.TTSTimeout, "tts-timeout", o.TTSTimeout, "How long flite may take to speak one text before it is killed and the call fails (more than 0).")
@@ -105,10 +111,10 @@ func (o SIPOptions) Validate() error {
 	if o.BindPort < 0 || o.BindPort > 65535 {
 		return fmt.Errorf("--sip-port must be 0 to 65535, got %d", o.BindPort)
 	}
+	if (o.ExternalHost != "") && (o.ExternalService != "") || (o.ExternalHost != "" || o.ExternalService != "") && o.ExternalNode != "" {
+		return errors.New("--sip-external-host, --sip-external-service and --sip-external-node each name the announced address: give one")
+	}
 	if o.ExternalService != "" {
-		if o.ExternalHost != "" {
-			return errors.New("--sip-external-host and --sip-external-service both name the announced address: give one")
-		}
 		if _, err := publicaddr.ParseService(o.ExternalService); err != nil {
 			return err
 		}
@@ -181,6 +187,13 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 // externalHost is the address announced in SIP and SDP: the flag's, or
 // the pod's own Service's once its load balancer has one.
 func externalHost(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) (string, error) {
+	if opts.ExternalNode != "" {
+		addr, err := publicaddr.FromNode(ctx, mgr.GetAPIReader(), opts.ExternalNode)
+		if err == nil && addr != "" {
+			log.Info("announcing this node's external address", "node", opts.ExternalNode, "address", addr)
+		}
+		return addr, err
+	}
 	if opts.ExternalService == "" {
 		return opts.ExternalHost, nil
 	}

@@ -90,3 +90,32 @@ func TestSIPExternalServiceAddress(t *testing.T) {
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("forbidden")))
 	})
 }
+
+// A pod on the host network of a cloud node announces the node's
+// ExternalIP (--sip-external-node), which the cloud translates 1:1 to the
+// interface's address the pod binds; a node that reports none leaves the
+// bound address announced.
+func TestSIPExternalNodeAddress(t *testing.T) {
+	g := NewWithT(t)
+	node := func(name string, addrs ...corev1.NodeAddress) string {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		g.Expect(k8s.Create(context.Background(), n)).To(Succeed())
+		testsupport.DeleteOnCleanup(t, k8s, n)
+		n.Status.Addresses = addrs
+		g.Expect(k8s.Status().Update(context.Background(), n)).To(Succeed())
+		return name
+	}
+	internal := corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}
+	cloud := node("sip-node-cloud", internal, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "198.51.100.30"})
+	addr, err := publicaddr.FromNode(context.Background(), k8s, cloud)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(addr).To(Equal("198.51.100.30"))
+
+	bare := node("sip-node-bare", internal)
+	addr, err = publicaddr.FromNode(context.Background(), k8s, bare)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(addr).To(BeEmpty())
+
+	_, err = publicaddr.FromNode(context.Background(), k8s, "sip-node-none")
+	g.Expect(err).To(MatchError(And(ContainSubstring("sip-node-none"), ContainSubstring("not found"))))
+}

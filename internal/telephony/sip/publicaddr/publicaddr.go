@@ -88,3 +88,21 @@ func address(ctx context.Context, svc *corev1.Service) (string, error) {
 	}
 	return "", nil
 }
+
+// FromNode returns the node's ExternalIP address (IPv4), which clouds
+// report for nodes whose public address is translated 1:1 to the
+// interface's (a pod on the host network binds the interface's), and ""
+// when the node reports none: the address it binds is then the one to
+// announce.
+func FromNode(ctx context.Context, c client.Reader, name string) (string, error) {
+	var node corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
+		return "", fmt.Errorf("the addresses of node %s: %w", name, err)
+	}
+	for _, a := range node.Status.Addresses {
+		if v4 := net.ParseIP(a.Address).To4(); a.Type == corev1.NodeExternalIP && v4 != nil {
+			return v4.String(), nil
+		}
+	}
+	return "", nil
+}
