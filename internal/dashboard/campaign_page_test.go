@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,12 @@ func TestCampaignPage(t *testing.T) {
 	}
 	if groups := text(t, ctx, "#waiting-groups tbody"); !strings.Contains(groups, closed) || !strings.Contains(groups, "1") {
 		t.Errorf("the waiting groups read %q, want %s with one contact", groups, closed)
+	}
+	// The group opens at the window's start in its own zone, named (not
+	// the API's raw RFC 3339 time).
+	if opens := text(t, ctx, "#waiting-groups tbody td:nth-child(3)"); !regexp.MustCompile(`^\d{4}-\d\d-\d\d 08:00:00 `+
+		regexp.QuoteMeta(closed)+`$`).MatchString(opens) {
+		t.Errorf("the waiting group opens %q, want a date then 08:00:00 %s", opens, closed)
 	}
 
 	do(t, ctx, chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#resume")))

@@ -239,3 +239,22 @@ func TestContentSecurityPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A waiting group's opening time reads in its zone, named, when it has
+// one zone; else in UTC as every page shows times.
+func TestOpensText(t *testing.T) {
+	for _, tc := range []struct {
+		at    string
+		zones []string
+		want  string
+	}{
+		{"2026-11-27T13:00:00.000Z", []string{"America/New_York"}, "2026-11-27 08:00:00 America/New_York"},
+		{"2026-11-27T13:00:00.000Z", []string{"America/Chicago", "America/Denver"}, "2026-11-27 13:00:00 UTC"},
+		{"2026-11-27T13:00:00.000Z", []string{"Not/AZone"}, "2026-11-27 13:00:00 UTC"},
+		{"", nil, none},
+	} {
+		if got := opensText(tc.at, tc.zones); got != tc.want {
+			t.Errorf("opensText(%q, %v) = %q, want %q", tc.at, tc.zones, got, tc.want)
+		}
+	}
+}

@@ -122,6 +122,7 @@ var funcs = template.FuncMap{
 		return none
 	},
 	"duration": durationText,
+	"opens":    opensText,
 	// orNone shows an empty field as every page shows one.
 	"orNone": func(s string) string { return cmp.Or(s, none) },
 	"deref": func(s *string) string {
@@ -152,6 +153,23 @@ func formatTime(t time.Time) string {
 		return none
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// opensText is when a group of waiting contacts opens (at, the API's
+// RFC 3339 time): in the group's zone, named, when it has one, since the
+// calling window is in local time (08:00 in New York), else as every
+// page shows a time (UTC).
+func opensText(at string, zones []string) string {
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return cmp.Or(at, none)
+	}
+	if len(zones) == 1 {
+		if loc, err := time.LoadLocation(zones[0]); err == nil {
+			return t.In(loc).Format("2006-01-02 15:04:05 ") + zones[0]
+		}
+	}
+	return formatTime(t)
 }
 
 // durationText is how every page shows a call's duration (ms): to the
