@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/phonezones"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/understand"
 )
@@ -67,7 +68,7 @@ func Analyze(req telephony.Request, p telephony.Progress, transcript []telephony
 		data[f.Name] = nil
 		// A call that never connected has no conversation to trust.
 		if p.Disposition.Connected() {
-			data[f.Name] = extract(f, scriptAsks(req, f), transcript, at(p))
+			data[f.Name] = extract(f, scriptAsks(req, f), transcript, at(req, p))
 		}
 	}
 	return Result{Summary: summary(p, data, transcript), ExtractedData: data}
@@ -275,12 +276,14 @@ func keyed(typ, digits string) any {
 }
 
 // at is the moment relative dates are read from: when the call ended, in
-// UTC (a call carries no time zone).
-func at(p telephony.Progress) time.Time {
+// the callee's time zone (from their number, as the call's gathers read
+// them), so that "tomorrow" is tomorrow where they are.
+func at(req telephony.Request, p telephony.Progress) time.Time {
+	zone := phonezones.Callee(req.To)
 	if p.EndedAt != nil {
-		return p.EndedAt.UTC()
+		return p.EndedAt.In(zone)
 	}
-	return time.Now().UTC()
+	return time.Now().In(zone)
 }
 
 // unanswered completes "The call was not answered: ...".

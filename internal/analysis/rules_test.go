@@ -63,6 +63,20 @@ func TestRepliesInPeoplesWords(t *testing.T) {
 	}
 }
 
+// Relative dates are read where the callee is, from their number: at
+// 18:00 UTC on Thursday it is already Friday morning in Sydney, so
+// "tomorrow" there is Saturday, and in New York it is Thursday still.
+func TestRelativeDatesInCalleesZone(t *testing.T) {
+	turns := []telephony.Turn{{Speaker: "agent", Text: "The day of the booking?"}, {Speaker: "callee", Text: "Tomorrow."}}
+	fields := []telephony.Field{booking[3]}
+	for to, want := range map[string]string{"+61255550100": "2026-11-28", "+12125550100": "2026-11-27", "+999123": "2026-11-27"} {
+		got := Analyze(telephony.Request{To: to, Fields: fields}, endedCall(), turns).ExtractedData["booking_date"]
+		if got != want {
+			t.Errorf("\"tomorrow\" said on %s: %v, want %s", to, got, want)
+		}
+	}
+}
+
 // A gather step's answer wins over what the transcript says otherwise:
 // keys, the choice it matched, or the words it heard; a noMatch is no
 // answer.

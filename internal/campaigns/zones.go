@@ -2,16 +2,17 @@ package campaigns
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/switchboard-dev/switchboard/internal/phonezones"
 )
 
 // ZonesOf returns the time zones a contact's calling window is evaluated
 // in: tz when given (an IANA name), else every zone the number's prefix
-// maps to (github.com/nyaruka/phonenumbers' table), else an error: calling
-// hours cannot be honored blind.
+// maps to (package phonezones), else an error: calling hours cannot be
+// honored blind.
 func ZonesOf(e164, tz string) ([]string, error) {
 	if tz != "" {
 		if _, err := loadZone(tz); err != nil {
@@ -28,28 +29,14 @@ func ZonesOf(e164, tz string) ([]string, error) {
 
 // zonesOfNumber is the zones of a parsed number (e164 names it in errors).
 func zonesOfNumber(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
-	zones, err := phonenumbers.GetTimezonesForNumber(num)
-	if err != nil || len(zones) == 0 || (len(zones) == 1 && zones[0] == phonenumbers.UNKNOWN_TIMEZONE) {
-		return nil, fmt.Errorf("the time zone of %s is unknown: give the contact a timezone", e164)
+	zones, err := phonezones.OfNumber(num, e164)
+	if err != nil {
+		return nil, fmt.Errorf("%w: give the contact a timezone", err)
 	}
 	return zones, nil
 }
 
-// zoneCache holds loaded zones: LoadLocation reads and parses a file each
-// time, and a campaign's contacts share a few dozen zones.
-var zoneCache sync.Map // name -> *time.Location
-
-func loadZone(name string) (*time.Location, error) {
-	if z, ok := zoneCache.Load(name); ok {
-		return z.(*time.Location), nil
-	}
-	z, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, err
-	}
-	zoneCache.Store(name, z)
-	return z, nil
-}
+var loadZone = phonezones.Load
 
 // locations loads zones; a name that no longer loads (the zone database
 // changed) is left out rather than blocking the contact forever.

@@ -74,6 +74,10 @@ type CallSpec struct {
 	// Recognizer turns the callee's utterances into text in gathers that
 	// listen to speech; nil leaves those gathers to keys alone.
 	Recognizer speech.Recognizer
+	// Zone is the callee's time zone: dates they say ("tomorrow", "next
+	// Friday") are read in it. Nil reads them in UTC, never in the zone
+	// of the machine the operator runs on.
+	Zone *time.Location
 }
 
 // Step is one step of a script.

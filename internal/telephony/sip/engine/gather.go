@@ -63,7 +63,7 @@ func (m *callMedia) gather(callCtx context.Context, s Step, res *Result) (string
 			}
 			d, retry, tries = decision{branch: BranchNoInput}, g.NoInput, &noInput
 		default:
-			d = g.decide(a, time.Now())
+			d = g.decide(a, time.Now().In(cmp.Or(m.zone, time.UTC)))
 			retry, tries = g.NoMatch, &noMatch
 		}
 		if d.matched {

@@ -578,3 +578,37 @@ func TestSpeechNoiseIsNoAnswer(t *testing.T) {
 		t.Errorf("the recognizer got %d utterances, want the burst alone", r.n)
 	}
 }
+
+// A callee who says "tomorrow" means tomorrow where they are: the date is
+// read in the call's Zone (the callee's), not in UTC or the zone of the
+// machine the operator runs on. The zone is one whose date differs from
+// UTC's now, so reading in UTC gives another answer.
+func TestSpokenDateReadInCalleesZone(t *testing.T) {
+	zone := "Etc/GMT-14" // UTC+14: already tomorrow from 10:00 UTC
+	if time.Now().UTC().Hour() < 10 {
+		zone = "Etc/GMT+12" // UTC-12: still yesterday before 12:00 UTC
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomorrow := func() string { return time.Now().In(loc).AddDate(0, 0, 1).Format(time.DateOnly) }
+	answer := said{at: 1500 * time.Millisecond, text: "tomorrow please"}
+	voice, lengths := spoken(t, 6*time.Second, answer)
+	r := &scriptedRecognizer{lengths: lengths, texts: []string{answer.text}}
+	script := []Step{
+		{Text: "Which day suits you?", Audio: tone(time.Second), Gather: &Gather{Field: "day", Speech: true,
+			Timeout: 3 * time.Second, Capture: CaptureDate}},
+		{Text: "Thank you.", Audio: tone(300 * time.Millisecond), Hangup: true},
+	}
+	e := newEngine(t, EngineConfig{})
+	b := startBaresip(t, voice)
+	before := tomorrow()
+	res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{Script: script, Recognizer: r, Zone: loc,
+		MaxDuration: 11 * time.Second})
+	after := tomorrow()
+	if got := res.Digits["day"]; got != before && got != after {
+		t.Errorf("\"tomorrow\" said in %s captured as %q, want %s (UTC's tomorrow is %s)%s", zone, got, before,
+			time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly), describe(res.Events))
+	}
+}

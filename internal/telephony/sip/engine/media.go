@@ -47,6 +47,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
 	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
+	m.zone = cmp.Or(c.Zone, time.UTC)
 	tctx, cancelTranscripts := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTranscripts()
 	t := startTranscriber(tctx, m)
@@ -179,6 +180,8 @@ type callMedia struct {
 	// callee's speech is not transcribed).
 	recognizer       speech.Recognizer
 	recognizeTimeout time.Duration
+	// zone is the callee's time zone, which their dates are read in.
+	zone *time.Location
 	// transcribe takes the utterances no gather listens to (nil: none).
 	transcribe *transcriber
 	// bot is the stream of a call bridged to the organization's bot: it
