@@ -75,8 +75,8 @@ func TestCampaignPage(t *testing.T) {
 	}
 	// The group opens at the window's start in its own zone, named (not
 	// the API's raw RFC 3339 time).
-	if opens := text(t, ctx, "#waiting-groups tbody td:nth-child(3)"); !regexp.MustCompile(`^\d{4}-\d\d-\d\d 08:00:00 `+
-		regexp.QuoteMeta(closed)+`$`).MatchString(opens) {
+	if opens := text(t, ctx, "#waiting-groups tbody td:nth-child(3)"); !regexp.MustCompile(`^\d{4}-\d\d-\d\d 08:00:00 ` +
+		regexp.QuoteMeta(closed) + `$`).MatchString(opens) {
 		t.Errorf("the waiting group opens %q, want a date then 08:00:00 %s", opens, closed)
 	}
 
