@@ -109,6 +109,10 @@ func TestStreamFailedIsVisibleEverywhere(t *testing.T) {
 	call := o.waitAnalyzed(t, id)
 	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "stream_connect_failed"))
 	g.Expect(call).To(HaveKeyWithValue("status", "ended"))
+	// Nothing was heard (the simulated callee speaks only to a bot): no
+	// recording, as the spec has it for calls without one.
+	g.Expect(call).To(HaveKeyWithValue("recording_url", BeNil()))
+	g.Expect(do(t, "GET", "/v1/calls/"+id+"/recording", o.key, nil).status).To(Equal(http.StatusNotFound))
 
 	const why = "the bot answered the upgrade with HTTP 401"
 	var note string

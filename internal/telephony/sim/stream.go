@@ -200,13 +200,6 @@ func (s *simStream) run(ctx context.Context, cfgFn StreamConfigFunc, req telepho
 	defer close(s.done)
 	s.reason = stream.ReasonConnectFailed
 	defer func() { s.endedAt = time.Now() }()
-	rec := s.record(answeredAt)
-	defer func() {
-		if err := rec.Close(); err != nil && s.recPath != "" {
-			_ = os.Remove(s.recPath)
-			s.recPath = ""
-		}
-	}()
 	cfg, err := cfgFn(ctx, req)
 	if err != nil {
 		s.failed(answeredAt, err)
@@ -217,9 +210,19 @@ func (s *simStream) run(ctx context.Context, cfgFn StreamConfigFunc, req telepho
 	}
 	sess, err := stream.Dial(ctx, *cfg)
 	if err != nil {
+		// No recording: the simulated callee speaks only into the stream,
+		// so there was nothing to hear (recording_url null, not a silent
+		// WAV).
 		s.failed(answeredAt, err)
 		return
 	}
+	rec := s.record(answeredAt)
+	defer func() {
+		if err := rec.Close(); err != nil && s.recPath != "" {
+			_ = os.Remove(s.recPath)
+			s.recPath = ""
+		}
+	}()
 	ids := sess.IDs()
 	s.note(answeredAt, telephony.Turn{Speaker: agent,
 		Text: "(streaming to the bot: stream " + ids.StreamSid + ", call " + ids.CallSid + ", account " + ids.AccountSid + ")"})

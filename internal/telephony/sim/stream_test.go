@@ -158,6 +158,13 @@ func TestSimStreamConnectFailed(t *testing.T) {
 	if p.DisconnectionReason != stream.ReasonConnectFailed || !strings.Contains(p.Detail, "could not connect") {
 		t.Errorf("progress %+v: want stream_connect_failed, saying why", p)
 	}
+	// Nothing was heard: no recording rather than an empty WAV.
+	if rc, err := c.Recording(context.Background(), req, p); !errors.Is(err, telephony.ErrNoRecording) {
+		if rc != nil {
+			_ = rc.Close()
+		}
+		t.Errorf("the call has a recording (%v), want none", err)
+	}
 }
 
 // The bot's audio is recorded as played (left), the simulated callee as
