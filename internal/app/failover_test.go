@@ -41,15 +41,7 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 
 	// The suite's operator makes way for two replicas of one installation.
-	operator.stop()
-	t.Cleanup(func() {
-		restored, err := startOperator(true)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		operator = restored
-	})
+	makeWayForReplicas(t)
 	replicaOptions := func(o *app.Options) {
 		o.History = store
 		// A long lease: only a handover can bring the survivor in within

@@ -23,15 +23,7 @@ func TestSIPTrunkProbedByTheLeaderOnly(t *testing.T) {
 	carrier := startOptionsAnswerer(t)
 
 	// The suite's operator (elected by no one) makes way for two replicas.
-	operator.stop()
-	t.Cleanup(func() {
-		restored, err := startOperator(true)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		operator = restored
-	})
+	makeWayForReplicas(t)
 	replica := func(id string, sipPort int) func(*app.Options) {
 		return func(o *app.Options) {
 			o.Worker.ID = id

@@ -197,6 +197,22 @@ func withOperatorRunning(t *testing.T, reconcilers bool, tweak func(*app.Options
 	})
 }
 
+// makeWayForReplicas stops the suite's operator for the rest of t, whose
+// replicas of one installation take its place, and restarts it when t
+// ends.
+func makeWayForReplicas(t *testing.T) {
+	t.Helper()
+	operator.stop()
+	t.Cleanup(func() {
+		restored, err := startOperator(true)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		operator = restored
+	})
+}
+
 // org is an organization (namespace) with an API key and an outbound agent.
 type org struct {
 	ns      string

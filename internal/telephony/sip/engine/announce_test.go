@@ -44,7 +44,7 @@ func TestInviteAnnouncesExternalAddressAndPorts(t *testing.T) {
 		t.Fatalf("no INVITE reached the carrier: %v", err)
 	}
 	cancel()
-	<-placed
+	t.Logf("Place, cancelled once the INVITE was read: %v", <-placed)
 	msg, err := sipmsg.ParseMessage(buf[:n])
 	if err != nil {
 		t.Fatalf("parse %q: %v", buf[:n], err)
