@@ -130,8 +130,8 @@ func TestInstallYAMLAppliesServerSide(t *testing.T) {
 	ensureNamespace(t, "switchboard-system")
 	// config/default is what `make build-installer` writes to
 	// dist/install.yaml; the others are its PostgreSQL and production
-	// (two replicas, S3) variants.
-	for _, dir := range []string{"default", "postgres", "production"} {
+	// (two replicas, S3) variants, and production on the nodes' networks.
+	for _, dir := range []string{"default", "postgres", "production", "sip-host-network"} {
 		t.Run(dir, func(t *testing.T) {
 			rendered := kubectl.MustRun(t, "kustomize", "../../config/"+dir).Stdout
 			rendered = strings.ReplaceAll(rendered, "image: controller:latest", "image: registry.example.com/switchboard:v0.1.0")
@@ -140,8 +140,13 @@ func TestInstallYAMLAppliesServerSide(t *testing.T) {
 				ContainSubstring("validatingadmissionpolicy.admissionregistration.k8s.io/switchboard-call-source"),
 				ContainSubstring("networkpolicy.networking.k8s.io/switchboard-manager"),
 				ContainSubstring("flowschema.flowcontrol.apiserver.k8s.io/switchboard-leader-election")))
-			if dir == "production" {
+			if dir == "production" || dir == "sip-host-network" {
 				NewWithT(t).Expect(out).To(ContainSubstring("poddisruptionbudget.policy/switchboard-manager"))
+			}
+			if dir == "sip-host-network" {
+				NewWithT(t).Expect(out).To(ContainSubstring("clusterrolebinding.rbac.authorization.k8s.io/switchboard-node-address"))
+				NewWithT(t).Expect(rendered).To(And(ContainSubstring("hostNetwork: true"), ContainSubstring("- --sip-external-node=$(NODE_NAME)"),
+					ContainSubstring("- --rtp-ports=20000-20199")))
 			}
 		})
 	}
