@@ -111,7 +111,13 @@ func (o SIPOptions) Validate() error {
 	if o.BindPort < 0 || o.BindPort > 65535 {
 		return fmt.Errorf("--sip-port must be 0 to 65535, got %d", o.BindPort)
 	}
-	if (o.ExternalHost != "") && (o.ExternalService != "") || (o.ExternalHost != "" || o.ExternalService != "") && o.ExternalNode != "" {
+	announced := 0
+	for _, source := range []string{o.ExternalHost, o.ExternalService, o.ExternalNode} {
+		if source != "" {
+			announced++
+		}
+	}
+	if announced > 1 {
 		return errors.New("--sip-external-host, --sip-external-service and --sip-external-node each name the announced address: give one")
 	}
 	if o.ExternalService != "" {
