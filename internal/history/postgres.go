@@ -95,11 +95,7 @@ func (s *postgresStore) exec(ctx context.Context, query string, args ...any) (in
 }
 
 func (s *postgresStore) execAll(ctx context.Context, query string, argLists [][]any) error {
-	stmts := make([]statement, len(argLists))
-	for i, args := range argLists {
-		stmts[i] = statement{query, args}
-	}
-	return s.execEach(ctx, stmts)
+	return s.execEach(ctx, repeated(query, argLists))
 }
 
 // execEach sends the statements in one batch (one round trip) inside the

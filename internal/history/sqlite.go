@@ -172,11 +172,7 @@ func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int6
 }
 
 func (s *sqliteStore) execAll(ctx context.Context, query string, argLists [][]any) error {
-	stmts := make([]statement, len(argLists))
-	for i, args := range argLists {
-		stmts[i] = statement{query, args}
-	}
-	return s.execEach(ctx, stmts)
+	return s.execEach(ctx, repeated(query, argLists))
 }
 
 // execEach's transaction is IMMEDIATE (see writer), so it never fails to

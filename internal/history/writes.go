@@ -22,6 +22,15 @@ type statement struct {
 	args  []any
 }
 
+// repeated is query once for each argument list.
+func repeated(query string, argLists [][]any) []statement {
+	stmts := make([]statement, len(argLists))
+	for i, args := range argLists {
+		stmts[i] = statement{query, args}
+	}
+	return stmts
+}
+
 // Writer stores Writes.
 type Writer interface {
 	// Write stores w's writes in one transaction: all of them, or, with
@@ -56,9 +65,7 @@ func (w *Writes) EnqueueDeliveries(ds []*Delivery) error {
 	if err != nil {
 		return err
 	}
-	for _, args := range argLists {
-		w.stmts = append(w.stmts, statement{enqueueDelivery, args})
-	}
+	w.stmts = append(w.stmts, repeated(enqueueDelivery, argLists)...)
 	return nil
 }
 
