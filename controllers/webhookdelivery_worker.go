@@ -332,10 +332,10 @@ func (w *WebhookDeliveryWorker) call(ctx context.Context, d *history.Delivery) (
 		// store has it as it ended, without an apiserver request. The
 		// worker that queued the event may also run on another replica,
 		// whose cache saw the call before this one did: a call the store
-		// does not have is read live before it is taken to be gone.
-		archived, serr := w.Store.GetCall(ctx, d.Namespace, d.Spec.CallID)
-		if !errors.Is(serr, history.ErrNotFound) {
-			return archived, serr
+		// does not have (or could not read) is read live before it is
+		// taken to be gone.
+		if archived, serr := w.Store.GetCall(ctx, d.Namespace, d.Spec.CallID); serr == nil {
+			return archived, nil
 		}
 		if w.Live != nil {
 			err = w.Live.Get(ctx, key, &call)
