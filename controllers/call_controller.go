@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // CallReconciler moves Calls through their lifecycle on a carrier:
@@ -104,9 +105,12 @@ type Agents interface {
 type CallHistory interface {
 	SaveCall(ctx context.Context, c *switchboardv1.Call) error
 	CallVersion(ctx context.Context, namespace, id string) (string, error)
-	RecordDial(ctx context.Context, namespace, callID string, at time.Time) (time.Time, error)
 	DialedAt(ctx context.Context, namespace, callID string) (at time.Time, ok bool, err error)
 	SaveTranscript(ctx context.Context, namespace, callID string, t history.Transcript) error
+	// Write stores what one pass stores before the Call's status (its
+	// dial, its transcript, the deliveries of its events) in one
+	// transaction.
+	Write(ctx context.Context, w *history.Writes) error
 }
 
 // Admission holds Calls applied with kubectl to their organization's
@@ -115,12 +119,22 @@ type Admission interface {
 	AdmitApplied(ctx context.Context, c *switchboardv1.Call) (*quota.Exceeded, error)
 }
 
-// CallEvents queues the webhook deliveries of the events a call reaches
-// (deliveries.Emitter): Emit before the call's state is stored, Wake the
-// delivery worker once it is.
+// CallEvents makes the webhook deliveries of the events a call reaches
+// (deliveries.Emitter): Pending before the call's state is stored (the
+// reconciler queues them with the pass's other writes), Wake the delivery
+// worker once it is.
 type CallEvents interface {
-	Emit(ctx context.Context, c *switchboardv1.Call) (queued bool, err error)
+	Pending(ctx context.Context, c *switchboardv1.Call) ([]*history.Delivery, []string, error)
 	Wake()
+}
+
+// passWrites is what one pass stores in the history store before it
+// writes the Call's status, in one transaction (history.Writes): the dial,
+// the transcript, the deliveries of the events reached.
+type passWrites struct {
+	history.Writes
+	dialed     bool
+	transcript *history.Transcript
 }
 
 // Reconcile advances one Call by one step.
@@ -147,14 +161,15 @@ func (r *CallReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	status := newStatusPatcher(r.Client, &call)
 	var result reconcile.Result
 	var err error
+	writes := &passWrites{}
 	if !done {
-		result, err = r.step(ctx, &call)
+		result, err = r.step(ctx, &call, writes)
 	}
 	// The deliveries of the state reached are queued before the status
 	// that records it, in the same pass, so that no event is lost to a
 	// crash in between; a delivery waits until its call's state is stored,
 	// and the worker is woken once it is.
-	queued, emitErr := r.Webhooks.Emit(ctx, &call)
+	queued, emitErr := r.store(ctx, &call, writes)
 	err = errors.Join(err, emitErr)
 	call.Status.ObservedGeneration = call.Generation
 	if perr := r.patchStatus(ctx, &call, status); perr != nil {
@@ -202,7 +217,7 @@ func (r *CallReconciler) patchStatus(ctx context.Context, c *switchboardv1.Call,
 // finished: final and nothing left to do after the end.
 func finished(c *switchboardv1.Call) bool { return c.Processed() }
 
-func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call, w *passWrites) (reconcile.Result, error) {
 	if c.Status.CallID == "" {
 		c.Status.CallID = callid.Of(c)
 	}
@@ -211,16 +226,16 @@ func (r *CallReconciler) step(ctx context.Context, c *switchboardv1.Call) (recon
 		if c.Spec.Stop {
 			return reconcile.Result{}, r.cancel(ctx, c)
 		}
-		return r.reconcileDial(ctx, c)
+		return r.reconcileDial(ctx, c, w)
 	case switchboardv1.CallInProgress:
 		if c.Spec.Stop {
 			if err := r.hangup(ctx, c); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
-		return r.reconcileProgress(ctx, c)
+		return r.reconcileProgress(ctx, c, w)
 	case switchboardv1.CallEnded:
-		return r.reconcilePostCall(ctx, c)
+		return r.reconcilePostCall(ctx, c, w)
 	default: // refused by the REST API: record why, never dial
 		failure := c.Refusal()
 		if failure == nil {
@@ -316,7 +331,7 @@ func (r *CallReconciler) admit(ctx context.Context, c *switchboardv1.Call) (refu
 
 // reconcileDial runs the same policy as the REST API (Calls applied with
 // kubectl never met it, and lists may have changed), then dials.
-func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Call, w *passWrites) (reconcile.Result, error) {
 	if refused, err := r.admit(ctx, c); refused || err != nil {
 		return reconcile.Result{}, err
 	}
@@ -340,7 +355,7 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 		// A leader dialed it and stopped before recording it here: the
 		// call goes on from that dial (or ends as cut off), never rung twice.
 		r.markDialed(c, req, from, at)
-		return r.reconcileProgress(ctx, c)
+		return r.reconcileProgress(ctx, c, w)
 	}
 	if err := r.Dialer.Dial(ctx, req, placedAt); err != nil {
 		if we, ok := telephony.AsWaitError(err); ok {
@@ -358,10 +373,11 @@ func (r *CallReconciler) reconcileDial(ctx context.Context, c *switchboardv1.Cal
 		r.markFailed(c, de.Code, "The carrier could not place the call: "+de.Reason)
 		return reconcile.Result{}, nil
 	}
-	r.recordDial(ctx, c, placedAt)
+	w.RecordDial(c.Namespace, callid.Of(c), placedAt)
+	w.dialed = true
 	r.markDialed(c, req, from, placedAt)
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Dialing", "Dial", "Calling %s from %s", c.Spec.ToNumber, from)
-	return r.reconcileProgress(ctx, c)
+	return r.reconcileProgress(ctx, c, w)
 }
 
 func (r *CallReconciler) markDialed(c *switchboardv1.Call, req telephony.Request, from string, at time.Time) {
@@ -372,26 +388,9 @@ func (r *CallReconciler) markDialed(c *switchboardv1.Call, req telephony.Request
 	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonInProgress, "The call is ringing or connected.")
 }
 
-// recordDial writes the dial to the history store before its status is
-// written to the cluster, and even when the reconcile is being cancelled:
-// a leader stopping in between leaves the record to the next one. A store
-// that does not answer does not hold the call up (the record is a guard,
-// not a step).
-func (r *CallReconciler) recordDial(ctx context.Context, c *switchboardv1.Call, at time.Time) {
-	if r.History == nil {
-		return
-	}
-	if _, err := r.History.RecordDial(context.WithoutCancel(ctx), c.Namespace, callid.Of(c), at); err != nil {
-		logf.FromContext(ctx).Error(err, "recording a dial; a leader change before its status is written could dial it again")
-	}
-}
-
 // dialedBefore reports a dial recorded for a Call that is still queued here:
 // one a previous leader made.
 func (r *CallReconciler) dialedBefore(ctx context.Context, c *switchboardv1.Call) (time.Time, bool) {
-	if r.History == nil {
-		return time.Time{}, false
-	}
 	at, ok, err := r.History.DialedAt(ctx, c.Namespace, callid.Of(c))
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "reading whether a queued call was dialed; dialing it")
@@ -400,7 +399,7 @@ func (r *CallReconciler) dialedBefore(ctx context.Context, c *switchboardv1.Call
 	return at, ok
 }
 
-func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1.Call, w *passWrites) (reconcile.Result, error) {
 	req := r.request(ctx, c)
 	p, err := r.Dialer.Progress(ctx, req, c.Status.StartedAt.Time, r.Clock.Now())
 	if err != nil {
@@ -438,7 +437,7 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	// The post-call steps usually complete at once; doing them in the same
 	// pass saves the apiserver a status write per call. If one fails, the
 	// end is written all the same and they are retried.
-	return r.reconcilePostCall(ctx, c)
+	return r.reconcilePostCall(ctx, c, w)
 }
 
 // disconnectionReason is why the carrier says the call ended, unless that
@@ -453,7 +452,7 @@ func disconnectionReason(c *switchboardv1.Call, p telephony.Progress) string {
 
 // reconcilePostCall stores the recording and analyzes the call. Both are
 // idempotent, so a failure in between redoes the recording (same key).
-func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1.Call) (reconcile.Result, error) {
+func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1.Call, w *passWrites) (reconcile.Result, error) {
 	req := r.request(ctx, c)
 	p := endedProgress(c)
 	if p.Disposition.Connected() && c.Status.Recording == nil {
@@ -468,7 +467,7 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 			return reconcile.Result{}, fmt.Errorf("reading transcript: %w", err)
 		}
 		transcript = t
-		r.storeTranscript(ctx, c, t)
+		w.transcript = &history.Transcript{StoredAt: r.Clock.Now(), Turns: t}
 	}
 	analyzer := r.Analyzer
 	if analyzer == nil {
@@ -492,20 +491,52 @@ func (r *CallReconciler) reconcilePostCall(ctx context.Context, c *switchboardv1
 	return reconcile.Result{}, nil
 }
 
-// storeTranscript writes the transcript to the history store, never to the
-// Call (the apiserver's write budget) nor to events. The store keeps the
-// first one written, so a pass redone after a failure or a restart changes
-// nothing. A store that is down does not hold up the analysis: the
-// transcript waits in memory and is written when the call is archived,
-// which retries until the store is back (lost only if the operator
-// restarts meanwhile, as the carrier has let it go).
-func (r *CallReconciler) storeTranscript(ctx context.Context, c *switchboardv1.Call, turns []telephony.Turn) {
-	if r.History == nil {
-		return
+// store writes, in one transaction, what the pass stores before the
+// Call's status: the dial (before its status, so that a leader that stops
+// in between leaves the record to the next one, and even when the
+// reconcile is being cancelled), the transcript (never on the Call: the
+// apiserver's write budget), and the deliveries of the events reached,
+// which it then notes as emitted. A store that does not answer holds up
+// only the events, which wait for a later pass: the dial record is a
+// guard, not a step, and the transcript waits in memory until the call is
+// archived, which retries until the store is back (lost only if the
+// operator restarts meanwhile, as the carrier has let it go). The store
+// keeps the first transcript and dial written, so a pass redone after a
+// failure or a restart changes neither.
+func (r *CallReconciler) store(ctx context.Context, c *switchboardv1.Call, w *passWrites) (queued bool, err error) {
+	ds, kinds, err := r.Webhooks.Pending(ctx, c)
+	if err == nil {
+		err = w.EnqueueDeliveries(ds)
 	}
-	t := history.Transcript{StoredAt: r.Clock.Now(), Turns: turns}
-	if err := r.History.SaveTranscript(ctx, c.Namespace, callid.Of(c), t); err != nil {
-		r.unsaved.Store(client.ObjectKeyFromObject(c), t)
+	if err != nil {
+		ds, kinds = nil, nil // the events wait; the rest is stored
+	}
+	if w.transcript != nil {
+		if terr := w.SaveTranscript(c.Namespace, callid.Of(c), *w.transcript); terr != nil {
+			r.unsaved.Store(client.ObjectKeyFromObject(c), *w.transcript)
+		}
+	}
+	if werr := r.History.Write(context.WithoutCancel(ctx), &w.Writes); werr != nil {
+		r.unstored(ctx, c, w, werr)
+		if len(kinds) > 0 {
+			err = errors.Join(err, fmt.Errorf("queuing %d deliveries: %w", len(ds), werr))
+		}
+		return false, err
+	}
+	if len(kinds) > 0 {
+		deliveries.Emitted(c, kinds)
+	}
+	return len(ds) > 0, err
+}
+
+// unstored keeps what a pass could not store: the transcript until the
+// call is archived; a lost dial record is only said.
+func (r *CallReconciler) unstored(ctx context.Context, c *switchboardv1.Call, w *passWrites, cause error) {
+	if w.transcript != nil {
+		r.unsaved.Store(client.ObjectKeyFromObject(c), *w.transcript)
+	}
+	if w.dialed {
+		logf.FromContext(ctx).Error(cause, "recording a dial; a leader change before its status is written could dial it again")
 	}
 }
 
@@ -614,8 +645,8 @@ func ptr[T any](v T) *T { return &v }
 // back from the cache rather than from a requeue racing the cache. A Call
 // that is final and fully processed returns at once.
 func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.Live == nil {
-		return errors.New("call reconciler needs a live reader")
+	if r.Live == nil || r.History == nil {
+		return errors.New("call reconciler needs a live reader and the history store")
 	}
 	opts := ctrl.Options{MaxConcurrentReconciles: max(r.MaxConcurrent, 1)}
 	var calls []builder.WatchesOption

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ var (
 	recordDir    string
 	// callClock is the call reconciler's clock.
 	callClock = &skewedClock{}
+	// deliveryLiveReads counts the delivery worker's reads of the apiserver.
+	deliveryLiveReads = &countingReader{}
 )
 
 // schedule retries failed deliveries quickly.
@@ -206,7 +209,8 @@ func addWebhookReconcilers(mgr manager.Manager, secrets *organizations.Secrets, 
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{}, Organizations: orgs}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+	deliveryLiveReads.Reader = mgr.GetAPIReader()
+	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: deliveryLiveReads,
 		Secrets:    deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
 		Sender:     webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: 10 * time.Second}),
 		Recordings: recordings, Store: historyStore, Schedule: schedule, Retention: time.Hour,
@@ -239,3 +243,26 @@ const (
 	resWait = testsupport.ResourceWait
 	resPoll = testsupport.ResourcePoll
 )
+
+// countingReader counts the reads made through it, by object.
+type countingReader struct {
+	client.Reader
+	mu sync.Mutex
+	n  map[client.ObjectKey]int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.mu.Lock()
+	if r.n == nil {
+		r.n = map[client.ObjectKey]int{}
+	}
+	r.n[key]++
+	r.mu.Unlock()
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *countingReader) reads(key client.ObjectKey) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[key]
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
 // received is one request a test receiver got.
@@ -130,4 +131,31 @@ func TestWebhookDeliveryWorkerSendsSignedEvents(t *testing.T) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(ep), &cur)).To(Succeed())
 		g.Expect(cur.Status.LastDeliveryResult).To(Equal("200"))
 	}, resWait, resPoll).Should(Succeed())
+}
+
+// An event of a call that has left the cluster (ended, archived, deleted
+// before a busy queue reached it) is sent from the call's archive: the
+// apiserver is not asked for it.
+func TestWebhookDeliveryOfArchivedCallReadsNoAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, agentID := newCallOrganization(t)
+	rc := newTestReceiver(t)
+	ep := waitEndpointReady(t, createEndpoint(t, ns, "archive", rc.srv.URL+"/hooks", webhook.EventCallEnded))
+
+	ended := metav1.NewMicroTime(time.Now())
+	c := &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "call-0123456789abcdef0123456789abcdef",
+		UID: "archived-call", CreationTimestamp: metav1.NewTime(ended.Add(-time.Minute))},
+		Spec: switchboardv1.CallSpec{AgentID: agentID, ToNumber: "+14155551234"},
+		Status: switchboardv1.CallStatus{CallID: "call_0123456789abcdef0123456789abcdef", Phase: switchboardv1.CallEnded,
+			Disposition: switchboardv1.DispositionNoAnswer, StartedAt: &ended, EndedAt: &ended,
+			Analysis: &switchboardv1.CallAnalysis{Summary: "Nobody answered."}}}
+	g.Expect(historyStore.SaveCall(ctx, c)).To(Succeed())
+	key := client.ObjectKeyFromObject(c)
+	g.Expect(historyStore.EnqueueDeliveries(ctx, []*history.Delivery{
+		deliveries.ForCall(c, webhook.EventCallEnded, ep, c.Status.CallID)})).To(Succeed())
+
+	g.Eventually(rc.received, resWait, resPoll).Should(HaveLen(1))
+	g.Expect(string(rc.received()[0].body)).To(ContainSubstring(c.Status.CallID))
+	g.Expect(deliveryLiveReads.reads(key)).To(BeZero(), "the apiserver was asked for a call the archive has")
 }

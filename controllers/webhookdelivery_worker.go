@@ -42,6 +42,12 @@ const (
 	// sweepInterval is how often finished deliveries past their retention
 	// are removed.
 	sweepInterval = time.Minute
+	// claimInterval is the least time between two claims made for wakes:
+	// every attempt that ends and every event queued wakes the worker, and
+	// one claim a little later serves the whole burst (a claim costs the
+	// same for one delivery as for a hundred). It is the most a delivery
+	// waits for it.
+	claimInterval = 20 * time.Millisecond
 )
 
 // WebhookDeliveryWorker sends the deliveries queued in the history store,
@@ -136,9 +142,33 @@ func (w *WebhookDeliveryWorker) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-w.wakeChan():
+			if !w.coalesce(ctx, claimedAt) {
+				return nil
+			}
 		case <-w.Clock.After(w.sleep(ctx, len(claimed) > 0, claimedAt)):
 		}
 	}
+}
+
+// coalesce waits, after a wake, until claimInterval has passed since the
+// last claim, so that the wakes of a burst (attempts ending, events
+// queued) are served by one claim; it reports false when ctx ended.
+func (w *WebhookDeliveryWorker) coalesce(ctx context.Context, claimedAt time.Time) bool {
+	wait := claimedAt.Add(claimInterval).Sub(w.Clock.Now())
+	if wait <= 0 {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.Clock.After(wait):
+	}
+	// A wake that came meanwhile is served by the claim about to be made.
+	select {
+	case <-w.wakeChan():
+	default:
+	}
+	return true
 }
 
 // claim leases up to free due deliveries, within the bounds per
@@ -155,14 +185,14 @@ func (w *WebhookDeliveryWorker) claim(ctx context.Context, now time.Time, free i
 	return ds
 }
 
-// sleep is how long to wait before looking again: not at all after a claim
-// that found deliveries (there may be more); else until the next delivery
+// sleep is how long to wait before looking again: claimInterval after a
+// claim that found deliveries (there may be more); else until the next delivery
 // is due or lease lapses after that claim, at most idlePoll. What was due
 // and left unclaimed then waits for a bound to free up: an attempt ending
 // here wakes the worker.
 func (w *WebhookDeliveryWorker) sleep(ctx context.Context, busy bool, claimedAt time.Time) time.Duration {
 	if busy {
-		return 0
+		return claimInterval
 	}
 	next, ok, err := w.Store.NextDeliveryDue(ctx, claimedAt)
 	if err != nil || !ok {
@@ -296,11 +326,20 @@ func (w *WebhookDeliveryWorker) call(ctx context.Context, d *history.Delivery) (
 	key := client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.CallRef.Name}
 	var call switchboardv1.Call
 	err := w.Client.Get(ctx, key, &call)
-	if apierrors.IsNotFound(err) && w.Live != nil {
-		// The worker that queued the event may run on another replica,
-		// whose cache saw the call before this one did: a miss here is
-		// read live before the call is taken to have left the cluster.
-		err = w.Live.Get(ctx, key, &call)
+	if apierrors.IsNotFound(err) {
+		// Most often the call has ended, been archived and left the
+		// cluster (its retention is short beside a busy queue): the
+		// store has it as it ended, without an apiserver request. The
+		// worker that queued the event may also run on another replica,
+		// whose cache saw the call before this one did: a call the store
+		// does not have (or could not read) is read live before it is
+		// taken to be gone.
+		if archived, serr := w.Store.GetCall(ctx, d.Namespace, d.Spec.CallID); serr == nil {
+			return archived, nil
+		}
+		if w.Live != nil {
+			err = w.Live.Get(ctx, key, &call)
+		}
 	}
 	if err == nil && !slices.Contains(deliveries.DueEvents(&call), d.Spec.Event) {
 		err = w.awaitState(ctx, key, d.Spec.Event, &call)

@@ -20,6 +20,8 @@ type database interface {
 	exec(ctx context.Context, query string, args ...any) (int64, error)
 	// execAll runs query once for each argument list, in one transaction.
 	execAll(ctx context.Context, query string, argLists [][]any) error
+	// execEach runs each statement, in one transaction.
+	execEach(ctx context.Context, stmts []statement) error
 	// query runs query and hands each row to scan. write says that it
 	// changes rows (UPDATE ... RETURNING), which SQLite runs on its writer.
 	query(ctx context.Context, write bool, query string, args []any, scan func(rowScanner) error) error
@@ -204,20 +206,28 @@ func (l deliveryLog) deliveries(ctx context.Context, write bool, query string, a
 }
 
 func (l deliveryLog) EnqueueDeliveries(ctx context.Context, ds []*Delivery) error {
-	now := time.Now()
-	argLists := make([][]any, 0, len(ds))
-	for _, d := range ds {
-		r, err := deliveryRecordOf(d, nil, now)
-		if err != nil {
-			return err
-		}
-		r.dueAt = &r.createdAt // at once: a new delivery is created now, and this keeps them in order
-		argLists = append(argLists, r.args())
+	argLists, err := enqueueArgs(ds, time.Now())
+	if err != nil {
+		return err
 	}
 	if err := l.db.execAll(ctx, enqueueDelivery, argLists); err != nil {
 		return fmt.Errorf("history: enqueueing deliveries: %w", err)
 	}
 	return nil
+}
+
+// enqueueArgs are enqueueDelivery's arguments for each of ds.
+func enqueueArgs(ds []*Delivery, now time.Time) ([][]any, error) {
+	argLists := make([][]any, 0, len(ds))
+	for _, d := range ds {
+		r, err := deliveryRecordOf(d, nil, now)
+		if err != nil {
+			return nil, err
+		}
+		r.dueAt = &r.createdAt // at once: a new delivery is created now, and this keeps them in order
+		argLists = append(argLists, r.args())
+	}
+	return argLists, nil
 }
 
 func (l deliveryLog) SaveDelivery(ctx context.Context, d *Delivery, due time.Time) error {

@@ -28,6 +28,11 @@ INSERT INTO dial_attempts (namespace, call_id, attempted_at) VALUES ($1, $2, $3)
 ON CONFLICT (namespace, call_id) DO UPDATE SET attempted_at = dial_attempts.attempted_at
 RETURNING attempted_at`
 
+// insertDial records an attempt unless one is recorded (Writes.RecordDial).
+const insertDial = `
+INSERT INTO dial_attempts (namespace, call_id, attempted_at) VALUES ($1, $2, $3)
+ON CONFLICT (namespace, call_id) DO NOTHING`
+
 const dialedAt = `SELECT attempted_at FROM dial_attempts WHERE namespace = $1 AND call_id = $2`
 
 const deleteDialsBefore = `DELETE FROM dial_attempts WHERE attempted_at < $1`

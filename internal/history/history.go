@@ -64,6 +64,8 @@ type Store interface {
 	Transcripts
 	// Contacts keeps the contacts of campaigns.
 	Contacts
+	// Writer stores several of the writes above in one transaction.
+	Writer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -95,15 +95,30 @@ func (s *postgresStore) exec(ctx context.Context, query string, args ...any) (in
 }
 
 func (s *postgresStore) execAll(ctx context.Context, query string, argLists [][]any) error {
+	return s.execEach(ctx, repeated(query, argLists))
+}
+
+// execEach sends the statements in one batch (one round trip) inside the
+// transaction.
+func (s *postgresStore) execEach(ctx context.Context, stmts []statement) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, args := range argLists {
-			if _, err := tx.Exec(ctx, query, args...); err != nil {
+		var b pgx.Batch
+		for _, st := range stmts {
+			b.Queue(st.query, st.args...)
+		}
+		results := tx.SendBatch(ctx, &b)
+		for range stmts {
+			if _, err := results.Exec(); err != nil {
+				_ = results.Close()
 				return err
 			}
 		}
-		return nil
+		return results.Close()
 	})
 }
+
+// Write stores w in one transaction.
+func (s *postgresStore) Write(ctx context.Context, w *Writes) error { return writeAll(ctx, s, w) }
 
 // query needs no writer: every connection of the pool writes.
 func (s *postgresStore) query(ctx context.Context, _ bool, query string, args []any, scan func(rowScanner) error) error {

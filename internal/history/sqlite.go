@@ -171,30 +171,48 @@ func (s *sqliteStore) exec(ctx context.Context, query string, args ...any) (int6
 	return res.RowsAffected()
 }
 
-// execAll's transaction is IMMEDIATE (see writer), so it never fails to
-// upgrade to a write lock half way.
 func (s *sqliteStore) execAll(ctx context.Context, query string, argLists [][]any) error {
+	return s.execEach(ctx, repeated(query, argLists))
+}
+
+// execEach's transaction is IMMEDIATE (see writer), so it never fails to
+// upgrade to a write lock half way.
+func (s *sqliteStore) execEach(ctx context.Context, stmts []statement) error {
 	// Prepared before the transaction takes the writer's one connection.
-	prepared, err := s.writes.prepared(ctx, query)
-	if err != nil {
-		return err
+	prepared := make(map[string]*sql.Stmt, 2)
+	for _, st := range stmts {
+		if _, ok := prepared[st.query]; ok {
+			continue
+		}
+		p, err := s.writes.prepared(ctx, st.query)
+		if err != nil {
+			return err
+		}
+		prepared[st.query] = p
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	stmt, err := inTx(ctx, tx, prepared, query)
-	if err != nil {
-		return err
-	}
-	for _, args := range argLists {
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+	inside := make(map[string]*sql.Stmt, len(prepared))
+	for _, st := range stmts {
+		stmt, ok := inside[st.query]
+		if !ok {
+			if stmt, err = inTx(ctx, tx, prepared[st.query], st.query); err != nil {
+				return err
+			}
+			inside[st.query] = stmt
+		}
+		if _, err := stmt.ExecContext(ctx, st.args...); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
+
+// Write stores w in one transaction.
+func (s *sqliteStore) Write(ctx context.Context, w *Writes) error { return writeAll(ctx, s, w) }
 
 // query runs a write on the writer: a single statement takes the write
 // lock before it reads, so UPDATE ... RETURNING is atomic even between

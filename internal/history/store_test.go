@@ -91,6 +91,7 @@ func TestStoreContract(t *testing.T) {
 		{"IdempotencyKeyConcurrentClaims", testIdempotencyKeyConcurrentClaims},
 		{"DialRecordedOnce", testDialRecordedOnce},
 		{"TranscriptWrittenOnce", testTranscriptWrittenOnce},
+		{"WritesTogether", testWritesTogether},
 		{"ContactLifecycle", testContactLifecycle},
 		{"ContactWaitingGroups", testContactWaitingGroups},
 		{"CallsByCampaign", testCallsByCampaign},

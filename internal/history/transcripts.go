@@ -93,6 +93,18 @@ type transcriptLog struct {
 }
 
 func (l transcriptLog) SaveTranscript(ctx context.Context, namespace, callID string, t Transcript) error {
+	args, err := transcriptArgs(namespace, callID, t)
+	if err != nil {
+		return err
+	}
+	if _, err := l.db.exec(ctx, insertTranscript, args...); err != nil {
+		return fmt.Errorf("history: saving the transcript of %s/%s: %w", namespace, callID, err)
+	}
+	return nil
+}
+
+// transcriptArgs are insertTranscript's arguments for t.
+func transcriptArgs(namespace, callID string, t Transcript) ([]any, error) {
 	stored := make([]storedTurn, len(t.Turns))
 	for i, turn := range t.Turns {
 		stored[i] = storedTurn{Speaker: turn.Speaker, Text: turn.Text, Field: turn.Field, Digits: turn.Digits,
@@ -101,12 +113,9 @@ func (l transcriptLog) SaveTranscript(ctx context.Context, namespace, callID str
 	}
 	turns, err := json.Marshal(stored)
 	if err != nil {
-		return fmt.Errorf("history: encoding the transcript of %s/%s: %w", namespace, callID, err)
+		return nil, fmt.Errorf("history: encoding the transcript of %s/%s: %w", namespace, callID, err)
 	}
-	if _, err := l.db.exec(ctx, insertTranscript, namespace, callID, t.StoredAt.UnixNano(), string(turns)); err != nil {
-		return fmt.Errorf("history: saving the transcript of %s/%s: %w", namespace, callID, err)
-	}
-	return nil
+	return []any{namespace, callID, t.StoredAt.UnixNano(), string(turns)}, nil
 }
 
 func (l transcriptLog) GetTranscript(ctx context.Context, namespace, callID string) (Transcript, error) {

@@ -41,13 +41,31 @@ type Emitter struct {
 // write) finds it: nothing is sent twice. While the store cannot be
 // written, the events wait: they are queued on a later pass.
 func (e *Emitter) Emit(ctx context.Context, c *switchboardv1.Call) (queued bool, err error) {
+	queue, kinds, err := e.Pending(ctx, c)
+	if err != nil || len(kinds) == 0 {
+		return false, err
+	}
+	if len(queue) > 0 {
+		if err := e.Queue.EnqueueDeliveries(ctx, queue); err != nil {
+			return false, fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
+		}
+	}
+	Emitted(c, kinds)
+	return len(queue) > 0, nil
+}
+
+// Pending is what Emit queues, without queuing it: the deliveries of the
+// events c has reached and not yet announced, and those events, for a
+// caller that stores the deliveries with writes of its own (one
+// transaction) and then notes the events (Emitted).
+func (e *Emitter) Pending(ctx context.Context, c *switchboardv1.Call) ([]*history.Delivery, []string, error) {
 	kinds := Unemitted(c)
 	if len(kinds) == 0 {
-		return false, nil
+		return nil, nil, nil
 	}
 	endpoints, err := e.endpoints(ctx, c.Namespace)
 	if err != nil {
-		return false, err
+		return nil, nil, err
 	}
 	id, now := callid.Of(c), metav1.NewTime(e.Clock.Now())
 	var queue []*history.Delivery
@@ -60,13 +78,12 @@ func (e *Emitter) Emit(ctx context.Context, c *switchboardv1.Call) (queued bool,
 			}
 		}
 	}
-	if len(queue) > 0 {
-		if err := e.Queue.EnqueueDeliveries(ctx, queue); err != nil {
-			return false, fmt.Errorf("queuing %d deliveries: %w", len(queue), err)
-		}
-	}
+	return queue, kinds, nil
+}
+
+// Emitted notes kinds, whose deliveries are queued, as emitted in c's status.
+func Emitted(c *switchboardv1.Call, kinds []string) {
 	c.Status.EmittedEvents = append(c.Status.EmittedEvents, kinds...)
-	return len(queue) > 0, nil
 }
 
 // Wake tells the delivery worker that deliveries were queued.
