@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
@@ -453,8 +454,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	lease := cmp.Or(opts.LeaderElection.Lease, DefaultLeaderElectionLease)
 	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                  NewScheme(),
-		Cache:                   cacheOptions(workerNamespace(opts)),
+		Scheme: NewScheme(),
+		Cache:  cacheOptions(workerNamespace(opts)),
+		// This replica caches its own Calls and the unassigned ones only
+		// (package shard); what it reads of the others' is read live.
+		NewCache:                shard.NewCache(opts.Worker.ID),
 		Client:                  clientOptions(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,

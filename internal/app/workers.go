@@ -82,7 +82,7 @@ func setupWorkers(ctx context.Context, mgr manager.Manager, opts Options) (*work
 		return nil, nil, err
 	}
 	registerCollector("worker", hb.Collector())
-	sweeper := &workers.Sweeper{Client: mgr.GetClient(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
+	sweeper := &workers.Sweeper{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
 		Clock: clock.RealClock{}, Log: log}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, nil, err
