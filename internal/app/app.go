@@ -388,7 +388,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir})
+	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir,
+		Worker: opts.Worker.ID, Leader: mgr.Elected()})
 	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
 	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
 	if err != nil {
@@ -399,7 +400,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
 	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
-	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 		Dialer: dialer, Quota: admission, Workers: pool}
 	var wakeDeliveries func() // nil: this process sends no deliveries
@@ -571,8 +572,10 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		// guarded as webhook URLs are (http and private addresses: --dev).
 		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
 	if opts.Retention.Recordings > 0 {
+		// Whether a call is still in the cluster is read live: this
+		// replica's cache holds only its own share of the Calls.
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
-			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
+			Client: mgr.GetAPIReader(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
 			Log: opts.Log.WithName("recording-retention")}); err != nil {
 			return fmt.Errorf("recording retention: %w", err)
 		}
@@ -719,7 +722,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 		return dialer, nil, nil
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
-	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
+	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,8 +19,9 @@ const PageSize = 500
 // page is asked with resourceVersion 0, so the apiserver's watch cache
 // serves it (and, on Kubernetes 1.34 and later, the pages after it, from
 // the cache's snapshot) rather than etcd: the list may be a moment behind
-// the latest write, as an informer's cache is. f must not keep the Call;
-// an error from f ends the list.
+// the latest write, as an informer's cache is. The Call is f's (each page
+// is read anew), but a kept Call holds its page; an error from f ends the
+// list.
 func EachLive(ctx context.Context, r client.Reader, namespace string, selector labels.Selector,
 	f func(*switchboardv1.Call) error) error {
 	opts := &client.ListOptions{Namespace: namespace, LabelSelector: selector, Limit: PageSize,
