@@ -399,7 +399,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
-	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
+	// The other workers' calls are not in this replica's cache: their
+	// Leases say how many each carries per organization.
+	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
+		Elsewhere: &workers.Elsewhere{Reader: mgr.GetClient(), Namespace: workerNamespace(opts), Self: opts.Worker.ID,
+			Clock: clock.RealClock{}}}
 	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 		Dialer: dialer, Quota: admission, Workers: pool}

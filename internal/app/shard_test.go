@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
@@ -86,4 +90,65 @@ func TestReplicaCachesOnlyItsOwnCalls(t *testing.T) {
 			g.Expect(listed).To(ConsistOf(ids), "the list on %s", baseURL)
 		}).Should(Succeed())
 	}
+}
+
+// The active-calls limit across two replicas: each counts its own worker's
+// calls from its cache and the other's from the other's Lease. A burst on
+// one replica right after a burst on the other can pass the limit by at
+// most the other's burst (its Lease is at most a second behind); once the
+// Leases are written, both refuse, and both report the organization's
+// real count.
+func TestActiveCallsLimitAcrossReplicas(t *testing.T) {
+	g := NewWithT(t)
+	longCalls := func(o *app.Options) { o.SimTimings = sim.Timings{Ring: 30 * time.Second, Talk: time.Minute} }
+	withOperator(t, longCalls)
+	second, err := startOperator(true, longCalls, func(o *app.Options) { o.Worker.ID = "quota-second" })
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(second.stop)
+	o := newOrg(t)
+	const limit = 4
+	annotateOrg(t, o, map[string]string{quota.ActiveCallsAnnotation: strconv.Itoa(limit)})
+	replicas := []string{operator.baseURL, second.baseURL}
+	usage := func(g Gomega, baseURL string) (active, limit float64) {
+		r := doAt(t, baseURL, "GET", "/v1/concurrency", o.key, nil)
+		g.Expect(r.status).To(Equal(http.StatusOK), string(r.raw))
+		return r.body["live_calls"].(float64) + r.body["queued_calls"].(float64), r.body["concurrency_limit"].(float64)
+	}
+	// Both replicas see the limit and what each carries.
+	settled := func(want int) {
+		t.Helper()
+		for _, baseURL := range replicas {
+			g.Eventually(func(g Gomega) {
+				active, l := usage(g, baseURL)
+				g.Expect(l).To(BeNumerically("==", limit))
+				g.Expect(active).To(BeNumerically("==", want), "on %s", baseURL)
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+		}
+	}
+	post := func(baseURL string) int {
+		return doAt(t, baseURL, "POST", "/v1/calls", o.key, map[string]any{"agent_id": o.agentID,
+			"to_number": "+14155550170", "variables": map[string]any{"customer_name": "Ada"}}).status
+	}
+	settled(0)
+
+	const burst = 2
+	for range burst {
+		g.Expect(post(replicas[1])).To(Equal(http.StatusCreated))
+	}
+	created := burst
+	for range 2 * limit {
+		if post(replicas[0]) == http.StatusCreated {
+			created++
+		}
+	}
+	t.Logf("limit %d: %d created after a burst of %d on the other replica", limit, created, burst)
+	g.Expect(created).To(BeNumerically(">=", limit), "the limit admits its calls")
+	g.Expect(created).To(BeNumerically("<=", limit+burst), "over-admitted by more than the other replica's burst")
+	g.Expect(countCalls(t, o.ns)).To(Equal(created))
+
+	settled(created)
+	for _, baseURL := range replicas {
+		g.Expect(post(baseURL)).To(Equal(http.StatusTooManyRequests), "on %s once the Leases are written", baseURL)
+	}
+	g.Expect(countCalls(t, o.ns)).To(Equal(created))
 }

@@ -39,7 +39,7 @@ func TestHeartbeat(t *testing.T) {
 	ns := cp.NewNamespace(t, "switchboard-system-")
 	var active atomic.Int64
 	hb := &workers.Heartbeat{Client: cp.Client, Namespace: ns, Name: "switchboard-7d9f-abcde", Capacity: 8,
-		Active: func() int { return int(active.Load()) }, Lease: 3 * time.Second, Clock: clock.RealClock{}, Log: logr.Discard()}
+		Load: func() workers.Load { return workers.Load{Live: int(active.Load())} }, Lease: 3 * time.Second, Clock: clock.RealClock{}, Log: logr.Discard()}
 	p := &workers.Pool{Reader: cp.Client, Namespace: ns, Clock: clock.RealClock{}}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
