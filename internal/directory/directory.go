@@ -22,7 +22,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -213,17 +212,16 @@ func (d *Directory) Call(ctx context.Context, namespace, id string) (*switchboar
 // (the CRD's selectableFields): its call id once the reconciler set it.
 const CallIDSelectableField = "status.callID"
 
-// LiveCall finds the Call of namespace whose call_id is id with one list
-// from the apiserver's watch cache, filtered there by status.callID. It
+// LiveCall finds the Call of namespace whose call_id is id with one
+// consistent list (served from the apiserver's watch cache, see
+// shard.EachLive), filtered there by status.callID. It
 // is the last resort of a read by id: a Call applied with kubectl (named
 // by its author, not after its id) that another replica carries is in
 // neither this replica's cache nor at the name of its id.
 func (d *Directory) LiveCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
 	var live switchboardv1.CallList
 	if err := d.Live.List(ctx, &live, client.InNamespace(namespace),
-		client.MatchingFields{CallIDSelectableField: id},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0",
-			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}); err != nil {
+		client.MatchingFields{CallIDSelectableField: id}); err != nil {
 		return nil, err
 	}
 	if len(live.Items) == 0 {
