@@ -155,7 +155,7 @@ func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cach
 	if !c.isCall(obj) {
 		return c.Cache.GetInformer(ctx, obj, opts...)
 	}
-	return c.callInformer(ctx, func(from cache.Cache) (cache.Informer, error) { return from.GetInformer(ctx, obj, opts...) })
+	return c.callInformer(func(from cache.Cache) (cache.Informer, error) { return from.GetInformer(ctx, obj, opts...) })
 }
 
 // GetInformerForKind is GetInformer by kind.
@@ -163,12 +163,12 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 	if gvk != c.calls {
 		return c.Cache.GetInformerForKind(ctx, gvk, opts...)
 	}
-	return c.callInformer(ctx, func(from cache.Cache) (cache.Informer, error) {
+	return c.callInformer(func(from cache.Cache) (cache.Informer, error) {
 		return from.GetInformerForKind(ctx, gvk, opts...)
 	})
 }
 
-func (c *Cache) callInformer(ctx context.Context, get func(cache.Cache) (cache.Informer, error)) (cache.Informer, error) {
+func (c *Cache) callInformer(get func(cache.Cache) (cache.Informer, error)) (cache.Informer, error) {
 	mine, err := get(c.Cache)
 	if err != nil {
 		return nil, err
