@@ -17,7 +17,9 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,8 +43,9 @@ import (
 // else is as opts say.
 func NewCache(worker string) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-		if worker == "" {
-			return nil, errors.New("a sharded cache needs the worker's name")
+		// An invalid value would make no selector, so a cache of every Call.
+		if errs := validation.IsValidLabelValue(worker); worker == "" || len(errs) > 0 {
+			return nil, fmt.Errorf("the worker's name %q is not a label value: %s", worker, strings.Join(errs, "; "))
 		}
 		own := opts
 		own.ByObject = maps.Clone(opts.ByObject)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +161,14 @@ func TestCacheHoldsOwnAndUnassignedCalls(t *testing.T) {
 
 	cancel()
 	g.Expect(<-done).To(gomega.Succeed())
+}
+
+// A worker name that is no label value is refused, rather than making a
+// selector of nothing, which would cache every Call.
+func TestCacheRefusesAWorkerNameThatIsNoLabelValue(t *testing.T) {
+	for _, name := range []string{"", "a name", strings.Repeat("x", 64)} {
+		if _, err := shard.NewCache(name)(cp.Manager, cache.Options{Scheme: scheme()}); err == nil {
+			t.Errorf("NewCache(%q): no error", name)
+		}
+	}
 }
