@@ -87,6 +87,25 @@ func TestHeartbeat(t *testing.T) {
 	if err := cp.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), lease); !apierrors.IsNotFound(err) {
 		t.Fatalf("a stopped worker's Lease: %v, want it deleted", err)
 	}
+
+	// A change of the worker's calls is written without waiting for the
+	// next renewal (here 40 s away, past waitFor's 30 s).
+	ns = cp.NewNamespace(t, "switchboard-system-")
+	hb = &workers.Heartbeat{Client: cp.Client, Namespace: ns, Name: "switchboard-7d9f-fghij", Capacity: 8,
+		Load: func() workers.Load { return workers.Load{Live: int(active.Load())} }, Lease: 2 * time.Minute,
+		Clock: clock.RealClock{}, Log: logr.Discard()}
+	p = &workers.Pool{Reader: cp.Client, Namespace: ns, Clock: clock.RealClock{}}
+	ctx, stop = context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { done <- hb.Start(ctx) }()
+	waitFor(t, p, "carrying 5", func(w workers.Worker) bool { return w.Active == 5 })
+	active.Store(3)
+	hb.Changed()
+	waitFor(t, p, "carrying 3 after a change", func(w workers.Worker) bool { return w.Active == 3 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 }
 
 // waitFor waits until the pool's only worker is as described.
