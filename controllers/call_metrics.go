@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,9 +72,15 @@ func sourceOf(c *switchboardv1.Call) string {
 // LiveCallsCollector reports the calls in progress and the calls queued
 // per trunk (the agent's SIPTrunk, "simulator" without one) when scraped,
 // from the informer cache's index of live calls: no apiserver request.
+// Each replica reports the calls it carries, and the leader the calls not
+// assigned yet (which every replica's cache holds), so that a sum over the
+// replicas counts each call once.
 type LiveCallsCollector struct {
 	Cache     client.Reader
 	Directory *directory.Directory
+	// Worker is this replica's; Leader is closed once it leads.
+	Worker string
+	Leader <-chan struct{}
 }
 
 var (
@@ -116,7 +123,20 @@ func (l *LiveCallsCollector) Collect(ch chan<- prometheus.Metric) {
 func (l *LiveCallsCollector) count(ctx context.Context, phase switchboardv1.CallPhase) ([]switchboardv1.Call, error) {
 	var calls switchboardv1.CallList
 	err := l.Cache.List(ctx, &calls, client.MatchingFields{quota.LivePhaseIndex: string(phase)}, client.UnsafeDisableDeepCopy)
-	return calls.Items, err
+	leads := l.leads()
+	return slices.DeleteFunc(calls.Items, func(c switchboardv1.Call) bool {
+		w := c.Labels[switchboardv1.WorkerLabel]
+		return w != l.Worker && (w != "" || !leads)
+	}), err
+}
+
+func (l *LiveCallsCollector) leads() bool {
+	select {
+	case <-l.Leader:
+		return true
+	default:
+		return false
+	}
 }
 
 func (l *LiveCallsCollector) trunkOf(ctx context.Context, c *switchboardv1.Call) string {

@@ -75,7 +75,7 @@ type RecordingRetention struct {
 	History history.Store
 	// Recordings holds their recordings.
 	Recordings recording.Store
-	// Client reads Calls (the manager's cache).
+	// Client reads Calls: whether one is still in the cluster.
 	Client client.Reader
 	// Retention is how long a recording is kept after it was stored; it
 	// must be positive.

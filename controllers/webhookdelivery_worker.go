@@ -361,7 +361,13 @@ func (w *WebhookDeliveryWorker) awaitState(ctx context.Context, key client.Objec
 			return ctx.Err()
 		case <-w.Clock.After(cachePoll):
 		}
-		if err := w.Client.Get(ctx, key, call); err != nil || slices.Contains(deliveries.DueEvents(call), event) {
+		err := w.Client.Get(ctx, key, call)
+		if apierrors.IsNotFound(err) && w.Live != nil {
+			// Another worker's call, which this replica's cache never
+			// holds: read live, and looked at again soon (waitForState).
+			return w.Live.Get(ctx, key, call)
+		}
+		if err != nil || slices.Contains(deliveries.DueEvents(call), event) {
 			return err
 		}
 	}

@@ -353,6 +353,7 @@ type CallStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.disconnectionReason`,priority=1
 // +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.failure.errorCode`,priority=1
 // +kubebuilder:printcolumn:name="Worker",type=string,JSONPath=`.metadata.labels.switchboard\.dev/worker`,priority=1
+// +kubebuilder:selectablefield:JSONPath=`.status.callID`
 type Call struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
@@ -387,7 +388,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, fmt.Errorf("recording store: %w", err)
 	}
 	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir})
+	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir,
+		Worker: opts.Worker.ID, Leader: mgr.Elected()})
 	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
 	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
 	if err != nil {
@@ -397,8 +399,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
-	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota}
-	book := &calls.Book{Directory: dir, Cache: mgr.GetClient(), History: opts.History}
+	// The other workers' calls are not in this replica's cache: their
+	// Leases say how many each carries per organization.
+	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
+		Elsewhere: &workers.Elsewhere{Reader: mgr.GetClient(), Namespace: workerNamespace(opts), Self: opts.Worker.ID,
+			Clock: clock.RealClock{}}}
+	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}
 	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
 		Dialer: dialer, Quota: admission, Workers: pool}
 	var wakeDeliveries func() // nil: this process sends no deliveries
@@ -453,8 +459,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	lease := cmp.Or(opts.LeaderElection.Lease, DefaultLeaderElectionLease)
 	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                  NewScheme(),
-		Cache:                   cacheOptions(workerNamespace(opts)),
+		Scheme: NewScheme(),
+		Cache:  cacheOptions(workerNamespace(opts)),
+		// This replica caches its own Calls and the unassigned ones only
+		// (package shard); what it reads of the others' is read live.
+		NewCache:                shard.NewCache(opts.Worker.ID),
 		Client:                  clientOptions(),
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -567,8 +576,10 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 		// guarded as webhook URLs are (http and private addresses: --dev).
 		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
 	if opts.Retention.Recordings > 0 {
+		// Whether a call is still in the cluster is read live: this
+		// replica's cache holds only its own share of the Calls.
 		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
-			Client: mgr.GetClient(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
+			Client: mgr.GetAPIReader(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
 			Log: opts.Log.WithName("recording-retention")}); err != nil {
 			return fmt.Errorf("recording retention: %w", err)
 		}
@@ -715,7 +726,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 		return dialer, nil, nil
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
-	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.SIP, opts.Log)
+	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err
 	}

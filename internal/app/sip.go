@@ -141,7 +141,8 @@ type sipStack struct {
 }
 
 // newSIPStack starts the SIP user agent; its calls end when ctx does.
-func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts SIPOptions, log logr.Logger) (*sipStack, error) {
+func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, worker string, opts SIPOptions,
+	log logr.Logger) (*sipStack, error) {
 	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
 	// it, and engineCloser closes it once they have.
 	external, err := externalHost(ctx, mgr, opts, log)
@@ -168,6 +169,11 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
 			waiters := make([]gate.Waiter, 0, len(calls))
 			for i := range calls {
+				// The gate is this worker's: a call queued for another
+				// worker's, or not assigned yet, never comes to it.
+				if calls[i].Labels[switchboardv1.WorkerLabel] != worker {
+					continue
+				}
 				waiters = append(waiters, gate.Waiter{Order: calls[i].QueueOrder(),
 					Call: types.NamespacedName{Namespace: calls[i].Namespace, Name: calls[i].Name}})
 			}

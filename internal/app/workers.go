@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
@@ -70,19 +71,41 @@ func setupWorkers(ctx context.Context, mgr manager.Manager, opts Options) (*work
 	o, log := opts.Worker, opts.Log.WithName("workers")
 	load := func(ctx context.Context) (workers.Load, error) { return workers.Count(ctx, mgr.GetClient(), o.ID) }
 	hb := &workers.Heartbeat{Client: mgr.GetClient(), Namespace: ns, Name: o.ID, Capacity: o.Capacity, Lease: o.Lease,
-		Active: func() int {
+		Load: func() workers.Load {
 			l, err := load(context.Background())
 			if err != nil {
 				log.Error(err, "counting this worker's calls")
 			}
-			return l.Live
+			return l
 		},
 		Clock: clock.RealClock{}, Log: log}
 	if err := mgr.Add(hb); err != nil {
 		return nil, nil, err
 	}
+	// The Lease says what the worker carries per organization, for the
+	// other replicas' active-calls limits: rewritten when its calls change
+	// (at most once a second), not only at each renewal.
+	calls, err := mgr.GetCache().GetInformer(ctx, &switchboardv1.Call{})
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := func(obj any) {
+		if c, ok := obj.(*switchboardv1.Call); ok && c.Labels[workers.Label] == o.ID {
+			hb.Changed()
+		}
+	}
+	if _, err := calls.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(obj any) {
+			if gone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = gone.Obj
+			}
+			changed(obj)
+		}}); err != nil {
+		return nil, nil, err
+	}
 	registerCollector("worker", hb.Collector())
-	sweeper := &workers.Sweeper{Client: mgr.GetClient(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
+	sweeper := &workers.Sweeper{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pool: pool, Self: o.ID, Interval: o.Lease / 3,
 		Clock: clock.RealClock{}, Log: log}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, nil, err

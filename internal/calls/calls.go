@@ -11,12 +11,14 @@ import (
 	"iter"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 )
 
 // The values a list of calls is filtered by, in the order forms show them.
@@ -37,20 +39,27 @@ var ErrNotFound = errors.New("call not found")
 // Book reads calls from the cluster first and the history store second.
 type Book struct {
 	Directory *directory.Directory
-	// Cache lists the live Calls of a namespace.
-	Cache   client.Reader
+	// Live lists the Calls of a namespace from the apiserver (its watch
+	// cache), a page at a time: the manager's cache holds only this
+	// replica's share of them (package shard).
+	Live    client.Reader
 	History history.Store
 }
 
 // Get returns the call of namespace whose call_id is id. A live Call wins
-// over its record: it is the newer of the two.
+// over its record: it is the newer of the two. A Call applied with kubectl
+// that another replica carries is found last, by a filtered live list.
 func (b *Book) Get(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
 	c, err := b.Directory.Call(ctx, namespace, id)
 	if !errors.Is(err, directory.ErrNotFound) {
 		return c, err
 	}
 	c, err = b.History.GetCall(ctx, namespace, id)
-	if errors.Is(err, history.ErrNotFound) {
+	if !errors.Is(err, history.ErrNotFound) {
+		return c, err
+	}
+	c, err = b.Directory.LiveCall(ctx, namespace, id)
+	if errors.Is(err, directory.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	return c, err
@@ -106,13 +115,13 @@ const (
 // Each yields the first q.Limit+1 calls of namespace matching q, newest
 // first, live and archived together without gaps or duplicates; the one
 // past q.Limit tells the caller that more follow. An error ends it. The
-// calls yielded must not be changed or kept: live ones are the cache's
-// own objects, and archived ones are read a chunk at a time.
+// calls yielded must not be changed or kept: archived ones are read a
+// chunk at a time.
 //
 // Every call is in the cluster, in the store, or in both (it is archived
 // before it is deleted), and its place in the order never changes, so the
 // first q.Limit+1 calls of the union are among the first q.Limit+1 of each
-// side: the live ones are taken from the cache, and the archived ones are
+// side: the live ones are read from the apiserver, and the archived ones are
 // read from the store as the merge needs them. A call in both is taken
 // from the cluster, whose state is the newer.
 func (b *Book) Each(ctx context.Context, namespace string, q history.CallQuery) iter.Seq2[*switchboardv1.Call, error] {
@@ -207,21 +216,37 @@ func (r *archiveReader) read(ctx context.Context) error {
 }
 
 // liveCalls returns the cluster's first q.Limit+1 calls of namespace
-// matching q, newest first. They are the cache's objects, not copies: a
-// namespace holds every call of the retention window.
+// matching q, newest first. The namespace's calls are read a page at a
+// time (every call of the retention window, across every worker), and
+// only those q.Limit+1 are kept.
 func (b *Book) liveCalls(ctx context.Context, namespace string, q history.CallQuery) ([]*switchboardv1.Call, error) {
-	var list switchboardv1.CallList
-	if err := b.Cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	var newest []*switchboardv1.Call
+	keep := q.Limit + 1
+	err := shard.EachLive(ctx, b.Live, namespace, labelsOf(q), func(c *switchboardv1.Call) error {
+		if !Matches(c, q) {
+			return nil
+		}
+		at, _ := slices.BinarySearchFunc(newest, history.KeyOf(c), func(kept *switchboardv1.Call, key history.Key) int {
+			return newestFirst(history.KeyOf(kept), key)
+		})
+		if at < keep {
+			newest = slices.Insert(newest, at, c.DeepCopy())
+			newest = newest[:min(len(newest), keep)]
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("listing live calls: %w", err)
 	}
-	var matching []*switchboardv1.Call
-	for i := range list.Items {
-		if c := &list.Items[i]; Matches(c, q) {
-			matching = append(matching, c)
-		}
+	return newest, nil
+}
+
+// labelsOf is what the apiserver can filter of q: the campaign, a label.
+func labelsOf(q history.CallQuery) labels.Selector {
+	if q.Campaign == "" {
+		return nil
 	}
-	slices.SortFunc(matching, func(a, b *switchboardv1.Call) int { return newestFirst(history.KeyOf(a), history.KeyOf(b)) })
-	return matching[:min(len(matching), q.Limit+1)], nil
+	return labels.SelectorFromSet(labels.Set{switchboardv1.CampaignLabel: q.Campaign})
 }
 
 // Matches reports whether c passes q's filters and comes after q.After.

@@ -81,7 +81,7 @@ func mergeFixture(t *testing.T, n, pad int) (*calls.Book, []string) {
 		}
 	}
 	slices.Reverse(want) // newest first
-	return &calls.Book{Cache: testsupport.FakeCache(t, live...), History: store}, want
+	return &calls.Book{Live: testsupport.FakeCache(t, live...), History: store}, want
 }
 
 // listAll pages through the book's calls limit at a time.

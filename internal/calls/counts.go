@@ -5,20 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 )
 
 // Counts counts the calls of namespace created in [from, to), live and
 // archived together, by hour since from, status and disposition, without
 // reading them into memory: the store counts those it holds, and the
-// cache's live calls are added unless the store holds them too.
+// cluster's calls are added unless the store holds them too.
 //
 // Only a finished call can be in both (it is archived when it finishes,
-// and stays in the cluster for its retention). Those the cache holds are
+// and stays in the cluster for its retention). Those the cluster holds are
 // looked up among the ids of the store's calls created since the oldest of
 // them, which is about a retention's worth, not a day's.
 func (b *Book) Counts(ctx context.Context, namespace string, from, to time.Time) ([]history.CallCount, error) {
@@ -34,34 +33,40 @@ func (b *Book) Counts(ctx context.Context, namespace string, from, to time.Time)
 		return nil, err
 	}
 	for _, c := range live {
-		counts = append(counts, countOf(c, from))
+		counts = append(counts, c.count)
 	}
 	return counts, nil
 }
 
-// liveIn returns the cache's calls of namespace created in [from, to), by
-// call id; they are the cache's objects, not copies.
-func (b *Book) liveIn(ctx context.Context, namespace string, from, to time.Time) (map[string]*switchboardv1.Call, error) {
-	var list switchboardv1.CallList
-	if err := b.Cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing live calls: %w", err)
-	}
-	live := map[string]*switchboardv1.Call{}
-	for i := range list.Items {
-		c := &list.Items[i]
+// liveCount is what Counts keeps of a live call: not the call.
+type liveCount struct {
+	count     history.CallCount
+	createdAt time.Time
+	final     bool
+}
+
+// liveIn counts the cluster's calls of namespace created in [from, to),
+// by call id, read from the apiserver a page at a time.
+func (b *Book) liveIn(ctx context.Context, namespace string, from, to time.Time) (map[string]liveCount, error) {
+	live := map[string]liveCount{}
+	err := shard.EachLive(ctx, b.Live, namespace, nil, func(c *switchboardv1.Call) error {
 		if at := history.KeyOf(c).CreatedAt; !at.Before(from) && at.Before(to) {
-			live[callid.Of(c)] = c
+			live[callid.Of(c)] = liveCount{count: countOf(c, from), createdAt: at, final: c.CurrentPhase().Final()}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing live calls: %w", err)
 	}
 	return live, nil
 }
 
 // dropArchived removes from live the finished calls the store holds.
-func (b *Book) dropArchived(ctx context.Context, namespace string, live map[string]*switchboardv1.Call) error {
+func (b *Book) dropArchived(ctx context.Context, namespace string, live map[string]liveCount) error {
 	var oldest *time.Time
 	for _, c := range live {
-		if at := history.KeyOf(c).CreatedAt; c.CurrentPhase().Final() && (oldest == nil || at.Before(*oldest)) {
-			oldest = &at
+		if c.final && (oldest == nil || c.createdAt.Before(*oldest)) {
+			oldest = &c.createdAt
 		}
 	}
 	if oldest == nil {

@@ -103,7 +103,7 @@ func (p *Placer) Place(ctx context.Context, ns string, req Request, callID strin
 	}
 	placed, err := p.admitted(ctx, ns, req, callID)
 	if err == nil {
-		ticket.Placed(placed.Call.Name)
+		ticket.PlacedCall(placed.Call)
 	} else {
 		ticket.Release()
 	}

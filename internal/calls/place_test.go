@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 const agentID = "7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f"
@@ -66,7 +67,9 @@ func newOrg(t *testing.T, annotations map[string]string, funcs interceptor.Funcs
 		Spec: switchboardv1.AgentSpec{ID: agentID, FromNumber: "+14155550100", RequiredVariables: []string{"customer_name"}}}
 	objs = append(objs, agent, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Annotations: annotations}})
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&switchboardv1.Call{}).
-		WithIndex(&switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase).WithInterceptorFuncs(funcs)
+		WithIndex(&switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase).
+		WithIndex(&switchboardv1.Call{}, directory.CallIDSelectableField, testsupport.SelectableCallID).
+		WithInterceptorFuncs(funcs)
 	if err := directory.IndexFields(context.Background(), builderIndexer{b}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func newOrg(t *testing.T, annotations map[string]string, funcs interceptor.Funcs
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	dir := &directory.Directory{Cache: c, Live: c, MissGrace: -1}
-	book := &calls.Book{Directory: dir, Cache: c, History: store}
+	book := &calls.Book{Directory: dir, Live: c, History: store}
 	numbers := numberlists.NewIndex()
 	return &org{client: c, numbers: numbers, stopper: &calls.Stopper{Book: book, Client: c},
 		placer: &calls.Placer{Directory: dir, Book: book, Client: c, Numbers: numbers, Dialer: sim.New(sim.DefaultTimings()),

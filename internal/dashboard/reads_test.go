@@ -89,7 +89,7 @@ func TestOverviewCountsWithoutReadingCalls(t *testing.T) {
 	}
 	now := func() time.Time { return time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC) }
 	d := &dashboard{pages: pages, cfg: Config{Now: now, Log: logr.Discard(),
-		Calls:     &calls.Book{Cache: cache, History: noCallObjects{Store: store, t: t}},
+		Calls:     &calls.Book{Live: cache, History: noCallObjects{Store: store, t: t}},
 		Quota:     &quota.Admission{Cache: cache, Now: now},
 		Endpoints: &endpoints.Service{DeliveryLog: store}}}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)

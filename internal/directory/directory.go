@@ -8,7 +8,8 @@
 // moment instead (MissGrace), as something applied a moment ago reaches the
 // cache within milliseconds. The live reads left are bounded: an endpoint
 // this process created seconds ago (a GET right after its POST), a call_id
-// (one GET by name; a GET right after a POST never 404s), and the call
+// (one GET by name; a GET right after a POST never 404s; and for an id
+// found nowhere else, one list filtered by the apiserver), and the call
 // reconciler's agent lookup (a Call applied with kubectl together with its
 // Agent), which costs at most one read per Call created.
 package directory
@@ -181,7 +182,9 @@ func filterAgents(agents []switchboardv1.Agent, id string) []switchboardv1.Agent
 	return out
 }
 
-// Call returns the Call of namespace whose call_id is id.
+// Call returns the Call of namespace whose call_id is id: from the cache
+// (this replica's Calls and the unassigned ones), else one live GET by the
+// name a REST API call has.
 func (d *Directory) Call(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
 	var cached switchboardv1.CallList
 	if err := d.Cache.List(ctx, &cached, client.InNamespace(namespace),
@@ -203,6 +206,28 @@ func (d *Directory) Call(ctx context.Context, namespace, id string) (*switchboar
 		return nil, ErrNotFound
 	}
 	return &live, nil
+}
+
+// CallIDSelectableField is the field of a Call the apiserver filters by
+// (the CRD's selectableFields): its call id once the reconciler set it.
+const CallIDSelectableField = "status.callID"
+
+// LiveCall finds the Call of namespace whose call_id is id with one
+// consistent list (served from the apiserver's watch cache, see
+// shard.EachLive), filtered there by status.callID. It
+// is the last resort of a read by id: a Call applied with kubectl (named
+// by its author, not after its id) that another replica carries is in
+// neither this replica's cache nor at the name of its id.
+func (d *Directory) LiveCall(ctx context.Context, namespace, id string) (*switchboardv1.Call, error) {
+	var live switchboardv1.CallList
+	if err := d.Live.List(ctx, &live, client.InNamespace(namespace),
+		client.MatchingFields{CallIDSelectableField: id}); err != nil {
+		return nil, err
+	}
+	if len(live.Items) == 0 {
+		return nil, ErrNotFound
+	}
+	return &live.Items[0], nil
 }
 
 // Endpoint returns the WebhookEndpoint of namespace whose REST id is id,

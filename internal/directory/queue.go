@@ -10,8 +10,10 @@ import (
 )
 
 // QueuedOnTrunk lists, from the cache, the Calls of namespace that are
-// queued and placed by an Agent going out on trunk: the trunk's backlog.
-// A call applied moments ago may be missing; it then joins at its turn.
+// queued and placed by an Agent going out on trunk: the trunk's backlog as
+// this replica sees it (its own worker's calls and the unassigned ones;
+// the caller keeps those its gate admits). A call applied moments ago may
+// be missing; it then joins at its turn.
 func (d *Directory) QueuedOnTrunk(ctx context.Context, namespace, trunk string) ([]switchboardv1.Call, error) {
 	var agents switchboardv1.AgentList
 	if err := d.Cache.List(ctx, &agents, client.InNamespace(namespace)); err != nil {

@@ -70,7 +70,7 @@ func listServer(t *testing.T, n, pad int, cfg Config, wrap func(history.Store) h
 			t.Fatal(err)
 		}
 	}
-	cfg.Calls = &calls.Book{Cache: testsupport.FakeCache(t), History: wrap(store)}
+	cfg.Calls = &calls.Book{Live: testsupport.FakeCache(t), History: wrap(store)}
 	cfg.Log = logr.Discard()
 	a := &api{cfg: cfg}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

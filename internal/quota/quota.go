@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
 // The namespace annotations that change an organization's limits. Each
@@ -161,12 +162,19 @@ type Usage struct {
 }
 
 // Admission decides whether an organization may place one more call, or
-// declare one more webhook endpoint, now. It counts on this process: with
-// several replicas serving the API, each admits up to the create rate, and
-// a burst can pass the active-calls limit by the calls being created at
-// that moment on other replicas. On one replica the limits hold exactly: an
-// admitted call or endpoint counts from its admission, before the cache
-// shows it.
+// declare one more webhook endpoint, now. On one replica the limits hold
+// exactly: an admitted call or endpoint counts from its admission, before
+// the cache shows it.
+//
+// With several replicas, each admits up to the create rate, and counts an
+// organization's active calls from three sources: its cache (this
+// worker's Calls and the unassigned ones), the other workers' Leases (what
+// each carries per organization, as of a resourceVersion), and the calls
+// it placed on other workers that their Lease does not count yet. What it
+// cannot see are the calls other replicas placed on other workers since
+// those workers last wrote their Lease (at most workers.MinRefresh after a
+// change): the active-calls limit can be passed by those (config/README.md,
+// "replicas-every-one-carries-calls").
 type Admission struct {
 	// Cache reads Namespaces, Calls (indexed by LivePhaseIndex) and
 	// WebhookEndpoints.
@@ -174,6 +182,12 @@ type Admission struct {
 	Now   func() time.Time
 	// Defaults are the limits of an organization without annotations.
 	Defaults Limits
+	// Elsewhere says what the other workers' Leases say of an
+	// organization's calls; nil when this process's cache sees every call.
+	Elsewhere Elsewhere
+	// Self is this replica's worker: the calls placed on it are counted
+	// from the cache.
+	Self string
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -197,9 +211,24 @@ const (
 	kindEndpoint = "WebhookEndpoint"
 )
 
+// Elsewhere reads the other workers' Leases (workers.Elsewhere).
+type Elsewhere interface {
+	Calls(ctx context.Context, namespace string) ([]workers.Published, error)
+}
+
 type pending struct {
 	reserved int                  // admitted, not created yet
-	created  map[string]time.Time // created, by name, until the cache has them
+	created  map[string]placement // created, by name, until they are counted otherwise
+}
+
+// placement is a call or endpoint created here.
+type placement struct {
+	at time.Time
+	// worker carries the call, and rv is its resourceVersion at creation:
+	// a call placed on another worker counts until that worker's Lease
+	// counts it.
+	worker string
+	rv     uint64
 }
 
 // Ticket is one admitted call or endpoint. Its holder says what became of
@@ -212,14 +241,26 @@ type Ticket struct {
 
 // Placed counts the object named name until the cache shows it.
 func (t *Ticket) Placed(name string) {
+	t.placed(name, placement{})
+}
+
+// PlacedCall counts the call c until this replica's cache shows it, or,
+// when another worker carries it, until that worker's Lease counts it.
+func (t *Ticket) PlacedCall(c *switchboardv1.Call) {
+	rv, _ := strconv.ParseUint(c.ResourceVersion, 10, 64)
+	t.placed(c.Name, placement{worker: c.Labels[switchboardv1.WorkerLabel], rv: rv})
+}
+
+func (t *Ticket) placed(name string, p placement) {
 	if t == nil {
 		return
 	}
 	t.a.mu.Lock()
 	defer t.a.mu.Unlock()
-	p := t.a.pendingOf(t.key)
-	p.reserved--
-	p.created[name] = t.a.Now()
+	pend := t.a.pendingOf(t.key)
+	pend.reserved--
+	p.at = t.a.Now()
+	pend.created[name] = p
 }
 
 // Release gives the admission back: nothing that counts came of it.
@@ -264,7 +305,8 @@ func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 // applied with kubectl) to the same limits, when the reconciler first sees
 // it: it takes one call from the create rate, and the call is within the
 // active-calls limit if fewer than the limit of the organization's active
-// calls are older than it. Nil admits it.
+// calls are older than it (with several workers, every call of the others
+// counts as older). Nil admits it.
 func (a *Admission) AdmitApplied(ctx context.Context, c *switchboardv1.Call) (*Exceeded, error) {
 	limits, err := a.Limits(ctx, c.Namespace)
 	if err != nil {
@@ -284,6 +326,15 @@ func (a *Admission) AdmitApplied(ctx context.Context, c *switchboardv1.Call) (*E
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The other workers' calls count as older: their Leases say how many,
+	// not when each was created.
+	published, err := a.elsewhere(ctx, c.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range published {
+		older += w.Queued + w.Live
 	}
 	if older >= limits.ActiveCalls {
 		return activeCallsExceeded(older), nil
@@ -319,7 +370,7 @@ func (a *Admission) AdmitEndpoint(ctx context.Context, ns string) (*Ticket, erro
 		return nil, fmt.Errorf("counting the webhook endpoints of %s: %w", ns, err)
 	}
 	key := pendingKey{kindEndpoint, ns}
-	n := len(endpoints.Items) + a.notCached(ctx, key, &switchboardv1.WebhookEndpoint{})
+	n := len(endpoints.Items) + a.notCached(ctx, key, &switchboardv1.WebhookEndpoint{}, nil)
 	if n >= limits.WebhookEndpoints {
 		return nil, &Exceeded{Code: CodeEndpointLimit, Message: fmt.Sprintf(
 			"This organization has %d webhook endpoints, its limit of %d; delete one to add another.", n, limits.WebhookEndpoints)}
@@ -411,22 +462,28 @@ func (a *Admission) pendingOf(key pendingKey) *pending {
 	}
 	p := a.pending[key]
 	if p == nil {
-		p = &pending{created: map[string]time.Time{}}
+		p = &pending{created: map[string]placement{}}
 		a.pending[key] = p
 	}
 	return p
 }
 
-// notCached counts the objects of key admitted here that the cache does
-// not show yet: reserved, or created and not cached. Once the cache has
-// one, the cache counts it; one the cache never showed (deleted at once)
-// is forgotten after cacheLagBound. a.mu is held.
-func (a *Admission) notCached(ctx context.Context, key pendingKey, obj client.Object) int {
+// notCached counts the objects of key admitted here that are not counted
+// otherwise yet: reserved, or created and neither in the cache nor (a call
+// on another worker) in that worker's Lease (published). Once counted
+// otherwise, it is forgotten here; one never counted (deleted at once) is
+// forgotten after cacheLagBound. a.mu is held.
+func (a *Admission) notCached(ctx context.Context, key pendingKey, obj client.Object, published []workers.Published) int {
 	p := a.pendingOf(key)
 	n := p.reserved
-	for name, at := range p.created {
-		err := a.Cache.Get(ctx, client.ObjectKey{Namespace: key.ns, Name: name}, obj)
-		if err == nil || a.Now().Sub(at) > cacheLagBound {
+	for name, placed := range p.created {
+		var counted bool
+		if placed.worker != "" && placed.worker != a.Self && a.Elsewhere != nil {
+			counted = countedBy(placed, published)
+		} else {
+			counted = a.Cache.Get(ctx, client.ObjectKey{Namespace: key.ns, Name: name}, obj) == nil
+		}
+		if counted || a.Now().Sub(placed.at) > cacheLagBound {
 			delete(p.created, name)
 			continue
 		}
@@ -435,9 +492,20 @@ func (a *Admission) notCached(ctx context.Context, key pendingKey, obj client.Ob
 	return n
 }
 
-// count counts ns's queued and in-progress Calls from the index, and the
-// calls admitted here that the cache does not show yet (as queued). a.mu
-// is held.
+// countedBy: the Lease of the worker carrying the call counts it, or that
+// worker is gone (its calls move, and count where they land).
+func countedBy(placed placement, published []workers.Published) bool {
+	for _, w := range published {
+		if w.Worker == placed.worker {
+			return placed.rv != 0 && w.AsOf >= placed.rv
+		}
+	}
+	return true
+}
+
+// count counts ns's queued and in-progress Calls from the index, the other
+// workers' Leases, and the calls admitted here not counted by either yet
+// (as queued). a.mu is held.
 func (a *Admission) count(ctx context.Context, ns string) (queued, live int, err error) {
 	err = a.eachLive(ctx, ns, func(c *switchboardv1.Call) {
 		if c.CurrentPhase() == switchboardv1.CallInProgress {
@@ -449,7 +517,26 @@ func (a *Admission) count(ctx context.Context, ns string) (queued, live int, err
 	if err != nil {
 		return 0, 0, err
 	}
-	return queued + a.notCached(ctx, pendingKey{kindCall, ns}, &switchboardv1.Call{}), live, nil
+	published, err := a.elsewhere(ctx, ns)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, w := range published {
+		queued, live = queued+w.Queued, live+w.Live
+	}
+	return queued + a.notCached(ctx, pendingKey{kindCall, ns}, &switchboardv1.Call{}, published), live, nil
+}
+
+// elsewhere is what the other workers' Leases say of ns's calls.
+func (a *Admission) elsewhere(ctx context.Context, ns string) ([]workers.Published, error) {
+	if a.Elsewhere == nil {
+		return nil, nil
+	}
+	published, err := a.Elsewhere.Calls(ctx, ns)
+	if err != nil {
+		return nil, fmt.Errorf("reading the calls of %s on other workers: %w", ns, err)
+	}
+	return published, nil
 }
 
 // eachLive calls f once with each of ns's queued and in-progress Calls in

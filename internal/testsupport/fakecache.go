@@ -18,5 +18,12 @@ func FakeCache(t testing.TB, objs ...client.Object) client.Client {
 	if err := switchboardv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&switchboardv1.Call{}, "status.callID", SelectableCallID).Build()
+}
+
+// SelectableCallID is the Call's field selector status.callID (the CRD's
+// selectableFields), for a fake client standing in for the apiserver.
+func SelectableCallID(o client.Object) []string {
+	return []string{o.(*switchboardv1.Call).Status.CallID}
 }

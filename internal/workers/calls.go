@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"strconv"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +17,20 @@ type Load struct {
 	// analysis still to do: a draining worker waits for them, as only it
 	// holds their audio.
 	Unprocessed int
+	// Organizations are the live calls by organization (namespace), for
+	// the active-calls limit of every replica; organizations with none
+	// are left out.
+	Organizations map[string]OrganizationCalls
+	// AsOf is the highest resourceVersion among the calls counted: the
+	// count holds every change to the worker's Calls up to it (the cache
+	// applies them in order). 0 when none parses as a number.
+	AsOf uint64
+}
+
+// OrganizationCalls are one organization's queued and in-progress calls
+// on a worker.
+type OrganizationCalls struct {
+	Queued, Live int
 }
 
 // Count reads worker's load from r (the manager's cache).
@@ -24,15 +39,26 @@ func Count(ctx context.Context, r client.Reader, worker string) (Load, error) {
 	if err := r.List(ctx, &calls, client.MatchingLabels{Label: worker}, client.UnsafeDisableDeepCopy); err != nil {
 		return Load{}, err
 	}
-	var l Load
+	l := Load{Organizations: map[string]OrganizationCalls{}}
 	for i := range calls.Items {
 		c := &calls.Items[i]
-		if !c.CurrentPhase().Final() {
-			l.Live++
+		if rv, err := strconv.ParseUint(c.ResourceVersion, 10, 64); err == nil {
+			l.AsOf = max(l.AsOf, rv)
 		}
 		if !c.Processed() {
 			l.Unprocessed++
 		}
+		if c.CurrentPhase().Final() {
+			continue
+		}
+		l.Live++
+		org := l.Organizations[c.Namespace]
+		if c.CurrentPhase() == switchboardv1.CallInProgress {
+			org.Live++
+		} else {
+			org.Queued++
+		}
+		l.Organizations[c.Namespace] = org
 	}
 	return l, nil
 }

@@ -2,8 +2,10 @@ package workers
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,17 +30,24 @@ type Heartbeat struct {
 	// Name is the worker's: the pod's name, unique among the replicas.
 	Name     string
 	Capacity int
-	// Active counts the calls the worker carries now.
-	Active func() int
+	// Load counts the calls the worker carries now (Count).
+	Load func() Load
 	// Lease is how long the Lease lasts unrenewed: how long a dead
 	// worker's calls wait before they are declared lost.
 	Lease time.Duration
 	Clock clock.WithTicker
 	Log   logr.Logger
 
+	once     sync.Once
 	draining atomic.Bool
 	nudge    chan struct{}
+	changed  chan struct{}
 }
+
+// MinRefresh is the shortest time between two writes of the Lease for a
+// change of the worker's calls (Changed): the other replicas' view of its
+// calls lags by at most that, at one small write a second under load.
+const MinRefresh = time.Second
 
 // NeedLeaderElection: every replica is a worker.
 func (h *Heartbeat) NeedLeaderElection() bool { return false }
@@ -49,22 +58,44 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 	h.init()
 	ticker := h.Clock.NewTicker(h.Lease / 3)
 	defer ticker.Stop()
+	renewal := true
 	for {
-		if err := h.renew(ctx); err != nil && ctx.Err() == nil {
+		if err := h.renew(ctx, renewal); err != nil && ctx.Err() == nil {
 			h.Log.Error(err, "renewing the worker's Lease", "worker", h.Name)
 		}
+		written := h.Clock.Now()
 		select {
 		case <-ctx.Done():
 			return h.release()
 		case <-ticker.C():
+			renewal = true
 		case <-h.nudge:
+			renewal = true
+		case <-h.changed:
+			renewal = false
+			select {
+			case <-ctx.Done():
+				return h.release()
+			case <-h.Clock.After(written.Add(MinRefresh).Sub(h.Clock.Now())):
+			}
 		}
 	}
 }
 
 func (h *Heartbeat) init() {
-	if h.nudge == nil {
+	h.once.Do(func() {
 		h.nudge = make(chan struct{}, 1)
+		h.changed = make(chan struct{}, 1)
+	})
+}
+
+// Changed says the worker's calls changed: the Lease is written again,
+// at most once a MinRefresh, if what it says of them changed.
+func (h *Heartbeat) Changed() {
+	h.init()
+	select {
+	case h.changed <- struct{}{}:
+	default: // one is pending already
 	}
 }
 
@@ -84,8 +115,9 @@ func (h *Heartbeat) Renew() {
 	}
 }
 
-// renew writes the Lease: created the first time, updated after.
-func (h *Heartbeat) renew(ctx context.Context) error {
+// renew writes the Lease: created the first time, updated after. Unless
+// it is a renewal, it is written only if what it says changed.
+func (h *Heartbeat) renew(ctx context.Context, renewal bool) error {
 	var lease coordinationv1.Lease
 	err := h.Client.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: LeaseName(h.Name)}, &lease)
 	switch {
@@ -96,17 +128,24 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
+	said := lease.Annotations
 	h.describe(&lease)
+	if !renewal && maps.Equal(said, lease.Annotations) {
+		return nil
+	}
 	return h.Client.Update(ctx, &lease)
 }
 
 // describe writes what the Lease says of the worker now.
 func (h *Heartbeat) describe(l *coordinationv1.Lease) {
+	load := h.Load()
 	l.Labels = map[string]string{Label: "true"}
 	l.Annotations = map[string]string{
-		CapacityAnnotation: strconv.Itoa(h.Capacity),
-		ActiveAnnotation:   strconv.Itoa(h.Active()),
-		DrainingAnnotation: strconv.FormatBool(h.draining.Load()),
+		CapacityAnnotation:      strconv.Itoa(h.Capacity),
+		ActiveAnnotation:        strconv.Itoa(load.Live),
+		DrainingAnnotation:      strconv.FormatBool(h.draining.Load()),
+		OrganizationsAnnotation: encodeOrganizations(load.Organizations),
+		AsOfAnnotation:          strconv.FormatUint(load.AsOf, 10),
 	}
 	now := metav1.NewMicroTime(h.Clock.Now())
 	l.Spec.HolderIdentity = ptr.To(h.Name)

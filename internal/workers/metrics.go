@@ -44,7 +44,7 @@ func (c heartbeatCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.h.Draining() {
 		draining = 1
 	}
-	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(c.h.Active()), c.h.Name)
+	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(c.h.Load().Live), c.h.Name)
 	ch <- prometheus.MustNewConstMetric(capacityDesc, prometheus.GaugeValue, float64(c.h.Capacity), c.h.Name)
 	ch <- prometheus.MustNewConstMetric(drainingDesc, prometheus.GaugeValue, draining, c.h.Name)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,10 +13,13 @@ import (
 	"golang.org/x/sync/errgroup"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -26,9 +31,14 @@ import (
 // events and archives it. A queued call moves to the least-loaded live
 // worker (or waits unassigned for the Assigner when none has room).
 type Sweeper struct {
-	// Client reads Calls from the manager's cache and writes them.
+	// Client writes Calls.
 	Client client.Client
-	Pool   *Pool
+	// Live lists the lost workers' Calls: the manager's cache holds only
+	// this worker's (package shard). The list is filtered by the apiserver
+	// and served from its watch cache, and is empty unless a worker was
+	// lost.
+	Live client.Reader
+	Pool *Pool
 	// Self is this replica's worker: alive, as it is running this.
 	Self     string
 	Interval time.Duration
@@ -80,8 +90,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var calls switchboardv1.CallList
-	if err := s.Client.List(ctx, &calls, client.HasLabels{Label}); err != nil {
+	calls, err := s.lostCalls(ctx, alive)
+	if err != nil {
 		return 0, err
 	}
 	var (
@@ -91,11 +101,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		g     errgroup.Group
 	)
 	g.SetLimit(sweepWriters)
-	for i := range calls.Items {
-		c := &calls.Items[i]
-		if w := c.Labels[Label]; alive[w] {
-			continue
-		}
+	for _, c := range calls {
 		g.Go(func() error {
 			err := s.move(ctx, c)
 			mu.Lock()
@@ -110,6 +116,24 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	}
 	_ = g.Wait()
 	return moved, errors.Join(errs...)
+}
+
+// lostCalls lists the Calls assigned to a worker that is not alive.
+func (s *Sweeper) lostCalls(ctx context.Context, alive map[string]bool) ([]*switchboardv1.Call, error) {
+	assigned, err := labels.NewRequirement(Label, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	notAlive, err := labels.NewRequirement(Label, selection.NotIn, slices.Collect(maps.Keys(alive)))
+	if err != nil {
+		return nil, err
+	}
+	var lost []*switchboardv1.Call
+	err = shard.EachLive(ctx, s.Live, "", labels.NewSelector().Add(*assigned, *notAlive), func(c *switchboardv1.Call) error {
+		lost = append(lost, c.DeepCopy())
+		return nil
+	})
+	return lost, err
 }
 
 // alive is the set of workers whose Lease is current, and this one.

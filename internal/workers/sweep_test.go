@@ -70,7 +70,7 @@ func TestSweepMovesTheCallsOfLostWorkers(t *testing.T) {
 		call("ended", "lost", switchboardv1.CallEnded),
 		call("gone", "stopped", switchboardv1.CallQueued), // its worker deleted its Lease
 		call("mine", "live", switchboardv1.CallInProgress))
-	s := &workers.Sweeper{Client: c, Pool: pool, Self: "leader", Interval: 5 * time.Second, Clock: clk, Log: logr.Discard()}
+	s := &workers.Sweeper{Client: c, Live: c, Pool: pool, Self: "leader", Interval: 5 * time.Second, Clock: clk, Log: logr.Discard()}
 	moved, err := s.Sweep(context.Background())
 	if err != nil || moved != 5 {
 		t.Fatalf("Sweep: %d moved, %v; want 5", moved, err)
@@ -108,7 +108,7 @@ func TestQueuedCallsWaitForRoom(t *testing.T) {
 	c, pool, clk := cluster(t, lease("full", 1, 1, start, false), lease("lost", 10, 0, start.Add(-time.Minute), false),
 		call("queued", "lost", switchboardv1.CallQueued), call("applied", "", switchboardv1.CallQueued),
 		call("refused", "", switchboardv1.CallFailed))
-	s := &workers.Sweeper{Client: c, Pool: pool, Self: "leader", Interval: 5 * time.Second, Clock: clk, Log: logr.Discard()}
+	s := &workers.Sweeper{Client: c, Live: c, Pool: pool, Self: "leader", Interval: 5 * time.Second, Clock: clk, Log: logr.Discard()}
 	if _, err := s.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 )
@@ -22,6 +23,8 @@ import (
 type Process struct {
 	// BaseURL is where its API and dashboard answer.
 	BaseURL string
+	// Manager is its manager: a test looks into its cache.
+	Manager manager.Manager
 
 	cancel context.CancelFunc
 	done   chan error
@@ -45,7 +48,7 @@ func Start(cfg *rest.Config, opts app.Options, readyPath string) (*Process, erro
 		_ = lis.Close()
 		return nil, err
 	}
-	p.cancel = cancel
+	p.cancel, p.Manager = cancel, mgr
 	go func() { p.done <- mgr.Start(ctx) }()
 	if err := p.waitServing(readyPath); err != nil {
 		p.Stop()
