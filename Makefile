@@ -164,7 +164,7 @@ bench-assignment: ## Assignment latency at 100 calls/s, calls applied with kubec
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	SWITCHBOARD_BENCH_RATE=$(ASSIGNMENT_RATE) go test ./internal/app/ -run '^$$' -bench 'Assignment' -benchtime $(ASSIGNMENT_BENCH_CALLS)x -count 1 -timeout 10m
 
-REPLICAS_BENCH_CALLS ?= 60
+REPLICAS_BENCH_CALLS ?= 100
 
 .PHONY: bench-replicas
 bench-replicas: ## Concurrent recorded SIP calls to sipp over one, two and three replicas in one process: calls per replica, operator CPU per call-second, overhead per added replica.
