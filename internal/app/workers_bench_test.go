@@ -302,7 +302,11 @@ func assignmentHistogram(b *testing.B) histogram {
 func (h histogram) minus(before histogram) histogram {
 	out := histogram{count: h.count - before.count, sum: h.sum - before.sum, bounds: h.bounds}
 	for i := range h.counts {
-		out.counts = append(out.counts, h.counts[i]-before.counts[i])
+		if i < len(before.counts) {
+			out.counts = append(out.counts, h.counts[i]-before.counts[i])
+		} else { // nothing observed before
+			out.counts = append(out.counts, h.counts[i])
+		}
 	}
 	return out
 }
