@@ -86,18 +86,33 @@ func (g *PlacementGate) limit(next http.HandlerFunc) http.HandlerFunc {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !g.acquire(r) {
-			placementsRefused.Inc()
+		done, ok := g.Admit(r)
+		if !ok {
 			w.Header().Set("Retry-After", "1")
 			writeErrorDetail(w, http.StatusServiceUnavailable, ErrorDetail{ErrorCode: CodeServerBusy,
 				Error: "This replica is placing as many calls as it can at once; nothing was created. Retry after the " +
 					"Retry-After header's seconds (with the same Idempotency-Key, if you sent one)."})
 			return
 		}
-		started := time.Now()
-		defer func() { g.release(time.Since(started)) }()
+		defer done()
 		next(w, r)
 	}
+}
+
+// Admit takes a slot for the placement r makes (the dashboard's form
+// shares the gate); done frees it once the placement is over. Not ok: the
+// gate is full, and r must be answered busy without placing anything. A
+// nil gate admits everything.
+func (g *PlacementGate) Admit(r *http.Request) (done func(), ok bool) {
+	if g == nil {
+		return func() {}, true
+	}
+	if !g.acquire(r) {
+		placementsRefused.Inc()
+		return nil, false
+	}
+	started := time.Now()
+	return func() { g.release(time.Since(started)) }, true
 }
 
 // acquire takes a slot, waiting placementWait at most (less if the request
