@@ -30,7 +30,7 @@ const placementTarget = 100 * time.Millisecond
 
 var placementsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "switchboard_api_placements_refused_total",
-	Help: "Call creations answered 503 server_busy because the replica had as many placements in progress as --max-placements-in-flight.",
+	Help: "Call creations answered 503 server_busy because the replica had as many placements in progress as it admits at once (switchboard_api_placements_bound).",
 })
 
 var placementBound = prometheus.NewGauge(prometheus.GaugeOpts{
