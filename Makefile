@@ -156,6 +156,21 @@ bench-ceiling: ## The per-call path against its ceiling: the apiserver's four wr
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
 
+ASSIGNMENT_BENCH_CALLS ?= 1000
+ASSIGNMENT_RATE ?= 100
+
+.PHONY: bench-assignment
+bench-assignment: ## Assignment latency at 100 calls/s, calls applied with kubectl (the leader assigns them) and placed through the REST API: p50/p99 beside switchboard_call_assignment_seconds.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_BENCH_RATE=$(ASSIGNMENT_RATE) go test ./internal/app/ -run '^$$' -bench 'Assignment' -benchtime $(ASSIGNMENT_BENCH_CALLS)x -count 1 -timeout 10m
+
+REPLICAS_BENCH_CALLS ?= 100
+
+.PHONY: bench-replicas
+bench-replicas: ## Concurrent recorded SIP calls to sipp over one, two and three replicas in one process: calls per replica, operator CPU per call-second, overhead per added replica.
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_REPLICAS_CALLS=$(REPLICAS_BENCH_CALLS) go test ./internal/app/ -run '^$$' -bench 'Replicas' -benchtime 1x -count 1 -timeout 10m
+
 SATURATION_GATE ?= 8
 
 .PHONY: bench-saturation

@@ -750,7 +750,7 @@ func authFailures(opts Options) *authlimit.Limiter {
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
 		Reads: api.Reads, Workers: api.Placer.Workers,
-		Placer: api.Placer, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
+		Placer: api.Placer, Placements: api.Placements, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 	if err != nil {

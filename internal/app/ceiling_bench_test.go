@@ -341,8 +341,10 @@ func BenchmarkSaturation(b *testing.B) {
 			b.ResetTimer()
 			admitted := 0
 			for i := range b.N {
+				creates := apiserverCallCreates(b)
 				r := burst(b, full.baseURL, o, clients, duration, i)
 				r.report(b, duration)
+				reportCreates(b, creates)
 				admitted += r.admitted
 			}
 			b.StopTimer()

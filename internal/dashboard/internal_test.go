@@ -258,3 +258,28 @@ func TestOpensText(t *testing.T) {
 		}
 	}
 }
+
+// fullGate is a placement gate with no room.
+type fullGate struct{}
+
+func (fullGate) Admit(*http.Request) (func(), bool) { return nil, false }
+
+// The place-a-call form shares the REST API's placement gate: with it
+// full, the form is answered 503 with Retry-After and nothing is placed
+// (the test's Config has no Placer to place with).
+func TestPlacingFromTheFormWaitsForTheGate(t *testing.T) {
+	h := newTestHandler(t, Config{Placements: fullGate{}})
+	session := sessionOf(t, signInRecorder(t, h, testKey))
+	form := url.Values{"csrf_token": {h.sessions.get(session.Value).CSRF}, "agent_id": {"reminder"},
+		"to_number": {"+14155550142"}}
+	req := httptest.NewRequest(http.MethodPost, "/calls", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(session)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(rec.Body.String(), "nothing was placed") {
+		t.Fatalf("with the gate full: %d, Retry-After %q; want 503, Retry-After 1 and why:\n%s",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+	}
+}

@@ -92,6 +92,16 @@ func (d *dashboard) placeForm(r *http.Request, form url.Values) (*placeData, err
 // placeCall places a call from the form with the operation POST /v1/calls
 // uses, and source "dashboard"; a refusal is shown beside its field.
 func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
+	if d.cfg.Placements != nil {
+		done, ok := d.cfg.Placements.Admit(r)
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			d.problem(w, r, http.StatusServiceUnavailable,
+				"This replica is placing as many calls as it can at once; nothing was placed. Go back and send the form again in a moment.")
+			return
+		}
+		defer done()
+	}
 	data, err := d.placeForm(r, r.PostForm)
 	if err != nil {
 		d.unavailable(w, r, err, "The agents could not be listed")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // A full gate answers one more placement 503 server_busy with Retry-After
@@ -65,5 +66,63 @@ func TestPlacementGateUnbounded(t *testing.T) {
 		httptest.NewRequest("POST", "/v1/calls", nil))
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("no gate: %d", rec.Code)
+	}
+}
+
+// Placements slower than the target halve the bound, once per target's
+// time, down to one; faster ones raise it back to the maximum, a slot per
+// bound's worth of placements.
+func TestPlacementGateAdaptsToCreateLatency(t *testing.T) {
+	gate := NewPlacementGate(8)
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	gate.now = func() time.Time { return now }
+	held := func() int {
+		n := 0
+		for {
+			if _, ok := gate.take(); !ok {
+				return n
+			}
+			n++
+		}
+	}
+	releaseAll := func(n int, took time.Duration) {
+		for range n {
+			gate.release(took)
+		}
+	}
+	n := held()
+	if n != 8 {
+		t.Fatalf("a fresh gate admitted %d at once, want 8", n)
+	}
+	releaseAll(n, placementTarget+time.Millisecond) // all slowed by one moment: one cut
+	if n = held(); n != 4 {
+		t.Fatalf("after 8 slow placements at once: %d admitted, want 4", n)
+	}
+	now = now.Add(placementTarget) // the next slow moment
+	releaseAll(n, time.Second)
+	if n = held(); n != 2 {
+		t.Fatalf("after a second slow moment: %d admitted, want 2", n)
+	}
+	for range 3 {
+		now = now.Add(placementTarget)
+		gate.release(time.Second)
+		n--
+		n += held()
+	}
+	if n != 1 {
+		t.Fatalf("never below one: %d admitted", n)
+	}
+	// Fast placements: about bound placements per slot added.
+	fast := 0
+	for n < 8 {
+		gate.release(time.Millisecond)
+		fast++
+		n += held() - 1
+		if fast > 100 {
+			t.Fatalf("after 100 fast placements %d admitted, want back to 8", n)
+		}
+	}
+	if fast < 20 {
+		t.Fatalf("back to 8 after %d fast placements: it should take about 1+2+...+7", fast)
 	}
 }

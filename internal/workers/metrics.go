@@ -8,11 +8,12 @@ import (
 )
 
 // AssignmentSeconds is how long calls waited for a worker: at placement,
-// the pick; for a call applied with kubectl or queued while no worker had
-// room, from its acceptance to the leader's assignment.
+// the pick; for a call queued while no worker had room, from its
+// acceptance to the leader's assignment; for a Call applied with kubectl,
+// from the leader's first sight of it (Assigner.waitingSince).
 var AssignmentSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name:    "switchboard_call_assignment_seconds",
-	Help:    "Time a call waited for a worker: the pick at placement, or from acceptance to the leader's assignment.",
+	Help:    "Time a call waited for a worker: the pick at placement, or from its acceptance (or the leader's first sight of a Call applied with kubectl) to the leader's assignment.",
 	Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 })
 

@@ -16,8 +16,15 @@ import (
 // ErrNoCapacity: no live worker that is not draining has room.
 var ErrNoCapacity = errors.New("no call worker has room for another call")
 
+// countLag is how long after its assignment a call may still be missing
+// from the load its worker's Lease reports: the label's patch, the
+// worker's watch of it, and the two clocks' skew. A pick stays counted
+// until a renewal at least this much later.
+const countLag = time.Second
+
 // Pool assigns calls to workers: the least loaded, by share of its
 // capacity, among the live ones that have room and are not draining.
+// It is safe for concurrent use: each pick reserves its place at once.
 type Pool struct {
 	// Reader lists the workers' Leases (the manager's cache).
 	Reader    client.Reader
@@ -25,16 +32,18 @@ type Pool struct {
 	Clock     clock.PassiveClock
 
 	mu sync.Mutex
-	// picked counts the calls assigned here to each worker since its last
-	// renewal, which its Lease does not count yet: without them, a burst
-	// between two renewals would all go to the worker that looked least
-	// loaded at the first.
-	picked map[string]picks
+	// picked holds, per worker, when each call assigned here was picked,
+	// until the worker's Lease counts it: without them, a burst between
+	// two renewals would all go to the worker that looked least loaded
+	// at the first, and concurrent assignments would overfill it.
+	picked map[string][]time.Time
 }
 
-type picks struct {
-	renewedAt time.Time
-	n         int
+// Reservation is one pick: a place in a worker, held until its Lease
+// counts the call or the assignment is given up (Release).
+type Reservation struct {
+	Worker string
+	at     time.Time
 }
 
 // Workers lists the workers, alive or not, by name.
@@ -55,15 +64,22 @@ func (p *Pool) Workers(ctx context.Context) ([]Worker, error) {
 
 // Pick assigns one call: it returns the worker that takes it.
 func (p *Pool) Pick(ctx context.Context) (string, error) {
+	r, err := p.Reserve(ctx)
+	return r.Worker, err
+}
+
+// Reserve is Pick for an assignment that may fail after it: Release gives
+// the place back.
+func (p *Pool) Reserve(ctx context.Context) (Reservation, error) {
 	workers, err := p.Workers(ctx)
 	if err != nil {
-		return "", err
+		return Reservation{}, err
 	}
 	now := p.Clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.picked == nil {
-		p.picked = map[string]picks{}
+		p.picked = map[string][]time.Time{}
 	}
 	best, bestLoad := "", 0.0
 	for _, w := range workers {
@@ -80,20 +96,34 @@ func (p *Pool) Pick(ctx context.Context) (string, error) {
 		}
 	}
 	if best == "" {
-		return "", ErrNoCapacity
+		return Reservation{}, ErrNoCapacity
 	}
-	pk := p.picked[best]
-	pk.n++
-	p.picked[best] = pk
-	return best, nil
+	p.picked[best] = append(p.picked[best], now)
+	return Reservation{Worker: best, at: now}, nil
 }
 
-// pendingFor is the calls assigned to w here since its last renewal.
-func (p *Pool) pendingFor(w Worker) int {
-	pk := p.picked[w.Name]
-	if !pk.renewedAt.Equal(w.RenewedAt) {
-		pk = picks{renewedAt: w.RenewedAt}
-		p.picked[w.Name] = pk
+// Release gives back r's place: its call was not assigned after all.
+func (p *Pool) Release(r Reservation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	picks := p.picked[r.Worker]
+	if i := slices.Index(picks, r.at); i >= 0 {
+		p.picked[r.Worker] = slices.Delete(picks, i, i+1)
 	}
-	return pk.n
+}
+
+// pendingFor is the calls assigned to w here that its Lease may not count
+// yet: those picked less than countLag before its last renewal, or since.
+func (p *Pool) pendingFor(w Worker) int {
+	picks := p.picked[w.Name]
+	counted := w.RenewedAt.Add(-countLag)
+	i := 0
+	for i < len(picks) && picks[i].Before(counted) {
+		i++
+	}
+	if i > 0 {
+		picks = slices.Delete(picks, 0, i)
+		p.picked[w.Name] = picks
+	}
+	return len(picks)
 }
