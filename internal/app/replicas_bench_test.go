@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // BenchmarkReplicas holds SWITCHBOARD_REPLICAS_CALLS (100) concurrent
@@ -34,7 +35,7 @@ import (
 // one replica's (the issue allows 10 % per added replica). Run it with
 // `make bench-replicas`.
 func BenchmarkReplicas(b *testing.B) {
-	calls := envPositive(b, "SWITCHBOARD_REPLICAS_CALLS", 100)
+	calls := testsupport.EnvPositive(b, "SWITCHBOARD_REPLICAS_CALLS", 100)
 	talk := envDuration(b, "SWITCHBOARD_REPLICAS_TALK", 20*time.Second)
 	tone := writeUlawTone(b)
 	operator.stop()
@@ -197,17 +198,4 @@ func writeUlawTone(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return path
-}
-
-// envPositive reads a positive integer setting, def when unset.
-func envPositive(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }

@@ -1,7 +1,9 @@
 package testsupport
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -23,4 +25,19 @@ func Measure(b *testing.B, op func() error) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// EnvPositive reads a benchmark's positive integer setting from the
+// environment, def when unset; anything else fails the benchmark.
+func EnvPositive(tb testing.TB, name string, def int) int {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }

@@ -80,6 +80,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // benchSipp is sipp running for a benchmark, until the benchmark ends.
@@ -145,19 +146,6 @@ func benchScenario(b *testing.B, name string, kv ...string) []string {
 		b.Fatal(err)
 	}
 	return []string{"-sf", path}
-}
-
-// envInt reads a positive integer setting, def when unset.
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // envDuration reads a duration setting, def when unset.
@@ -293,7 +281,7 @@ func attemptRates(ended []time.Duration, ramp time.Duration) (all, steady float6
 // time, to a sipp playing scenario, each expected to end with status;
 // recordDir, if set, receives a recording of each.
 func benchAttempts(b *testing.B, status int, recordDir string, scenario []string) {
-	conc := envInt(b, "SWITCHBOARD_BENCH_SIP_CONCURRENCY", 200)
+	conc := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_SIP_CONCURRENCY", 200)
 	s := startBenchSipp(b, benchMediaPort(), scenario...)
 	e, err := NewEngine(b.Context(), EngineConfig{})
 	if err != nil {
@@ -539,8 +527,8 @@ func TestBenchGapFinder(t *testing.T) {
 // once and reports how many overlapped, what each cost and the audio gaps
 // in the recordings.
 func BenchmarkConcurrentRecordedCalls(b *testing.B) {
-	calls := envInt(b, "SWITCHBOARD_BENCH_SIP_CALLS", 200)
-	rate := envInt(b, "SWITCHBOARD_BENCH_SIP_RATE", 50)
+	calls := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_SIP_CALLS", 200)
+	rate := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_SIP_RATE", 50)
 	talk := envDuration(b, "SWITCHBOARD_BENCH_SIP_TALK", 20*time.Second)
 	tone := writeBenchTone(b, time.Second)
 	s := startBenchSipp(b, benchMediaPort(), benchScenario(b, "bench_stream.xml",

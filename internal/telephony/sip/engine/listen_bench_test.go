@@ -40,9 +40,9 @@ import (
 // which the reply p95 stays under the goal is the figure hack/README.md
 // reports.
 func BenchmarkConcurrentListeningCalls(b *testing.B) {
-	calls := envInt(b, "SWITCHBOARD_BENCH_LISTEN_CALLS", 50)
+	calls := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_LISTEN_CALLS", 50)
 	talk := envDuration(b, "SWITCHBOARD_BENCH_SIP_TALK", 30*time.Second)
-	decoders := envInt(b, "SWITCHBOARD_BENCH_DECODERS", 0)
+	decoders := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_DECODERS", 0)
 	testsupport.Needs(b, "sipp, flite, espeak-ng")
 	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{Decoders: decoders})
 	if err != nil {

@@ -155,7 +155,7 @@ func (r *timedRecognizer) durations() []time.Duration {
 // SWITCHBOARD_BENCH_HANGOVER the detector's hangover (default the
 // engine's).
 func BenchmarkReplyLatencyEmbedded(b *testing.B) {
-	n := envInt(b, "SWITCHBOARD_BENCH_ANSWERS", 40)
+	n := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_ANSWERS", 40)
 	vad := media.VADConfig{Hangover: envDuration(b, "SWITCHBOARD_BENCH_HANGOVER", media.DefaultVADConfig().Hangover)}
 	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{})
 	if err != nil {

@@ -36,12 +36,13 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 func BenchmarkConcurrentStreamedCalls(b *testing.B) {
-	calls := envInt(b, "SWITCHBOARD_BENCH_SIP_CALLS", 200)
-	rate := envInt(b, "SWITCHBOARD_BENCH_SIP_RATE", 50)
+	calls := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_SIP_CALLS", 200)
+	rate := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_SIP_RATE", 50)
 	talk := envDuration(b, "SWITCHBOARD_BENCH_SIP_TALK", 20*time.Second)
 	tone := writeBenchTone(b, time.Second)
 	s := startBenchSipp(b, benchMediaPort(), benchScenario(b, "bench_stream.xml",
