@@ -70,6 +70,10 @@ func (a *Assigner) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 		r = picked
 	}
+	// Read before the patch: once labelled for another worker, the Call
+	// leaves this replica's cache, and that delete event may forget its
+	// first sight before the patch returns.
+	since := a.waitingSince(&c)
 	if err := Assign(ctx, a.Client, &c, r.Worker); err != nil {
 		a.Pool.Release(r)
 		if apierrors.IsConflict(err) {
@@ -78,7 +82,7 @@ func (a *Assigner) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.Assigned != nil {
-		a.Assigned(a.Clock.Since(a.waitingSince(&c)))
+		a.Assigned(a.Clock.Since(since))
 	}
 	a.seen.Delete(c.UID)
 	return reconcile.Result{}, nil

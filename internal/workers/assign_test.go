@@ -134,3 +134,41 @@ func TestAssignmentWaitRunsFromFirstSight(t *testing.T) {
 		t.Fatalf("waits observed %v, want [30ms 830ms]", waited)
 	}
 }
+
+// patchSeenAway is a client whose Patch delivers, before it returns, the
+// delete event a sharded cache sends when a Call labelled for another
+// worker leaves it.
+type patchSeenAway struct {
+	client.Client
+	leave func(client.Object)
+}
+
+func (p patchSeenAway) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	err := p.Client.Patch(ctx, obj, patch, opts...)
+	p.leave(obj)
+	return err
+}
+
+// A Call assigned to another worker leaves the leader's cache at once;
+// its wait still runs from the leader's first sight, not from its
+// whole-second creation timestamp.
+func TestAssignmentWaitSurvivesTheCallLeavingTheCache(t *testing.T) {
+	applied := call("applied", "", "", func(c *switchboardv1.Call) {
+		c.UID = types.UID("applied")
+		c.CreationTimestamp.Time = start.Add(time.Second)
+	})
+	c, pool, clk := cluster(t, lease("w", 10, 0, start, false), applied)
+	var waited []time.Duration
+	a := &workers.Assigner{Pool: pool, Self: "leader", Retry: time.Second, Clock: clk,
+		Assigned: func(d time.Duration) { waited = append(waited, d) }}
+	a.Client = patchSeenAway{Client: c, leave: func(o client.Object) { a.Sighted().Delete(event.DeleteEvent{Object: o}) }}
+	clk.SetTime(start.Add(1700 * time.Millisecond))
+	a.Sighted().Create(event.CreateEvent{Object: applied})
+	clk.SetTime(start.Add(1730 * time.Millisecond))
+	if _, err := a.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "org", Name: "applied"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(waited) != 1 || waited[0] != 30*time.Millisecond {
+		t.Fatalf("waits observed %v, want [30ms]", waited)
+	}
+}
