@@ -401,7 +401,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		TLSConfig: opts.Webhooks.TLSConfig})
 	// The other workers' calls are not in this replica's cache: their
 	// Leases say how many each carries per organization.
-	admission := &quota.Admission{Cache: mgr.GetClient(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
+	admission := &quota.Admission{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
 		Elsewhere: &workers.Elsewhere{Reader: mgr.GetClient(), Namespace: workerNamespace(opts), Self: opts.Worker.ID,
 			Clock: clock.RealClock{}}}
 	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}

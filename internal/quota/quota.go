@@ -19,10 +19,12 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
@@ -188,6 +190,12 @@ type Admission struct {
 	// Self is this replica's worker: the calls placed on it are counted
 	// from the cache.
 	Self string
+	// Live, when set, reads this worker's and the unassigned Calls for an
+	// applied call's admission instead of the cache: a Call the leader
+	// assigns to this worker leaves the informer of unassigned Calls
+	// before the informer of this worker's shows it, so the cache can
+	// briefly miss an older call. Applied calls are few: two lists each.
+	Live client.Reader
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -319,11 +327,16 @@ func (a *Admission) AdmitApplied(ctx context.Context, c *switchboardv1.Call) (*E
 		return nil, nil
 	}
 	older := 0
-	err = a.eachLive(ctx, c.Namespace, func(other *switchboardv1.Call) {
+	countOlder := func(other *switchboardv1.Call) {
 		if createdBefore(other, c) {
 			older++
 		}
-	})
+	}
+	if a.Live != nil && a.Self != "" {
+		err = a.eachLiveRead(ctx, c.Namespace, countOlder)
+	} else {
+		err = a.eachLive(ctx, c.Namespace, countOlder)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -554,6 +567,23 @@ func (a *Admission) eachLive(ctx context.Context, ns string, f func(*switchboard
 		for i := range calls.Items {
 			if c := &calls.Items[i]; !seen[c.UID] {
 				seen[c.UID] = true
+				f(c)
+			}
+		}
+	}
+	return nil
+}
+
+// eachLiveRead is eachLive over this worker's and the unassigned Calls of
+// ns as the apiserver has them now (Live), not as the cache does.
+func (a *Admission) eachLiveRead(ctx context.Context, ns string, f func(*switchboardv1.Call)) error {
+	for _, selector := range []labels.Selector{shard.Own(a.Self), shard.Unassigned()} {
+		var calls switchboardv1.CallList
+		if err := a.Live.List(ctx, &calls, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return fmt.Errorf("counting the calls of %s: %w", ns, err)
+		}
+		for i := range calls.Items {
+			if c := &calls.Items[i]; !c.CurrentPhase().Final() {
 				f(c)
 			}
 		}
