@@ -15,6 +15,10 @@
 //     takes the choice the words name (choices.go), as the step would.
 //
 // Within each, the last answer wins, so a callee can correct themselves.
+// Silence is not "no": a turn a gather step took no answer from (noInput,
+// noMatch) and a note of what happened ("(no answer)", Turn.Note) are
+// never read for a value, so such a field stays nil unless the callee
+// gives it elsewhere.
 // LLM (llm.go) adds an agent's own language model on top of the rules.
 package analysis
 
@@ -87,7 +91,7 @@ func extract(f telephony.Field, a asking, transcript []telephony.Turn, now time.
 func gathered(f telephony.Field, a asking, transcript []telephony.Turn, now time.Time) any {
 	var value any
 	for _, t := range transcript {
-		if t.Speaker != "callee" || t.Field != f.Name {
+		if !answers(t) || t.Field != f.Name {
 			continue
 		}
 		var v any
@@ -98,7 +102,7 @@ func gathered(f telephony.Field, a asking, transcript []telephony.Turn, now time
 			if v = keyed(f.Type, t.Digits); v == nil {
 				v = fromText(f, t.Digits, now)
 			}
-		case t.Branch != "" && t.Branch != "noMatch" && t.Branch != "noInput":
+		case t.Branch != "":
 			v = fromText(f, t.Branch, now)
 		default:
 			v = a.read(f, t.Text, now)
@@ -118,7 +122,11 @@ func spoken(f telephony.Field, a asking, transcript []telephony.Turn, now time.T
 	var value any
 	for _, t := range transcript {
 		if t.Speaker != "callee" {
-			asked = asksFor(t.Text, f) || a.asks(t.Text)
+			asked = !t.Note && (asksFor(t.Text, f) || a.asks(t.Text))
+			continue
+		}
+		if !answers(t) {
+			asked = false // the question went unanswered
 			continue
 		}
 		// Only the first turn after the question is its answer, unless it
@@ -136,6 +144,15 @@ func spoken(f telephony.Field, a asking, transcript []telephony.Turn, now time.T
 		}
 	}
 	return value
+}
+
+// answers reports whether t is a callee's turn that can hold an answer:
+// words they said or keys they pressed, not a note of what happened
+// ("(no answer)", "(not recognized: ...)") nor a turn a gather step took
+// no answer from. A placeholder read as speech turned silence into "no"
+// (understand.Match("(no answer)", yes/no choices) is "no").
+func answers(t telephony.Turn) bool {
+	return t.Speaker == "callee" && !t.Note && t.Branch != telephony.BranchNoInput && t.Branch != telephony.BranchNoMatch
 }
 
 // anyStatement matches "my <up to four words> is".

@@ -30,10 +30,13 @@ var choiceFields = []telephony.Field{{Name: "department", Type: "string"}, {Name
 
 // When a gather step did not take the answer, the rules match what the
 // callee said against its choices' phrases, as the step would have: in
-// its own turn (a noMatch), or in words heard after its prompt outside it
-// (open speech after the step gave up, or to a step that takes keys
-// only). A field asked by choices takes a choice or nothing: never the
-// raw words.
+// words heard after its prompt outside it (open speech after the step
+// gave up, or to a step that takes keys only). A field asked by choices
+// takes a choice or nothing: never the raw words. A turn the step itself
+// refused (noMatch) is no answer, even when its words name a choice: the
+// step may have refused them for a reason the words do not show (a
+// recognizer unsure of them), and a question asked again is better than
+// a wrong answer (issue 36).
 func TestTranscriptMatchedAgainstChoices(t *testing.T) {
 	ask := func(text string) telephony.Turn { return telephony.Turn{Speaker: "agent", Text: text} }
 	heard := func(text string) telephony.Turn {
@@ -51,10 +54,10 @@ func TestTranscriptMatchedAgainstChoices(t *testing.T) {
 			ask("How can we help, Ada?"), heard("um, I need help please"),
 			ask("Shall we keep your booking?"), heard("no, cancel it"),
 		}, map[string]any{"department": "support", "confirmed": false}},
-		{"a noMatch turn that names a choice (the retries ran out)", []telephony.Turn{
+		{"a noMatch turn that names a choice is no answer (the retries ran out)", []telephony.Turn{
 			ask("How can we help, Ada?"), noMatch("department", "I want to buy something"),
 			ask("Shall we keep your booking?"), noMatch("confirmed", "keep it"),
-		}, map[string]any{"department": "sales", "confirmed": true}},
+		}, map[string]any{"department": nil, "confirmed": nil}},
 		{"the retry prompt asks too", []telephony.Turn{
 			ask("How can we help, Ada?"), noMatch("department", "purple banana"),
 			ask("Sorry: sales or support?"), heard("sales"),
@@ -82,10 +85,14 @@ func TestTranscriptMatchedAgainstChoices(t *testing.T) {
 		})
 	}
 	// Without the agent's script (deleted mid-call), the words are read
-	// by the field's type, as before.
-	turns := []telephony.Turn{{Speaker: "callee", Text: "purple banana", Field: "department", Branch: "noMatch"}}
+	// by the field's type, as before; a noMatch turn still is no answer.
+	turns := []telephony.Turn{ask("Which department?"), heard("purple banana")}
 	got := Analyze(telephony.Request{Fields: choiceFields}, endedCall(), turns).ExtractedData
 	if got["department"] != "purple banana" {
 		t.Errorf("without a script: department %v, want the words", got["department"])
+	}
+	turns[1] = noMatch("department", "purple banana")
+	if got := Analyze(telephony.Request{Fields: choiceFields}, endedCall(), turns).ExtractedData; got["department"] != nil {
+		t.Errorf("without a script, a noMatch turn: department %v, want null", got["department"])
 	}
 }

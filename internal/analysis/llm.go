@@ -172,18 +172,20 @@ func describe(err error) error {
 const instructions = "You analyze a finished phone call between an automated agent and a callee. " +
 	"Write a one- or two-sentence summary of the call, and extract each requested field from what the " +
 	"callee said, in the field's type. Use null for a field the conversation does not give. " +
+	"Lines that start with \"Note:\" say what happened (silence, speech that could not be recognized), " +
+	"they are not words anyone said. A callee's line marked \"(not taken as an answer)\" is words the agent's " +
+	"question did not accept: it gives that question's field no value. " +
 	"Answer with the JSON object the schema describes."
 
 // params is the chat-completions request: the instructions, the call's
 // outcome and transcript, and the schema of the answer.
 func params(req telephony.Request, cfg *switchboardv1.AgentAnalysis, p telephony.Progress, transcript []telephony.Turn) openai.ChatCompletionNewParams {
-	call := callview.RenderTranscript(req.CallID, transcript)
 	outcome := fmt.Sprintf("The call ended with disposition %s after %s.", p.Disposition, p.Duration.Round(time.Second))
 	return openai.ChatCompletionNewParams{
 		Model: cfg.Model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage(instructions),
-			openai.UserMessage(outcome + "\n\nTranscript:\n" + call.Text),
+			openai.UserMessage(outcome + "\n\nTranscript:\n" + modelTranscript(req.CallID, transcript)),
 		},
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
 			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
@@ -191,6 +193,26 @@ func params(req telephony.Request, cfg *switchboardv1.AgentAnalysis, p telephony
 			}},
 		},
 	}
+}
+
+// modelTranscript is the transcript as the model reads it: the API's
+// lines, but Switchboard's notes ("(no answer)") are notes, not the
+// callee's words, and a gather step's refused answer says so. A model fed
+// "User: (no answer)" took silence for "no", as the rules once did.
+func modelTranscript(callID string, turns []telephony.Turn) string {
+	var text strings.Builder
+	for i, u := range callview.RenderTranscript(callID, turns).Utterances {
+		switch t := turns[i]; {
+		case t.Note:
+			text.WriteString("Note: " + u.Content)
+		case !answers(t) && t.Speaker == "callee":
+			text.WriteString(callview.Line(u) + " (not taken as an answer)")
+		default:
+			text.WriteString(callview.Line(u))
+		}
+		text.WriteByte('\n')
+	}
+	return text.String()
 }
 
 // Schema is the JSON schema of the model's answer: a summary and one

@@ -56,6 +56,9 @@ type Utterance struct {
 	Next   string `json:"next,omitempty"`
 	// Mark is a streaming bot's mark.
 	Mark string `json:"mark,omitempty"`
+	// Note is set when Content is Switchboard's account of what happened
+	// ("(no answer)", "(not recognized: timeout)"), not words anyone said.
+	Note bool `json:"note,omitempty"`
 }
 
 // Word is a word of an utterance with its offsets in seconds.
@@ -92,7 +95,7 @@ func Line(u Utterance) string {
 
 func utterance(t telephony.Turn) Utterance {
 	u := Utterance{Role: RoleUser, Content: t.Text, Words: []Word{}, Recognizer: t.Recognizer,
-		Digits: t.Digits, Field: t.Field, Branch: t.Branch, Next: t.Next, Mark: t.Mark}
+		Digits: t.Digits, Field: t.Field, Branch: t.Branch, Next: t.Next, Mark: t.Mark, Note: t.Note}
 	switch {
 	case t.Speaker == "agent":
 		u.Role = RoleAgent

@@ -45,6 +45,7 @@ type storedTurn struct {
 	Branch     string  `json:"branch,omitempty"`
 	Next       string  `json:"next,omitempty"`
 	Mark       string  `json:"mark,omitempty"`
+	Note       bool    `json:"note,omitempty"`
 	// Words are kept as [text, start ms, end ms] triples: a long call has
 	// thousands.
 	Words []storedWord `json:"words,omitempty"`
@@ -109,7 +110,7 @@ func transcriptArgs(namespace, callID string, t Transcript) ([]any, error) {
 	for i, turn := range t.Turns {
 		stored[i] = storedTurn{Speaker: turn.Speaker, Text: turn.Text, Field: turn.Field, Digits: turn.Digits,
 			StartMS: turn.Start.Milliseconds(), EndMS: turn.End.Milliseconds(), Confidence: turn.Confidence,
-			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark, Words: storeWords(turn.Words)}
+			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark, Note: turn.Note, Words: storeWords(turn.Words)}
 	}
 	turns, err := json.Marshal(stored)
 	if err != nil {
@@ -140,7 +141,7 @@ func (l transcriptLog) GetTranscript(ctx context.Context, namespace, callID stri
 	for i, s := range stored {
 		t.Turns[i] = telephony.Turn{Speaker: s.Speaker, Text: s.Text, Field: s.Field, Digits: s.Digits,
 			Start: time.Duration(s.StartMS) * time.Millisecond, End: time.Duration(s.EndMS) * time.Millisecond,
-			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark, Words: loadWords(s.Words)}
+			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark, Note: s.Note, Words: loadWords(s.Words)}
 	}
 	return t, nil
 }

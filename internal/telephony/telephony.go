@@ -118,7 +118,19 @@ type Turn struct {
 	// Words are a recognized utterance's words placed in the recording,
 	// where its recognizer gives them; nil otherwise.
 	Words []Word
+	// Note marks a turn whose Text is Switchboard's account of what
+	// happened ("(no answer)", "(not recognized: timeout)"), not words
+	// anyone said: nothing is ever read from it as an answer.
+	Note bool
 }
+
+// Branches of a gather step that took no answer (Turn.Branch): nothing
+// came in time, or what came was no choice and no value of the step's
+// type.
+const (
+	BranchNoInput = "noInput"
+	BranchNoMatch = "noMatch"
+)
 
 // Word is one recognized word and where it was said: offsets from the
 // start of the utterance's audio as a recognizer gives them, from the

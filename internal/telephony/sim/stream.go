@@ -290,8 +290,10 @@ func (s *simStream) record(answeredAt time.Time) *audio.Recorder {
 	return rec
 }
 
-// note adds a turn to the transcript at the present moment.
+// note adds a turn to the transcript at the present moment: the
+// simulator's account of what happened (Turn.Note).
 func (s *simStream) note(answeredAt time.Time, t telephony.Turn) {
+	t.Note = true
 	t.Start = time.Since(answeredAt).Truncate(time.Millisecond)
 	t.End = t.Start
 	s.mu.Lock()
@@ -302,7 +304,7 @@ func (s *simStream) note(answeredAt time.Time, t telephony.Turn) {
 // spoke adds the callee's utterance from start to end to the transcript.
 func (s *simStream) spoke(answeredAt, start, end time.Time) {
 	s.mu.Lock()
-	s.turns = append(s.turns, telephony.Turn{Speaker: callee, Text: calleeUtterance,
+	s.turns = append(s.turns, telephony.Turn{Speaker: callee, Text: calleeUtterance, Note: true,
 		Start: start.Sub(answeredAt).Truncate(time.Millisecond), End: end.Sub(answeredAt).Truncate(time.Millisecond)})
 	s.mu.Unlock()
 }

@@ -222,8 +222,10 @@ type Event struct {
 	// answered and the value it took: the digits kept (without the finish
 	// key), the choice's value or the captured value.
 	Field, Digits string
-	// Start and End place a callee's utterance in the recording (offsets
-	// from the answer); zero on other events.
+	// Start and End place the event in the recording (offsets from the
+	// answer): an utterance from its start to its end, an agent's line
+	// from its first frame to the end of its last (where barge-in cut
+	// it), anything else at the moment it happened.
 	Start, End time.Duration
 	// Confidence and Recognizer are the recognizer's, on an utterance.
 	Confidence float64
@@ -236,6 +238,10 @@ type Event struct {
 	// Words are an utterance's words placed as Start and End are, where
 	// the recognizer gives them.
 	Words []speech.Word
+	// Note marks an event whose Text is the engine's account of what
+	// happened ("(no answer)", "(not recognized: ...)"), not words
+	// anyone said (telephony.Turn.Note).
+	Note bool
 }
 
 // Result is how a placed call ended.

@@ -53,6 +53,7 @@ func (m *callMedia) gather(callCtx context.Context, s Step, res *Result) (string
 		if !ok {
 			return "", false
 		}
+		res.placeLine(m.lastPlay, m.answeredAt)
 		var d decision
 		var retry *Retry
 		var tries *int
@@ -118,10 +119,10 @@ func (m *callMedia) record(res *Result, g Gather, a answer, d decision) {
 		ev.Confidence, ev.Recognizer = u.confidence, u.recognizer
 		ev.Words = placeWords(u.words, ev.Start)
 		if u.err != nil {
-			ev.Text = "(not recognized: " + u.err.Error() + ")"
+			ev.Text, ev.Note = "(not recognized: "+u.err.Error()+")", true
 		}
 	default:
-		ev.At, ev.Text = time.Now(), "(no answer)"
+		ev.At, ev.Text, ev.Note = time.Now(), "(no answer)", true
 	}
 	res.Events = append(res.Events, ev)
 }

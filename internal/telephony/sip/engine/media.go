@@ -75,6 +75,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	// The last utterances' text, at most one recognition's time after the
 	// call ended.
 	t.finish(res, m.recognizeTimeout, cancelTranscripts)
+	res.placeEvents()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
 }
 
@@ -187,6 +188,9 @@ type callMedia struct {
 	// bot is the stream of a call bridged to the organization's bot: it
 	// gets the callee's audio and fills the frames nothing else plays.
 	bot atomic.Pointer[stream.Session]
+	// lastPlay is the playback the script started last (nil: none), for
+	// the transcript's timeline; the script's goroutine only.
+	lastPlay *playback
 }
 
 // speechEvent is the callee starting to speak, or an utterance they ended.
@@ -209,6 +213,10 @@ type playback struct {
 	cut atomic.Bool
 	// done is closed once it played or was cut, or the writer stopped.
 	done chan struct{}
+	// first is when its first frame was recorded (zero: none was) and
+	// frames how many were, set by the writer before done is closed.
+	first  time.Time
+	frames int
 }
 
 func newCallMedia(rec *audio.Recorder, eventPT uint8, answeredAt time.Time, p *amd.Params) *callMedia {
@@ -341,6 +349,12 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 			return
 		}
 		m.rec.Add(audio.AgentChannel, frame, now)
+		if cur != nil {
+			if cur.frames == 0 {
+				cur.first = now
+			}
+			cur.frames++
+		}
 		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
 			close(cur.done)
 			cur = nil

@@ -113,7 +113,7 @@ func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Res
 		res.AMDStatus, res.AMDCause = verdict.Status, verdict.Cause
 		if verdict.Status == amd.Machine {
 			res.Machine = true
-			res.event(SpeakerCallee, "(answering machine greeting)")
+			res.note(SpeakerCallee, "(answering machine greeting)")
 			return e.voicemail(callCtx, c.Voicemail, m, res)
 		}
 	}
@@ -141,8 +141,8 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		next, ok := "", false
 		if s.Gather != nil {
 			next, ok = m.gather(callCtx, s, res)
-		} else {
-			ok = m.playStep(callCtx, s)
+		} else if ok = m.playStep(callCtx, s); ok {
+			res.placeLine(m.lastPlay, m.answeredAt)
 		}
 		if !ok {
 			return ""
@@ -185,7 +185,11 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 	if v.MessageText != "" {
 		res.event(SpeakerAgent, v.MessageText)
 	}
-	if !m.playAll(callCtx, v.Message) || !sleep(callCtx, hangupTail) {
+	if !m.playAll(callCtx, v.Message) {
+		return ""
+	}
+	res.placeLine(m.lastPlay, m.answeredAt)
+	if !sleep(callCtx, hangupTail) {
 		return ""
 	}
 	return HangupByVoicemail
@@ -194,6 +198,12 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 // event appends a transcript event happening now.
 func (r *Result) event(speaker, text string) {
 	r.Events = append(r.Events, Event{At: time.Now(), Speaker: speaker, Text: text})
+}
+
+// note appends an event happening now whose text is the engine's account
+// of it, not words anyone said (Event.Note).
+func (r *Result) note(speaker, text string) {
+	r.Events = append(r.Events, Event{At: time.Now(), Speaker: speaker, Text: text, Note: true})
 }
 
 // sleep waits for d; false when callCtx ended first.
@@ -211,12 +221,14 @@ func sleep(callCtx context.Context, d time.Duration) bool {
 // start queues pcm for the writer. It returns nil when there is nothing to
 // play or nothing can be played any more, and false when callCtx ended.
 func (m *callMedia) start(callCtx context.Context, pcm []int16) (*playback, bool) {
+	m.lastPlay = nil
 	if len(pcm) == 0 {
 		return nil, true
 	}
 	p := &playback{pcm: pcm, done: make(chan struct{})}
 	select {
 	case m.plays <- p:
+		m.lastPlay = p
 		return p, true
 	case <-m.writerGone:
 		return nil, true

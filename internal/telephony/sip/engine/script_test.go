@@ -57,7 +57,7 @@ func TestGatherDigitsFromBaresip(t *testing.T) {
 }
 
 // assertTranscript checks the speakers and texts of res.Events, and that
-// their times are in order within the call.
+// their times are in order within the call and placed on its timeline.
 func assertTranscript(t *testing.T, res Result, want []Event) {
 	t.Helper()
 	ok := len(res.Events) == len(want)
@@ -73,6 +73,10 @@ func assertTranscript(t *testing.T, res Result, want []Event) {
 			t.Errorf("event %+v out of order or outside the call (%s to %s)", ev, res.AnsweredAt, res.EndedAt)
 		}
 		last = ev.At
+		// Every event is placed on the call's timeline (issue 36).
+		if ev.Start <= 0 || ev.End < ev.Start {
+			t.Errorf("event %+v not placed on the call's timeline", ev)
+		}
 	}
 }
 

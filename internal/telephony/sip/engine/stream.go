@@ -40,11 +40,11 @@ func (e *Engine) bridge(callCtx context.Context, cfg stream.Config, m *callMedia
 			return ""
 		}
 		res.StreamFailure = err.Error()
-		res.event(SpeakerAgent, "(the bot's stream failed: "+err.Error()+")")
+		res.note(SpeakerAgent, "(the bot's stream failed: "+err.Error()+")")
 		return HangupByStreamConnectFailed
 	}
 	ids := s.IDs()
-	res.event(SpeakerAgent, "(streaming to the bot: stream "+ids.StreamSid+", call "+ids.CallSid+", account "+ids.AccountSid+")")
+	res.note(SpeakerAgent, "(streaming to the bot: stream "+ids.StreamSid+", call "+ids.CallSid+", account "+ids.AccountSid+")")
 	m.bot.Store(s)
 	defer func() {
 		m.bot.Store(nil)
@@ -71,7 +71,7 @@ func streamEnd(err error, res *Result) string {
 		return HangupByAgent
 	case errors.As(err, &f):
 		res.StreamFailure = f.Error()
-		res.event(SpeakerAgent, "(the bot's stream failed: "+f.Error()+")")
+		res.note(SpeakerAgent, "(the bot's stream failed: "+f.Error()+")")
 		return f.Reason
 	default:
 		return HangupByAgent
@@ -79,5 +79,5 @@ func streamEnd(err error, res *Result) string {
 }
 
 func markEvent(name string) Event {
-	return Event{At: time.Now(), Speaker: SpeakerAgent, Text: "(mark " + name + ")", Mark: name}
+	return Event{At: time.Now(), Speaker: SpeakerAgent, Text: "(mark " + name + ")", Mark: name, Note: true}
 }

@@ -43,7 +43,7 @@ func (t *transcriber) offer(ev speechEvent) {
 	select {
 	case t.queue <- ev:
 	default:
-		t.add(t.event(ev, "(not transcribed: the recognizer was busy)"))
+		t.add(t.note(ev, "(not transcribed: the recognizer was busy)"))
 	}
 }
 
@@ -55,7 +55,7 @@ func (t *transcriber) run(ctx context.Context) {
 		cancel()
 		switch {
 		case err != nil:
-			t.add(t.event(ev, "(not recognized: "+err.Error()+")"))
+			t.add(t.note(ev, "(not recognized: "+err.Error()+")"))
 		case r.Text != "":
 			e := t.event(ev, r.Text)
 			e.Confidence, e.Words = r.Confidence, placeWords(r.Words, e.Start)
@@ -68,6 +68,14 @@ func (t *transcriber) run(ctx context.Context) {
 func (t *transcriber) event(ev speechEvent, text string) Event {
 	return Event{At: ev.start, Speaker: SpeakerCallee, Text: text, Recognizer: t.m.recognizer.Name(),
 		Start: ev.start.Sub(t.m.answeredAt), End: ev.end.Sub(t.m.answeredAt)}
+}
+
+// note is an event saying what became of an utterance whose words are
+// not known.
+func (t *transcriber) note(ev speechEvent, text string) Event {
+	e := t.event(ev, text)
+	e.Note = true
+	return e
 }
 
 func (t *transcriber) add(e Event) {
