@@ -37,6 +37,14 @@ var gatherKinds = []struct {
 		switchboardv1.GatherStep{Capture: switchboardv1.CaptureTime}},
 }
 
+// askedBy says how step asks: by choices or its capture type.
+func askedBy(step switchboardv1.GatherStep) string {
+	if step.Choices != nil {
+		return "choices"
+	}
+	return "capture " + string(step.Capture)
+}
+
 // unansweredCall is a call whose agent asks each kind of field by a gather
 // step (re-prompting once), and whose callee gives each attempt the answer
 // callee makes: the transcript as the SIP engine writes it.
@@ -84,7 +92,7 @@ func TestUnansweredGathersGiveNull(t *testing.T) {
 			got := Analyze(req, endedCall(), turns).ExtractedData
 			for _, k := range gatherKinds {
 				if v, ok := got[k.field.Name]; !ok || v != nil {
-					t.Errorf("%s (%s, %+v): %#v, want null", k.field.Name, k.field.Type, k.step.Choices != nil || k.step.Capture != "", v)
+					t.Errorf("%s (a %s asked by %s): %#v, want null", k.field.Name, k.field.Type, askedBy(k.step), v)
 				}
 			}
 			// Without the script, the fields' names and types alone.
