@@ -738,8 +738,8 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 // REST API and the dashboard's sign-in share.
 func authFailures(opts Options) *authlimit.Limiter {
 	budget := opts.AuthFailures
-	if budget == (authlimit.Options{}) {
-		budget = authlimit.Defaults
+	if budget.Burst == 0 && budget.Rate == 0 {
+		budget.Burst, budget.Rate = authlimit.Defaults.Burst, authlimit.Defaults.Rate
 	}
 	return authlimit.New(budget, time.Now)
 }
