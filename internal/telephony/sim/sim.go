@@ -120,8 +120,9 @@ func New(t Timings) *Carrier {
 }
 
 // LimitRecordings bounds each call's recording, its header included, to
-// maxBytes (0: no bound), as --recording-max-bytes does on a trunk. Call it
-// before the first call.
+// maxBytes (0: no bound), as --recording-max-bytes does on a trunk,
+// streamed calls' included. Call it before the first call, after
+// EnableStreams.
 func (c *Carrier) LimitRecordings(maxBytes int64) {
 	c.maxRecordingBytes = maxBytes
 	if c.streams != nil {
