@@ -49,6 +49,13 @@ type CallReconciler struct {
 	Numbers    *numberlists.Index
 	Dialer     telephony.Dialer
 	Recordings recording.Store
+	// RecordingMaxBytes is the bound of one call's recording
+	// (--recording-max-bytes; 0: none): a recording that reached it is
+	// said to be cut.
+	RecordingMaxBytes int64
+	// RecordingQuota refuses the recordings of an organization over its
+	// storage quota (quota.RecordingStorage); nil: none.
+	RecordingQuota RecordingQuota
 	// Analyzer writes the post-call analysis; analysis.Rules when nil.
 	Analyzer analysis.Analyzer
 	Events   events.EventRecorder
@@ -111,6 +118,12 @@ type CallHistory interface {
 	// dial, its transcript, the deliveries of its events) in one
 	// transaction.
 	Write(ctx context.Context, w *history.Writes) error
+}
+
+// RecordingQuota says whether an organization may store one more
+// recording (quota.RecordingStorage).
+type RecordingQuota interface {
+	Check(ctx context.Context, ns string) (*quota.Exceeded, error)
 }
 
 // Admission holds Calls applied with kubectl to their organization's
@@ -572,6 +585,17 @@ func extractedValues(fields []telephony.Field, data map[string]any) ([]switchboa
 }
 
 func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Call, req telephony.Request, p telephony.Progress) error {
+	if r.RecordingQuota != nil {
+		over, err := r.RecordingQuota.Check(ctx, c.Namespace)
+		if err != nil {
+			return err
+		}
+		if over != nil {
+			recordingsLimited.WithLabelValues(limitOrganizationQuota).Inc()
+			r.Events.Eventf(c, nil, corev1.EventTypeWarning, "RecordingNotStored", "Record", "%s", over.Message)
+			return nil
+		}
+	}
 	audio, err := r.Dialer.Recording(ctx, req, p)
 	if errors.Is(err, telephony.ErrNoRecording) {
 		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "RecordingLost", "Record",
@@ -591,7 +615,19 @@ func (r *CallReconciler) storeRecording(ctx context.Context, c *switchboardv1.Ca
 		SizeBytes: obj.SizeBytes, StoredAt: &now}
 	r.setReady(c, metav1.ConditionFalse, switchboardv1.ReasonAwaitingAnalysis, "The recording is stored; analysis is under way.")
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "RecordingStored", "Record", "Recording stored (%d bytes)", obj.SizeBytes)
+	if r.reachedBound(obj.SizeBytes) {
+		recordingsLimited.WithLabelValues(limitCallSize).Inc()
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "RecordingTruncated", "Record",
+			"The recording reached its bound of %d bytes (--recording-max-bytes): the call went on, unrecorded from there.",
+			r.RecordingMaxBytes)
+	}
 	return nil
+}
+
+// reachedBound says a recording of size bytes stopped at
+// RecordingMaxBytes: it is within one stereo frame (4 bytes) of it.
+func (r *CallReconciler) reachedBound(size int64) bool {
+	return r.RecordingMaxBytes > 0 && size+4 > r.RecordingMaxBytes
 }
 
 func (r *CallReconciler) markFailed(c *switchboardv1.Call, code, msg string) {

@@ -35,10 +35,20 @@ var (
 		Help:    "Connected time of answered calls.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600},
 	})
+	recordingsLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_recordings_limited_total",
+		Help: "Recordings a limit cut (call_size: --recording-max-bytes) or kept from storage (organization_quota: its recording storage quota).",
+	}, []string{"limit"})
+)
+
+// The limits of switchboard_recordings_limited_total.
+const (
+	limitCallSize          = "call_size"
+	limitOrganizationQuota = "organization_quota"
 )
 
 func init() {
-	metrics.Registry.MustRegister(callsCreated, callsEnded, callAnswerSeconds, callDurationSeconds)
+	metrics.Registry.MustRegister(callsCreated, callsEnded, callAnswerSeconds, callDurationSeconds, recordingsLimited)
 }
 
 // observeTransition counts what a reconcile step changed: a call taken up

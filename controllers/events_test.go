@@ -24,3 +24,17 @@ func TestWarningsOnlyDropsNormalEvents(t *testing.T) {
 		t.Fatalf("recorded %q, want only the Warning", got)
 	}
 }
+
+// A stored recording within one stereo frame of --recording-max-bytes
+// stopped at it (audio.Recorder.Limit), and its Call says so.
+func TestRecordingReachedItsBound(t *testing.T) {
+	r := &CallReconciler{RecordingMaxBytes: 10_000}
+	for size, want := range map[int64]bool{10_000: true, 9_997: true, 9_996: false, 8_044: false} {
+		if got := r.reachedBound(size); got != want {
+			t.Errorf("%d bytes: reached %v, want %v", size, got, want)
+		}
+	}
+	if (&CallReconciler{}).reachedBound(1 << 40) {
+		t.Error("without a bound, a recording reached it")
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
@@ -179,7 +180,10 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 		Numbers:   numberlists.NewIndex(), Dialer: sim.New(timings), Recordings: recordings,
 		Events: mgr.GetEventRecorder("switchboard"), History: store, Retention: callRetention,
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Queue: store, Clock: clk},
-		Clock:    clk, MaxConcurrent: 16}
+		// Unlimited unless a test's namespace is annotated.
+		RecordingQuota: quota.RecordingStorage{Limits: (&quota.Admission{Cache: mgr.GetClient()}).Limits,
+			Stored: store.RecordingBytes},
+		Clock: clk, MaxConcurrent: 16}
 }
 
 // addConfigReconcilers registers the reconcilers of the configuration

@@ -165,7 +165,7 @@ func run(ctx context.Context, f *flags, log logr.Logger) error {
 	mgr, err := app.New(ctx, cfg, app.Options{APIListener: lis, PublicURL: f.publicURL,
 		History: store, Retention: f.retention, APIRequestTimeout: f.apiTimeout, MaxPlacementsInFlight: f.placements, CallNormalEvents: set.normalEvents,
 		Quota: f.quota, AuthFailures: f.authFailures, Reads: f.reads,
-		RecordingDir: f.recordings.Dir, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
+		RecordingDir: f.recordings.Dir, RecordingMaxBytes: f.recordings.MaxBytes, RecordingSigningKey: key, RecordingS3: set.s3, SimTimings: f.timings,
 		DisableSimulator: !f.simulator, SIP: f.sip,
 		DashboardInsecureCookies: f.dev,
 		DefaultRegion:            f.region, Reconcilers: true, MaxConcurrentCalls: f.maxCalls, Webhooks: f.webhooks,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
@@ -170,6 +171,36 @@ func TestRecordingOptions(t *testing.T) {
 		}
 		if _, err := s3(getenv, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want an error saying %q", args, err, want)
+		}
+	}
+}
+
+// The recording bounds take sizes: --recording-max-bytes (128Mi by
+// default, 0 for none) and --quota-recording-storage (0: unlimited).
+func TestRecordingBoundFlags(t *testing.T) {
+	parse := func(args ...string) (recording.Options, quota.Limits, error) {
+		o, l := recording.DefaultOptions, quota.Defaults
+		fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		l.BindFlags(fs)
+		return o, l, fs.Parse(args)
+	}
+	o, l, err := parse()
+	if err != nil || o.MaxBytes != 128<<20 || l.RecordingStorage != 0 {
+		t.Fatalf("defaults: %d, %d, %v; want 128Mi and unlimited", o.MaxBytes, l.RecordingStorage, err)
+	}
+	o, l, err = parse("--recording-max-bytes=64Mi", "--quota-recording-storage=50Gi")
+	if err != nil || o.MaxBytes != 64<<20 || l.RecordingStorage != 50<<30 {
+		t.Fatalf("64Mi and 50Gi: %d, %d, %v", o.MaxBytes, l.RecordingStorage, err)
+	}
+	if o, _, err = parse("--recording-max-bytes=0", "--quota-recording-storage=0"); err != nil || o.MaxBytes != 0 {
+		t.Fatalf("0: %d, %v; want no bound", o.MaxBytes, err)
+	}
+	for _, bad := range [][]string{{"--recording-max-bytes=-1"}, {"--recording-max-bytes=lots"},
+		{"--quota-recording-storage=-1Gi"}, {"--quota-recording-storage=lots"}} {
+		if _, _, err := parse(bad...); err == nil {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 }

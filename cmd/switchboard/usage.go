@@ -15,7 +15,7 @@ var flagGroups = []struct {
 	names []string
 }{
 	{"Local development (make run)", []string{"dev", "dev-dir"}},
-	{"REST API and dashboard", []string{"api-addr", "public-url", "api-request-timeout", "max-placements-in-flight", "default-region", "auth-failure-",
+	{"REST API and dashboard", []string{"api-addr", "public-url", "api-request-timeout", "max-placements-in-flight", "default-region", "auth-failure-", "trusted-proxies",
 		"max-concurrent-reads-per-organization", "list-page-max-bytes"}},
 	{"Calls and carriers", []string{"max-concurrent-calls", "max-active-calls-per-replica", "worker-", "drain-timeout", "call-", "simulated-carrier", "sim-", "sip", "sip-", "rtp-ports", "flite", "tts-timeout", "speech-", "stream-", "allow-private-model-hosts"}},
 	{"Recordings", []string{"recording-", "s3-"}},

@@ -67,6 +67,8 @@ type Options struct {
 	RecordingDir string
 	// RecordingSigningKey signs recording links (at least 32 bytes).
 	RecordingSigningKey []byte
+	// RecordingMaxBytes bounds one call's recording (0: no bound).
+	RecordingMaxBytes int64
 	// RecordingS3, if set, keeps recordings in S3 instead of RecordingDir;
 	// links are then presigned S3 URLs and the REST API serves no files.
 	RecordingS3 *recording.S3Config
@@ -567,7 +569,9 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 	}
 	retention := cmp.Or(opts.Retention.Calls, DefaultCallRetention)
 	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
-		Dialer: dialer, Recordings: store, Events: recorder, History: opts.History, Retention: retention,
+		Dialer: dialer, Recordings: store, RecordingMaxBytes: opts.RecordingMaxBytes,
+		RecordingQuota: quota.RecordingStorage{Limits: admission.Limits, Stored: opts.History.RecordingBytes},
+		Events:         recorder, History: opts.History, Retention: retention,
 		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
 			Queued: deliveriesQueued, Clock: clock.RealClock{}},
 		Quota: admission,
@@ -720,12 +724,14 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	if !opts.DisableSimulator {
 		carrier := sim.New(opts.SimTimings)
 		carrier.EnableStreams(streams.Config)
+		carrier.LimitRecordings(opts.RecordingMaxBytes)
 		dialer.Sim = carrier
 	}
 	if opts.SIP.Disabled {
 		return dialer, nil, nil
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
+	opts.SIP.RecordingMaxBytes = opts.RecordingMaxBytes
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err
@@ -738,8 +744,8 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 // REST API and the dashboard's sign-in share.
 func authFailures(opts Options) *authlimit.Limiter {
 	budget := opts.AuthFailures
-	if budget == (authlimit.Options{}) {
-		budget = authlimit.Defaults
+	if budget.Burst == 0 && budget.Rate == 0 {
+		budget.Burst, budget.Rate = authlimit.Defaults.Burst, authlimit.Defaults.Rate
 	}
 	return authlimit.New(budget, time.Now)
 }

@@ -80,7 +80,9 @@ var sipPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsn
 	"--set", "sip.probeInterval=30s", "--set", "sip.ttsTimeout=5s", "--set", "webhooks.timeout=5s",
 	"--set", "webhooks.disableAfter=-1s", "--set", "webhooks.deliveryRetention=72h",
 	"--set", "leaderElectionLeaseDuration=15s", "--set", "kubeAPI.qps=200", "--set", "kubeAPI.burst=400",
-	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}"}
+	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}",
+	"--set", "trustedProxies={10.0.0.0/8,192.0.2.7}", "--set", "recordings.maxBytes=64Mi",
+	"--set", "quota.recordingStorage=50Gi"}
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)

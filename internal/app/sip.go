@@ -65,6 +65,9 @@ type SIPOptions struct {
 	TTSTimeout time.Duration
 	// ProbeInterval is how often each trunk is sent OPTIONS (default 60 s).
 	ProbeInterval time.Duration
+	// RecordingMaxBytes bounds each call's recording (set from
+	// Options.RecordingMaxBytes).
+	RecordingMaxBytes int64
 	// Streams builds the streams of agents that stream to a bot (set
 	// from the webhook policy: ws:// and private addresses only with --dev).
 	Streams sip.StreamSource
@@ -179,11 +182,12 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 			}
 			return waiters, err
 		},
-		SpoolDir:     spool,
-		Recognizer:   recognizers(ctx, mgr, opts, log),
-		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
-		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
-		Log:          log.WithName("sip-dialer"),
+		SpoolDir:          spool,
+		RecordingMaxBytes: opts.RecordingMaxBytes,
+		Recognizer:        recognizers(ctx, mgr, opts, log),
+		WakeCall:          func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
+		TrunkChanged:      func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
+		Log:               log.WithName("sip-dialer"),
 	})
 	if err != nil {
 		_ = eng.Close()

@@ -1,20 +1,23 @@
 // Package authlimit slows down the guessing of API keys, at the REST API
 // and at the dashboard's sign-in, which share one Limiter.
 //
-// Failed authentications are counted per client address in a token
-// bucket: an address that has failed Burst times is refused (429 with
-// Retry-After) before its key is even looked at, until time has refilled
-// its bucket (Rate failures a second). A success costs nothing, and an
-// address is judged on its own failures only: a valid key sent from
-// another address is never refused, however many wrong keys are tried
-// elsewhere, so an attacker cannot lock a real key out. Failures that name
-// an organization (a known but expired key) also count against it: a
-// client stuck on an expired key is answered 429 once the organization's
-// bucket is empty, while its valid keys go on working.
+// Failed authentications are counted per client in a token bucket: a
+// client that has failed Burst times has its further failures answered
+// 429 (with Retry-After) instead of 401, until time has refilled its
+// bucket (Rate failures a second). Only failures are counted and only
+// failures are refused: a request whose key is valid is served whoever
+// failed before it, from whatever address, so neither an attacker nor a
+// careless neighbour behind the same ingress can lock a real key out.
+// Failures that name an organization (a known but expired key) also count
+// against it: a client stuck on an expired key is answered 429 once the
+// organization's bucket is empty, while its valid keys go on working.
 //
-// The client address is the connection's (http.Request.RemoteAddr):
-// Switchboard trusts no forwarding header, so behind a proxy every client
-// shares the proxy's address and budget. IPv6 addresses count per /64, the
+// The client is the connection's address (http.Request.RemoteAddr),
+// unless that address is one of the operator's declared trusted proxies
+// (Options.TrustedProxies): then it is the address the proxies forwarded
+// (X-Forwarded-For, else Forwarded), so clients behind an ingress have
+// budgets of their own. A forwarding header from any other peer is
+// ignored, since anyone can write one. IPv6 addresses count per /64, the
 // block one subscriber usually holds.
 package authlimit
 
@@ -23,23 +26,26 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// Options are the budget of failures of one client address, and of one
-// organization.
+// Options are the budget of failures of one client, and of one
+// organization, and the proxies whose word on the client is trusted.
 type Options struct {
 	// Burst failures may come at once.
 	Burst int
 	// Rate failures a second refill the burst.
 	Rate float64
+	// TrustedProxies are the networks of the proxies (ingress, load
+	// balancer) whose forwarded client address is believed; none: the
+	// connection's address is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults: 20 failures at once, then one a second.
@@ -54,9 +60,39 @@ const DefaultMaxAddresses = 10_000
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Burst, "auth-failure-burst", o.Burst, "Failed authentications (wrong API keys at the REST API "+
 		"or at dashboard sign-in) one client address, or one organization for its expired keys, may make at once "+
-		"before it is answered 429.")
+		"before its failures are answered 429 (a valid key is always served).")
 	fs.Float64Var(&o.Rate, "auth-failure-rate", o.Rate, "Failed authentications a second that refill an address's "+
 		"(or organization's) burst.")
+	fs.Func("trusted-proxies", "Comma-separated networks (CIDR) or addresses of the proxies in front of the REST API "+
+		"and dashboard (ingress, load balancer): from these peers only, the client address in X-Forwarded-For "+
+		"(else Forwarded) is the one failed authentications count against. Default none: the connection's address.",
+		func(v string) error {
+			p, err := ParseTrustedProxies(v)
+			o.TrustedProxies = append(o.TrustedProxies, p...)
+			return err
+		})
+}
+
+// ParseTrustedProxies reads a comma-separated list of networks (CIDR) and
+// addresses (a network of one).
+func ParseTrustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, field := range strings.Split(v, ",") {
+		field = strings.TrimSpace(field)
+		if field == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(field)
+		if err != nil {
+			a, aerr := netip.ParseAddr(field)
+			if aerr != nil {
+				return nil, fmt.Errorf("--trusted-proxies: %q is neither a network (10.0.0.0/8) nor an address", field)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // Validate refuses a budget that would refuse every failure or never
@@ -77,6 +113,7 @@ type Limiter struct {
 	now           func() time.Time
 	addresses     *table
 	organizations *table
+	trusted       []netip.Prefix
 }
 
 // New returns a Limiter with the budget o; now is its clock (nil:
@@ -86,23 +123,14 @@ func New(o Options, now func() time.Time) *Limiter {
 		now = time.Now
 	}
 	return &Limiter{rate: rate.Limit(o.Rate), burst: o.Burst, now: now,
-		addresses: newTable(DefaultMaxAddresses), organizations: newTable(DefaultMaxAddresses)}
+		addresses: newTable(DefaultMaxAddresses), organizations: newTable(DefaultMaxAddresses),
+		trusted: o.TrustedProxies}
 }
 
-// Wait is how long the client at addr must wait before its next attempt
-// is looked at: zero when it may try now.
-func (l *Limiter) Wait(addr string) time.Duration {
-	b := l.addresses.get(addr)
-	if b == nil {
-		return 0
-	}
-	return l.until(b, l.now())
-}
-
-// Failed counts a failed attempt of the client at addr and, when not "",
-// of organization. It returns how long the client must wait: when
-// positive, this attempt was over a limit too and is answered 429, not
-// 401 (attempts sent at once all pass Wait).
+// Failed counts a failed attempt of the client addr (Limiter.Client) and,
+// when not "", of organization. It returns how long the client must wait:
+// when positive, this failure was over a budget and is answered 429, not
+// 401. Only failures come here: a valid key is served without asking.
 func (l *Limiter) Failed(addr, organization string) time.Duration {
 	now := l.now()
 	wait := l.take(l.addresses, addr, now)
@@ -134,25 +162,6 @@ func (l *Limiter) until(b *rate.Limiter, now time.Time) time.Duration {
 // RetryAfter is wait as a Retry-After header: whole seconds, rounded up.
 func RetryAfter(wait time.Duration) string {
 	return strconv.FormatFloat(max(math.Ceil(wait.Seconds()), 1), 'f', 0, 64)
-}
-
-// ClientAddr is the address r's failures count against: the connection's
-// IP, its /64 for IPv6.
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
 }
 
 // table is a bounded map of buckets: adding one to a full table forgets

@@ -3,6 +3,7 @@ package authlimit
 import (
 	"fmt"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -28,17 +29,14 @@ func TestAddressIsHeldBackByItsOwnFailures(t *testing.T) {
 			t.Fatalf("failure %d within the burst: wait %s", i+1, wait)
 		}
 	}
-	if wait := l.Wait("203.0.113.7"); wait != 2*time.Second {
-		t.Fatalf("after the burst: wait %s, want 2s (one failure at 0.5/s)", wait)
+	if wait := l.Failed("203.0.113.7", ""); wait != 2*time.Second {
+		t.Fatalf("a failure over the burst: wait %s, want 2s (one failure at 0.5/s)", wait)
 	}
-	if wait := l.Wait("198.51.100.1"); wait != 0 {
+	if wait := l.Failed("198.51.100.1", ""); wait != 0 {
 		t.Fatalf("another address waits %s, want 0: it never failed", wait)
 	}
-	if wait := l.Failed("203.0.113.7", ""); wait <= 0 {
-		t.Fatal("a failure over the burst (sent with others at once) is not answered 429")
-	}
 	c.t = c.t.Add(2 * time.Second)
-	if wait := l.Wait("203.0.113.7"); wait != 0 {
+	if wait := l.Failed("203.0.113.7", ""); wait != 0 {
 		t.Fatalf("2 s later: wait %s, want 0", wait)
 	}
 }
@@ -89,9 +87,56 @@ func TestClientAddr(t *testing.T) {
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = remote
-		if got := ClientAddr(r); got != want {
-			t.Errorf("ClientAddr(%q) = %q, want %q", remote, got, want)
+		r.Header.Set("X-Forwarded-For", "198.51.100.1") // no proxy is trusted
+		if got := New(Defaults, nil).Client(r); got != want {
+			t.Errorf("Client(%q) = %q, want %q", remote, got, want)
 		}
+	}
+}
+
+// Behind trusted proxies, the client is the first hop, from the right,
+// that is not one of them; a hop that cannot be read stops the walk at the
+// last trusted proxy.
+func TestForwardedClient(t *testing.T) {
+	l := New(Options{Burst: 1, Rate: 1, TrustedProxies: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}}, nil)
+	for _, tc := range []struct{ peer, xff, forwarded, want string }{
+		{"10.0.0.1:1", "203.0.113.7", "", "203.0.113.7"},
+		{"10.0.0.1:1", "192.0.2.1, 203.0.113.7, 10.0.0.2", "", "203.0.113.7"},
+		{"10.0.0.1:1", "203.0.113.7:4711", "", "203.0.113.7"},
+		{"10.0.0.1:1", "[2001:db8:1:2::9]:4711", "", "2001:db8:1:2::/64"},
+		{"10.0.0.1:1", "unknown", "", "10.0.0.1"},
+		{"10.0.0.1:1", "203.0.113.7, garbage", "", "10.0.0.1"},
+		{"10.0.0.1:1", "", `for=192.0.2.60;proto=http, for="[2001:db8::1]:4711"`, "2001:db8::/64"},
+		{"10.0.0.1:1", "", `For=192.0.2.60;proto=http`, "192.0.2.60"},
+		{"10.0.0.1:1", "", "", "10.0.0.1"},
+		{"[2001:db8:ffff:1::1]:1", "203.0.113.9", "", "203.0.113.9"},
+		{"[::ffff:10.0.0.1]:1", "203.0.113.9", "", "203.0.113.9"},
+		{"203.0.113.1:1", "198.51.100.1", "for=198.51.100.2", "203.0.113.1"}, // not a trusted peer
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.peer
+		if tc.xff != "" {
+			r.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		if tc.forwarded != "" {
+			r.Header.Set("Forwarded", tc.forwarded)
+		}
+		if got := l.Client(r); got != tc.want {
+			t.Errorf("peer %s, X-Forwarded-For %q, Forwarded %q: %q, want %q", tc.peer, tc.xff, tc.forwarded, got, tc.want)
+		}
+	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := ParseTrustedProxies(" 10.0.0.0/8, 192.0.2.7,2001:db8::/32,10.1.2.3/8")
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"),
+		netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("10.0.0.0/8")}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("= %v, %v; want %v", got, err, want)
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/8,ingress.local"); err == nil {
+		t.Fatal("a host name is accepted")
 	}
 }
 

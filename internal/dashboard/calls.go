@@ -125,7 +125,7 @@ func problemsByField(items []validation.Item) map[string]string {
 			}
 		}
 		if out[field] == "" {
-			out[field] = item.Msg
+			out[field] = validation.Redact(item.Msg)
 		}
 	}
 	return out

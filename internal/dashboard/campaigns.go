@@ -101,7 +101,7 @@ func (d *dashboard) campaignAction(action campaigns.Action) http.HandlerFunc {
 func messages(items []validation.Item) []string {
 	out := make([]string, len(items))
 	for i, item := range items {
-		out[i] = item.Msg
+		out[i] = validation.Redact(item.Msg)
 	}
 	return out
 }

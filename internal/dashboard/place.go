@@ -166,7 +166,7 @@ func formProblems(items []validation.Item) map[string]string {
 	for _, item := range items {
 		if len(item.Loc) > 2 && item.Loc[1] == "variables" {
 			if name, ok := item.Loc[2].(string); ok {
-				out["var."+name] = item.Msg
+				out["var."+name] = validation.Redact(item.Msg)
 			}
 		}
 	}

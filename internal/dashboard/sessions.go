@@ -244,16 +244,13 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		d.problem(w, r, http.StatusForbidden, "This form was sent without its security token (CSRF); reload the page and sign in again.")
 		return
 	}
-	addr := authlimit.ClientAddr(r)
-	if wait := d.cfg.AuthFailures.Wait(addr); wait > 0 {
-		d.tooManyFailures(w, r, wait)
-		return
-	}
+	// The key first: a valid one is never refused for others' failures
+	// (package authlimit).
 	key := strings.TrimSpace(r.PostFormValue("api_key"))
 	digest := apikeys.Digest([]byte(key))
 	p, err := d.cfg.Keys.AuthenticateDigest(digest, d.cfg.Now())
 	if err != nil {
-		if wait := d.cfg.AuthFailures.Failed(addr, d.cfg.Keys.Organization(digest)); wait > 0 {
+		if wait := d.cfg.AuthFailures.Failed(d.cfg.AuthFailures.Client(r), d.cfg.Keys.Organization(digest)); wait > 0 {
 			d.tooManyFailures(w, r, wait)
 			return
 		}
@@ -266,8 +263,8 @@ func (d *dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, Prefix+"/")
 }
 
-// tooManyFailures is the sign-in page of an address that failed to sign
-// in too often (package authlimit).
+// tooManyFailures is the sign-in page of a client that failed to sign in
+// too often (package authlimit).
 func (d *dashboard) tooManyFailures(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	retry := authlimit.RetryAfter(wait)
 	w.Header().Set("Retry-After", retry)

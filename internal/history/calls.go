@@ -21,8 +21,8 @@ import (
 const upsertCall = `
 INSERT INTO calls (namespace, call_id, created_at, status, disposition, agent_id,
                    to_number, source, ended_at, resource_version, object, updated_at,
-                   recording_stored_at, duration_ms, campaign)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                   recording_stored_at, duration_ms, campaign, recording_size_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 ON CONFLICT (namespace, call_id) DO UPDATE SET
     created_at = excluded.created_at,
     status = excluded.status,
@@ -36,7 +36,8 @@ ON CONFLICT (namespace, call_id) DO UPDATE SET
     updated_at = excluded.updated_at,
     recording_stored_at = excluded.recording_stored_at,
     duration_ms = excluded.duration_ms,
-    campaign = excluded.campaign
+    campaign = excluded.campaign,
+    recording_size_bytes = excluded.recording_size_bytes
 WHERE excluded.resource_version >= calls.resource_version`
 
 const selectCall = `SELECT object FROM calls WHERE namespace = $1 AND call_id = $2`
@@ -66,6 +67,7 @@ type record struct {
 	object                    string
 	updatedAt                 int64
 	recordingStoredAt         *int64
+	recordingSizeBytes        *int64
 	durationMS                *int64
 	campaign                  string
 }
@@ -108,8 +110,8 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 		r.endedAt = &ended
 	}
 	if rec := c.Status.Recording; rec != nil && rec.StoredAt != nil {
-		stored := rec.StoredAt.UnixNano()
-		r.recordingStoredAt = &stored
+		stored, size := rec.StoredAt.UnixNano(), rec.SizeBytes
+		r.recordingStoredAt, r.recordingSizeBytes = &stored, &size
 	}
 	return r, nil
 }
@@ -117,7 +119,8 @@ func recordOf(c *switchboardv1.Call, now time.Time) (record, error) {
 // args are r's values in upsertCall's order.
 func (r record) args() []any {
 	return []any{r.namespace, r.callID, r.createdAt, r.status, r.disposition, r.agentID,
-		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt, r.durationMS, r.campaign}
+		r.toNumber, r.source, r.endedAt, r.resourceVersion, r.object, r.updatedAt, r.recordingStoredAt, r.durationMS, r.campaign,
+		r.recordingSizeBytes}
 }
 
 // callLog implements the call half of Store over either database.

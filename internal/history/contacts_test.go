@@ -12,9 +12,9 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
 
-// undoMigrationsAfter7 takes a database back to before the contacts' migration
-// and the transcripts' (migrations 9 and 8).
-const undoMigrationsAfter7 = "DROP INDEX calls_by_campaign; ALTER TABLE calls DROP COLUMN campaign; " +
+// undoMigrationsAfter7 takes a database back to before the recording sizes'
+// migration, the contacts' and the transcripts' (migrations 10, 9 and 8).
+const undoMigrationsAfter7 = undoMigration10 + "DROP INDEX calls_by_campaign; ALTER TABLE calls DROP COLUMN campaign; " +
 	"DROP TABLE campaign_contacts; DELETE FROM schema_migrations WHERE version = 9; " +
 	// and the transcripts' before it.
 	"DROP TABLE transcripts; DELETE FROM schema_migrations WHERE version = 8"

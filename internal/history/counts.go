@@ -76,3 +76,19 @@ func (l deliveryLog) CountDeliveryPhases(ctx context.Context, namespace string, 
 	}
 	return counts, nil
 }
+
+// sumRecordingBytes reads calls_recordings_by_namespace's rows.
+const sumRecordingBytes = `
+SELECT CAST(COALESCE(SUM(recording_size_bytes), 0) AS BIGINT) FROM calls
+WHERE namespace = $1 AND recording_stored_at IS NOT NULL`
+
+func (l callLog) RecordingBytes(ctx context.Context, namespace string) (int64, error) {
+	var total int64
+	err := l.db.query(ctx, false, sumRecordingBytes, []any{namespace}, func(row rowScanner) error {
+		return row.Scan(&total)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("history: summing recordings: %w", err)
+	}
+	return total, nil
+}

@@ -47,6 +47,9 @@ type Store interface {
 	// before t, oldest recording first. Saving a call without a recording
 	// takes it out of this list.
 	CallsWithRecordingStoredBefore(ctx context.Context, t time.Time, limit int) ([]switchboardv1.Call, error)
+	// RecordingBytes is the size of the recordings of namespace's archived
+	// calls that are still stored (not deleted by retention).
+	RecordingBytes(ctx context.Context, namespace string) (int64, error)
 	// CountCalls counts the calls of namespace created in [from, to) by
 	// hour since from, status and disposition, in the database: a day of
 	// a busy organization is not read into memory to be counted.

@@ -25,7 +25,7 @@ import (
 )
 
 // migrations is how many migrations the store has (migrations/*/NNNN_*.sql).
-const migrations = 9
+const migrations = 10
 
 // backend makes fresh, empty databases of one dialect.
 type backend struct {
@@ -70,6 +70,7 @@ func TestStoreContract(t *testing.T) {
 		{"ConcurrentOpenAndWrites", testConcurrentOpenAndWrites},
 		{"RecordingStoredBefore", testRecordingStoredBefore},
 		{"RecordingStoredAtBackfilled", testRecordingStoredAtBackfilled},
+		{"RecordingBytes", testRecordingBytes},
 		{"DeliveryRoundTrip", testDeliveryRoundTrip},
 		{"DeliveryStoredShape", testDeliveryStoredShape},
 		{"DeliveryTimesKeepTheirOrder", testDeliveryTimesKeepTheirOrder},
@@ -763,4 +764,57 @@ func toYAML(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// undoMigration10 takes a database back to before the recording sizes'
+// migration.
+const undoMigration10 = "DROP INDEX calls_recordings_by_namespace; ALTER TABLE calls DROP COLUMN recording_size_bytes; " +
+	"DELETE FROM schema_migrations WHERE version = 10; "
+
+// testRecordingBytes: an organization's stored recordings are summed, its
+// own only, without those retention deleted; calls archived before
+// migration 10 count with the size in their object.
+func testRecordingBytes(t *testing.T, b backend) {
+	dsn := b.fresh(t)
+	s := open(t, dsn)
+	ctx := context.Background()
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	recorded := func(ns, id string, size int64) *switchboardv1.Call {
+		return newCall(ns, id, base, func(c *switchboardv1.Call) {
+			c.ResourceVersion = "7"
+			at := metav1.NewTime(base)
+			c.Status.Phase = switchboardv1.CallEnded
+			c.Status.Recording = &switchboardv1.CallRecording{Key: ns + "/" + id + ".wav", ContentType: "audio/wav",
+				SizeBytes: size, StoredAt: &at}
+		})
+	}
+	deleted := recorded("org-a", "call_deleted", 1000)
+	for _, c := range []*switchboardv1.Call{recorded("org-a", "call_1", 3<<30), recorded("org-a", "call_2", 44),
+		deleted, recorded("org-b", "call_3", 7), newCall("org-a", "call_none", base, nil)} {
+		save(t, s, c)
+	}
+	gone := deleted.DeepCopy()
+	gone.Status.Recording = nil
+	save(t, s, gone)
+	sums := func(s history.Store) [2]int64 {
+		t.Helper()
+		var out [2]int64
+		for i, ns := range []string{"org-a", "org-b"} {
+			n, err := s.RecordingBytes(ctx, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = n
+		}
+		return out
+	}
+	if got, want := sums(s), [2]int64{3<<30 + 44, 7}; got != want {
+		t.Fatalf("recording bytes of org-a and org-b: %v, want %v", got, want)
+	}
+	closeNow(t, s)
+	execRaw(t, dsn, undoMigration10)
+	s = open(t, dsn)
+	if got, want := sums(s), [2]int64{3<<30 + 44, 7}; got != want {
+		t.Fatalf("after migrating from before migration 10: %v, want %v", got, want)
+	}
 }

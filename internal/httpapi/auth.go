@@ -21,17 +21,13 @@ func organization(ctx context.Context) string {
 }
 
 // authenticate admits requests bearing a valid, unexpired API key and
-// attaches the key's organization. Keys are never logged or echoed. A
-// client address with too many failures is refused (429) before its key
-// is looked at; a valid key is never refused for others' failures.
+// attaches the key's organization. Keys are never logged or echoed. The
+// key is looked at first, so a valid key is served whatever others failed
+// from the same address (an ingress's, say); a client's failures beyond
+// its budget are answered 429 instead of 401 (package authlimit).
 func authenticate(keys *apikeys.Index, failures *authlimit.Limiter, now func() time.Time) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			addr := authlimit.ClientAddr(r)
-			if wait := failures.Wait(addr); wait > 0 {
-				writeTooManyFailures(w, wait)
-				return
-			}
 			key, problem := bearer(r.Header.Get("Authorization"))
 			if problem != "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
@@ -41,7 +37,7 @@ func authenticate(keys *apikeys.Index, failures *authlimit.Limiter, now func() t
 			digest := apikeys.Digest([]byte(key))
 			p, err := keys.AuthenticateDigest(digest, now())
 			if err != nil {
-				if wait := failures.Failed(addr, keys.Organization(digest)); wait > 0 {
+				if wait := failures.Failed(failures.Client(r), keys.Organization(digest)); wait > 0 {
 					writeTooManyFailures(w, wait)
 					return
 				}
@@ -59,7 +55,7 @@ func authenticate(keys *apikeys.Index, failures *authlimit.Limiter, now func() t
 func writeTooManyFailures(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", authlimit.RetryAfter(wait))
 	writeErrorDetail(w, http.StatusTooManyRequests, ErrorDetail{ErrorCode: quota.CodeRateLimited,
-		Error: "Too many failed authentications from this address; retry after the Retry-After header's seconds."})
+		Error: "Too many failed authentications from this client; retry after the Retry-After header's seconds."})
 }
 
 // The details of a 401 for a request whose Authorization header carries no

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -24,8 +25,8 @@ const (
 )
 
 // keyedRouter serves acme's valid and expired keys, throttling failures
-// with a budget of burst.
-func keyedRouter(burst int) http.Handler {
+// with a budget of burst, behind the trusted proxies.
+func keyedRouter(burst int, trusted ...netip.Prefix) http.Handler {
 	keys := apikeys.NewIndex()
 	for name, key := range map[string]string{"valid": validKey, "expired": expiredKey} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: name, Annotations: map[string]string{}},
@@ -36,22 +37,32 @@ func keyedRouter(burst int) http.Handler {
 		keys.Upsert(s)
 	}
 	return httpapi.NewRouter(httpapi.Config{Keys: keys, Log: logr.Discard(),
-		AuthFailures: authlimit.New(authlimit.Options{Burst: burst, Rate: 0.1}, nil)})
+		AuthFailures: authlimit.New(authlimit.Options{Burst: burst, Rate: 0.1, TrustedProxies: trusted}, nil)})
 }
 
 // send asks for a path no route holds: 404 once authenticated.
 func send(h http.Handler, addr, key string) *httptest.ResponseRecorder {
+	return sendVia(h, addr, "", key)
+}
+
+// sendVia is send from the peer addr with the X-Forwarded-For header
+// forwarded, when not "".
+func sendVia(h http.Handler, addr, forwarded, key string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodGet, "/v1/no-such-resource", nil)
 	r.RemoteAddr = addr + ":40000"
 	r.Header.Set("Authorization", "Bearer "+key)
+	if forwarded != "" {
+		r.Header.Set("X-Forwarded-For", forwarded)
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec
 }
 
 // Wrong keys from one address are answered 401 up to the burst, then 429
-// with Retry-After and the rate_limited body, before the key is even
-// looked at. The valid key from another address is never refused.
+// with Retry-After and the rate_limited body. The valid key is never
+// refused for them: not from another address, and not from the same one
+// (another client behind the same ingress, say).
 func TestWrongKeysFromOneAddressAreThrottled(t *testing.T) {
 	h := keyedRouter(5)
 	for i := range 5 {
@@ -59,8 +70,8 @@ func TestWrongKeysFromOneAddressAreThrottled(t *testing.T) {
 			t.Fatalf("wrong key %d: %d, want 401", i+1, rec.Code)
 		}
 	}
-	for _, key := range []string{"sk_live_one_more_guess_0123456789abcdef", validKey} {
-		rec := send(h, "203.0.113.7", key)
+	for range 2 {
+		rec := send(h, "203.0.113.7", "sk_live_one_more_guess_0123456789abcdef")
 		retry, err := strconv.Atoi(rec.Header().Get("Retry-After"))
 		var body struct {
 			Detail struct {
@@ -75,8 +86,56 @@ func TestWrongKeysFromOneAddressAreThrottled(t *testing.T) {
 				rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 		}
 	}
-	if rec := send(h, "198.51.100.1", validKey); rec.Code != http.StatusNotFound {
-		t.Fatalf("the valid key from another address: %d %s, want it authenticated (404)", rec.Code, rec.Body)
+	for _, addr := range []string{"203.0.113.7", "198.51.100.1"} {
+		if rec := send(h, addr, validKey); rec.Code != http.StatusNotFound {
+			t.Fatalf("the valid key from %s: %d %s, want it authenticated (404)", addr, rec.Code, rec.Body)
+		}
+	}
+	if rec := send(h, "203.0.113.7", "sk_live_one_more_guess_0123456789abcdef"); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("a wrong key after the valid one: %d, want 429 still (a success does not refill the budget)", rec.Code)
+	}
+}
+
+// Behind a declared trusted proxy, each forwarded client has its own
+// budget: one client's wrong keys do not throttle another's.
+func TestForwardedClientsBehindATrustedProxyHaveTheirOwnBudgets(t *testing.T) {
+	h := keyedRouter(2, netip.MustParsePrefix("10.0.0.0/8"))
+	const proxy, guesser, other = "10.1.2.3", "203.0.113.7", "198.51.100.1"
+	guess := "sk_live_guess_0123456789abcdef0123456789"
+	for i := range 2 {
+		if rec := sendVia(h, proxy, guesser, guess); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("the guesser's wrong key %d: %d, want 401", i+1, rec.Code)
+		}
+	}
+	if rec := sendVia(h, proxy, guesser+", 10.9.9.9", guess); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("the guesser over its budget through two proxies: %d, want 429", rec.Code)
+	}
+	if rec := sendVia(h, proxy, other, guess); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("another forwarded client's first wrong key: %d, want 401 (a budget of its own)", rec.Code)
+	}
+	// A client cannot pick its budget by writing the header itself: only
+	// the hop the trusted proxy appended counts.
+	if rec := sendVia(h, proxy, "192.0.2.99, "+guesser, guess); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("the guesser naming another address before its own: %d, want 429", rec.Code)
+	}
+}
+
+// A forwarding header from a peer that is not a trusted proxy is ignored:
+// the failures count against the peer, whatever it claims.
+func TestUntrustedPeersForwardedHeaderIsIgnored(t *testing.T) {
+	for name, trusted := range map[string][]netip.Prefix{
+		"no proxy declared":    nil,
+		"another one declared": {netip.MustParsePrefix("10.0.0.0/8")},
+	} {
+		h := keyedRouter(2, trusted...)
+		guess := "sk_live_guess_0123456789abcdef0123456789"
+		for i := range 3 {
+			forwarded := "198.51.100." + strconv.Itoa(i) // a new "client" each time
+			rec := sendVia(h, "203.0.113.7", forwarded, guess)
+			if want := []int{401, 401, 429}[i]; rec.Code != want {
+				t.Fatalf("%s: wrong key %d claiming %s: %d, want %d", name, i+1, forwarded, rec.Code, want)
+			}
+		}
 	}
 }
 

@@ -98,7 +98,8 @@ func errorReply(status int, d ErrorDetail) reply {
 	return reply{status: status, body: objectDetail{Detail: d}}
 }
 
-// validationReply is a 422 validation array, each input clipped.
+// validationReply is a 422 validation array, each input clipped and its
+// credentials redacted.
 func validationReply(items []validation.Item) reply {
 	echoed := make([]validation.Item, len(items))
 	for i, item := range items {
@@ -147,13 +148,16 @@ func writeValidation(w http.ResponseWriter, items []validation.Item) {
 // so a 422 stays short and readable whatever was sent.
 const MaxEchoedInputChars = 256
 
-// clipItem is item as a 422 quotes it: its input and location keys clipped.
+// clipItem is item as a 422 quotes it: credentials redacted (before the
+// clip, which could cut a URL's "@" and leave its password bare), its
+// input and location keys clipped.
 func clipItem(item validation.Item) validation.Item {
+	item = validation.RedactItem(item)
 	item.Input = clipInput(item.Input)
 	loc := make([]any, len(item.Loc))
 	for i, step := range item.Loc {
 		if s, ok := step.(string); ok {
-			step = clip(s)
+			step = clip(validation.Redact(s))
 		}
 		loc[i] = step
 	}

@@ -130,3 +130,26 @@ func checkRendered(t *testing.T, errs []validation.Item) {
 		t.Fatalf("%d items rendered in %d bytes", len(errs), rec.Body.Len())
 	}
 }
+
+// A create-call 422 redacts the credentials of a URL in a variable, a long
+// one (clipped after the redaction) and one nested in an object.
+func TestCallValidationDoesNotEchoCredentials(t *testing.T) {
+	secretURL := "https://hookuser:hunter2-pass@hooks.example.com/in?token=tok-secret-77&x=1#"
+	body := `{"agent_id":"7a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d","to_number":"+14155551234",` +
+		`"variables":{"callback":"` + secretURL + strings.Repeat("a", 1100) + `"},` +
+		`"metadata":["` + secretURL + `"]}`
+	_, items := callinput.DecodeRequest([]byte(body), "US")
+	if len(items) == 0 {
+		t.Fatal("the request is valid")
+	}
+	rec := httptest.NewRecorder()
+	writeValidation(rec, items)
+	for _, secret := range []string{"hunter2-pass", "tok-secret-77"} {
+		if strings.Contains(rec.Body.String(), secret) {
+			t.Errorf("the 422 echoes %q: %s", secret, rec.Body)
+		}
+	}
+	if !strings.Contains(rec.Body.String(), "https://REDACTED@hooks.example.com/in?token=REDACTED&x=1") {
+		t.Errorf("the 422 does not echo the redacted URL: %s", rec.Body)
+	}
+}

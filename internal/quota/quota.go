@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,9 @@ const (
 	ActiveCallsAnnotation = "quota.switchboard.dev/active-calls"
 	// WebhookEndpointsAnnotation: webhook endpoints (an integer).
 	WebhookEndpointsAnnotation = "quota.switchboard.dev/webhook-endpoints"
+	// RecordingStorageAnnotation: bytes of stored recordings (a size, for
+	// example "50Gi").
+	RecordingStorageAnnotation = "quota.switchboard.dev/recording-storage"
 )
 
 // Unlimited is the annotation value that lifts a limit.
@@ -71,6 +75,8 @@ type Limits struct {
 	CreateBurst      int
 	ActiveCalls      int
 	WebhookEndpoints int
+	// RecordingStorage is in bytes.
+	RecordingStorage int64
 }
 
 // Defaults are the limits of the binary's flags: 20 calls per second in
@@ -84,6 +90,19 @@ func (l *Limits) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&l.CreateBurst, "quota-create-burst", l.CreateBurst, "Calls an organization may create at once above its rate (default unlimited with --dev). Annotation "+CreateBurstAnnotation+".")
 	fs.IntVar(&l.ActiveCalls, "quota-active-calls", l.ActiveCalls, "Calls an organization may have queued or in progress at once (0: unlimited; default unlimited with --dev). Annotation "+ActiveCallsAnnotation+".")
 	fs.IntVar(&l.WebhookEndpoints, "quota-webhook-endpoints", l.WebhookEndpoints, "Webhook endpoints an organization may have (0: unlimited). Annotation "+WebhookEndpointsAnnotation+".")
+	fs.Func("quota-recording-storage", "Bytes of recordings an organization may have stored, e.g. 50Gi (default 0: unlimited); "+
+		"once they reach it, the recordings of its next calls are not stored. Annotation "+RecordingStorageAnnotation+".",
+		func(v string) error {
+			n, ok := parseSize(v)
+			if strings.TrimSpace(v) == "0" {
+				n, ok = 0, true
+			}
+			if !ok {
+				return fmt.Errorf("want a size such as 50Gi, or 0 (unlimited), got %q", v)
+			}
+			l.RecordingStorage = n
+			return nil
+		})
 }
 
 // Validate refuses limits that are not finite numbers of at least 0 (0 is
@@ -119,7 +138,20 @@ func limitsOf(ns *corev1.Namespace, defaults Limits) Limits {
 	if v, ok := parseCount(a[WebhookEndpointsAnnotation]); ok {
 		l.WebhookEndpoints = v
 	}
+	if v, ok := parseSize(a[RecordingStorageAnnotation]); ok {
+		l.RecordingStorage = v
+	}
 	return l
+}
+
+// parseSize reads a positive size (a Kubernetes quantity: 50Gi,
+// 1000000); "unlimited" is 0.
+func parseSize(s string) (int64, bool) {
+	if strings.TrimSpace(s) == Unlimited {
+		return 0, true
+	}
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
+	return q.Value(), err == nil && q.Sign() > 0
 }
 
 // parseRate reads a positive finite rate; "unlimited" is 0.
@@ -155,6 +187,7 @@ const (
 	CodeRateLimited      = "rate_limited"
 	CodeConcurrencyLimit = "concurrency_limit_reached"
 	CodeEndpointLimit    = "webhook_endpoint_limit_reached"
+	CodeRecordingStorage = "recording_storage_quota_reached"
 )
 
 // Usage is an organization's calls now and its limits.

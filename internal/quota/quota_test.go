@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,12 @@ func TestLimitsOf(t *testing.T) {
 			ActiveCallsAnnotation: "unlimited", WebhookEndpointsAnnotation: "unlimited"}, Limits{}},
 		{"invalid values are ignored", Defaults, map[string]string{CreateRateAnnotation: "fast", ActiveCallsAnnotation: "-1",
 			CreateBurstAnnotation: "x", WebhookEndpointsAnnotation: "0"}, Defaults},
+		{"recording storage", Limits{RecordingStorage: 1 << 30}, map[string]string{RecordingStorageAnnotation: "50Gi"},
+			Limits{RecordingStorage: 50 << 30}},
+		{"recording storage unlimited", Limits{RecordingStorage: 1 << 30}, map[string]string{RecordingStorageAnnotation: "unlimited"},
+			Limits{}},
+		{"an invalid recording storage is ignored", Limits{RecordingStorage: 1 << 30},
+			map[string]string{RecordingStorageAnnotation: "lots"}, Limits{RecordingStorage: 1 << 30}},
 		{"infinity is not a rate", Limits{}, map[string]string{CreateRateAnnotation: "+Inf", ActiveCallsAnnotation: "0"}, Limits{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,4 +110,34 @@ func (answeringCache) List(_ context.Context, list client.ObjectList, opts ...cl
 	call.Status.Phase = switchboardv1.CallPhase(phase)
 	list.(*switchboardv1.CallList).Items = []switchboardv1.Call{call}
 	return nil
+}
+
+// An organization may store recordings until they reach its quota; the
+// refusal says both figures.
+func TestRecordingStorage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		quota  int64
+		stored int64
+		over   bool
+	}{
+		{"unlimited", 0, 1 << 40, false},
+		{"under", 1 << 30, 1<<30 - 1, false},
+		{"at", 1 << 30, 1 << 30, true},
+		{"over", 1 << 30, 3 << 30, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := RecordingStorage{
+				Limits: func(context.Context, string) (Limits, error) { return Limits{RecordingStorage: tc.quota}, nil },
+				Stored: func(_ context.Context, ns string) (int64, error) { return tc.stored, nil },
+			}
+			over, err := r.Check(context.Background(), "acme")
+			if err != nil || (over != nil) != tc.over {
+				t.Fatalf("Check = %v, %v; want over %v", over, err, tc.over)
+			}
+			if over != nil && (over.Code != CodeRecordingStorage || !strings.Contains(over.Message, "quota is 1Gi")) {
+				t.Fatalf("refusal %+v", over)
+			}
+		})
+	}
 }

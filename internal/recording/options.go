@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Options say where recordings are kept: local files served by the REST
@@ -19,10 +21,17 @@ type Options struct {
 	// S3 is the bucket with Store "s3"; Insecure talks plain http to it.
 	S3       S3Config
 	Insecure bool
+	// MaxBytes bounds one call's recording, its header included (0: no
+	// bound): the call goes on past it, unrecorded.
+	MaxBytes int64
 }
 
+// DefaultMaxBytes is about 70 minutes of a call: stereo 8 kHz 16-bit
+// audio is 115 MB an hour.
+const DefaultMaxBytes = 128 << 20
+
 // DefaultOptions keep recordings in local files.
-var DefaultOptions = Options{Store: "local", S3: S3Config{Region: DefaultS3Region}}
+var DefaultOptions = Options{Store: "local", S3: S3Config{Region: DefaultS3Region}, MaxBytes: DefaultMaxBytes}
 
 // BindFlags binds the recording settings to fs, each defaulting to its
 // value in o (DefaultOptions for the binary).
@@ -37,6 +46,16 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.S3.Region, "s3-region", o.S3.Region, "With --recording-store=s3: the bucket's region.")
 	fs.StringVar(&o.S3.Prefix, "s3-prefix", o.S3.Prefix, "With --recording-store=s3: a key prefix for the recordings in the bucket (e.g. switchboard/prod).")
 	fs.BoolVar(&o.Insecure, "s3-insecure", o.Insecure, "With --recording-store=s3: plain http instead of https, for a local S3 gateway only.")
+	fs.Func("recording-max-bytes", "The largest recording of one call, e.g. 128Mi (the default, about 70 minutes; 0: no bound). "+
+		"A call that reaches it goes on unrecorded from there; its Call has a RecordingTruncated event.",
+		func(v string) error {
+			q, err := resource.ParseQuantity(v)
+			if err != nil || q.Sign() < 0 {
+				return fmt.Errorf("want a size such as 128Mi or 0, got %q", v)
+			}
+			o.MaxBytes = q.Value()
+			return nil
+		})
 }
 
 // S3Config returns the S3 store's configuration with Store "s3", nil for

@@ -15,7 +15,8 @@ import (
 // the answer, to a stereo WAV file as the call goes: it keeps only the
 // last seconds in memory, so that late packets still land in place. A
 // recording cut off by a crash has the header of an empty file; Repair
-// completes it.
+// completes it. A recording bounded by Limit stops at its bound: the
+// call goes on, unrecorded from there.
 type Recorder struct {
 	mu    sync.Mutex
 	start time.Time
@@ -26,6 +27,10 @@ type Recorder struct {
 	base        int
 	left, right []int16
 	err         error // the first write error
+	// maxSamples bounds the samples per channel written (0: no bound);
+	// full says the bound was reached.
+	maxSamples int
+	full       bool
 }
 
 // Recording channels: the agent on the left, the callee on the right.
@@ -62,6 +67,28 @@ func NewRecorder(path string) (*Recorder, error) {
 	return r, nil
 }
 
+// Limit bounds the recording's file, its header included, to maxBytes
+// (0: no bound): once the audio reaches it, the recorder writes no more
+// and Full says so. Call it before the first Add.
+func (r *Recorder) Limit(maxBytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if maxBytes <= 0 {
+		r.maxSamples = 0
+		return
+	}
+	frame := int64(recordingChannels * bytesPerSample)
+	r.maxSamples = int(max(maxBytes-HeaderSize, 0) / frame)
+	r.full = r.maxSamples == 0
+}
+
+// Full says the recording reached its Limit: what came after is not in it.
+func (r *Recorder) Full() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.full
+}
+
 // Begin sets when the recording starts: the call's answer.
 func (r *Recorder) Begin(at time.Time) {
 	r.mu.Lock()
@@ -75,6 +102,9 @@ func (r *Recorder) Begin(at time.Time) {
 func (r *Recorder) Add(channel int, pcm []int16, t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.full {
+		return // at its bound: nothing more is kept, in memory or on disk
+	}
 	buf := &r.left
 	if channel == CalleeChannel {
 		buf = &r.right
@@ -90,8 +120,12 @@ func (r *Recorder) Add(channel int, pcm []int16, t time.Time) {
 }
 
 // flushLocked writes the first n samples of both channels, padding the
-// shorter one with silence.
+// shorter one with silence, up to the Limit.
 func (r *Recorder) flushLocked(n int) {
+	if r.maxSamples > 0 && r.base+n >= r.maxSamples {
+		n = r.maxSamples - r.base
+		r.full = true
+	}
 	for _, buf := range []*[]int16{&r.left, &r.right} {
 		if len(*buf) < n {
 			*buf = append(*buf, make([]int16, n-len(*buf))...)
@@ -111,6 +145,9 @@ func (r *Recorder) flushLocked(n int) {
 	r.left = append(r.left[:0], r.left[n:]...)
 	r.right = append(r.right[:0], r.right[n:]...)
 	r.base += n
+	if r.full {
+		r.left, r.right = nil, nil
+	}
 }
 
 // Close writes what is left and completes the WAV header.

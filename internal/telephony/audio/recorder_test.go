@@ -66,6 +66,61 @@ func TestRecorderTimeline(t *testing.T) {
 	check(5*SampleRate+frameSamples, 6*SampleRate, 0)
 }
 
+// A bounded recording stops at its bound, header included, and says so;
+// the audio before the bound is whole and the file plays.
+func TestRecorderStopsAtItsLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		seconds  int   // of audio added
+		maxBytes int64 // the bound
+		samples  int   // per channel, in the file
+		full     bool
+	}{
+		{"a long call", 10, HeaderSize + 2*SampleRate*4 + 3, 2 * SampleRate, true},
+		{"a call shorter than the bound", 1, HeaderSize + 2*SampleRate*4, SampleRate, false},
+		{"no bound", 4, 0, 4 * SampleRate, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rec.wav")
+			start := time.Unix(1000, 0)
+			r, err := NewRecorder(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Limit(tc.maxBytes)
+			r.Begin(start)
+			for ms := 0; ms < tc.seconds*1000; ms += 20 {
+				r.Add(AgentChannel, slices.Repeat([]int16{1000}, frameSamples), start.Add(time.Duration(ms)*time.Millisecond))
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(HeaderSize + tc.samples*4); fi.Size() != want {
+				t.Fatalf("the file has %d bytes, want %d", fi.Size(), want)
+			}
+			if tc.maxBytes > 0 && fi.Size() > tc.maxBytes {
+				t.Fatalf("the file has %d bytes, over its bound of %d", fi.Size(), tc.maxBytes)
+			}
+			if r.Full() != tc.full {
+				t.Fatalf("Full() = %v, want %v", r.Full(), tc.full)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = f.Close() }()
+			left, _, err := DecodeStereo(f)
+			if err != nil || len(left) != tc.samples || left[len(left)-1] != 1000 {
+				t.Fatalf("decoded %d samples (%v), want %d of the agent's audio", len(left), err, tc.samples)
+			}
+		})
+	}
+}
+
 func TestRecorderWithoutPath(t *testing.T) {
 	r, err := NewRecorder("")
 	if err != nil {

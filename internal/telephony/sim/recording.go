@@ -42,7 +42,7 @@ func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephon
 	if c.streamed(req) {
 		return c.streams.recording(req.CallID)
 	}
-	pcm := make([]int16, samples(recordingLength(p)))
+	pcm := make([]int16, c.boundedSamples(samples(recordingLength(p))))
 	for _, t := range turns(req, p) {
 		hz := agentHz
 		if t.Speaker == callee {
@@ -51,6 +51,15 @@ func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephon
 		tone(pcm[min(samples(t.Start), len(pcm)):min(samples(t.End), len(pcm))], samples(t.Start), hz)
 	}
 	return io.NopCloser(bytes.NewReader(audio.Mono(pcm))), nil
+}
+
+// boundedSamples is n, or fewer to keep a mono recording within
+// maxRecordingBytes.
+func (c *Carrier) boundedSamples(n int) int {
+	if c.maxRecordingBytes <= 0 {
+		return n
+	}
+	return min(n, int(max(c.maxRecordingBytes-audio.HeaderSize, 0)/2))
 }
 
 // recordingLength is how long the recording of the call is.

@@ -35,6 +35,26 @@ func TestRecordingWAV(t *testing.T) {
 	}
 }
 
+// A bounded carrier's recordings stop at the bound, header included, and
+// still play.
+func TestRecordingBounded(t *testing.T) {
+	c := New(DefaultTimings())
+	c.LimitRecordings(44 + 2*8000 + 1) // a second and a byte
+	p := endedProgress(t, "+15551230000")
+	rc, err := c.Recording(context.Background(), req("+15551230000"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wav, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 44 + 2*8000; len(wav) != want {
+		t.Fatalf("len = %d, want %d (one second)", len(wav), want)
+	}
+	checkHeader(t, wav)
+}
+
 func record(t *testing.T, p telephony.Progress) []byte {
 	t.Helper()
 	rc, err := New(DefaultTimings()).Recording(context.Background(), req("+15551230000"), p)

@@ -101,6 +101,8 @@ func (t Timings) Validate() error {
 // holds nothing but its timings.
 type Carrier struct {
 	t Timings
+	// maxRecordingBytes bounds each call's recording (0: none).
+	maxRecordingBytes int64
 	// streams holds the live sessions of streamed calls (stream.go);
 	// nil until EnableStreams.
 	streams *streams
@@ -115,6 +117,17 @@ func New(t Timings) *Carrier {
 		Talk:      max(t.Talk, 0),
 		Voicemail: max(t.Voicemail, 0),
 	}}
+}
+
+// LimitRecordings bounds each call's recording, its header included, to
+// maxBytes (0: no bound), as --recording-max-bytes does on a trunk,
+// streamed calls' included. Call it before the first call, after
+// EnableStreams.
+func (c *Carrier) LimitRecordings(maxBytes int64) {
+	c.maxRecordingBytes = maxBytes
+	if c.streams != nil {
+		c.streams.maxBytes = maxBytes
+	}
 }
 
 // errNoDestination is permanent, unlike a DispatchError: retrying cannot help.

@@ -45,6 +45,8 @@ type StreamConfigFunc func(ctx context.Context, req telephony.Request) (*stream.
 type streams struct {
 	cfg     StreamConfigFunc
 	started time.Time
+	// maxBytes bounds each recording (Carrier.LimitRecordings).
+	maxBytes int64
 
 	mu    sync.Mutex
 	calls map[string]*simStream
@@ -59,6 +61,8 @@ type simStream struct {
 	reason  string
 	detail  string
 	recPath string // the recording ("": none)
+	// maxBytes bounds the recording (0: none).
+	maxBytes int64
 
 	mu    sync.Mutex // marks are echoed on the session's reader too
 	turns []telephony.Turn
@@ -135,7 +139,7 @@ func (ss *streams) open(req telephony.Request, answeredAt, hangupAt time.Time) *
 		return s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &simStream{cancel: cancel, done: make(chan struct{})}
+	s := &simStream{cancel: cancel, done: make(chan struct{}), maxBytes: ss.maxBytes}
 	ss.calls[req.CallID] = s
 	go s.run(ctx, ss.cfg, req, answeredAt, hangupAt)
 	return s
@@ -286,6 +290,7 @@ func (s *simStream) record(answeredAt time.Time) *audio.Recorder {
 		s.recPath = ""
 		rec, _ = audio.NewRecorder("")
 	}
+	rec.Limit(s.maxBytes)
 	rec.Begin(answeredAt)
 	return rec
 }

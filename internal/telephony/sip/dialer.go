@@ -66,6 +66,8 @@ type Config struct {
 	Backlog Backlog
 	// SpoolDir holds recordings until they are stored.
 	SpoolDir string
+	// RecordingMaxBytes bounds each call's recording (0: no bound).
+	RecordingMaxBytes int64
 	// WakeCall asks for a call to be reconciled now.
 	WakeCall func(call types.NamespacedName)
 	// TrunkChanged reports that a trunk's usage changed (at most every
@@ -272,7 +274,7 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 		d.notifier.Touch(s.trunk)
 	} else {
 		spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
-		spec.RecordPath, spec.Stop = s.recordPath, s.stop
+		spec.RecordPath, spec.RecordMaxBytes, spec.Stop = s.recordPath, d.cfg.RecordingMaxBytes, s.stop
 		spec.Recognizer = d.recognizer(req)
 		spec.Zone = phonezones.Callee(req.To)
 		s.mu.Lock()

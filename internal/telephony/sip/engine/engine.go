@@ -50,6 +50,9 @@ type CallSpec struct {
 	// RecordPath is where the stereo 8 kHz 16-bit WAV of the connected call
 	// is written (left: us, right: the callee); empty records nothing.
 	RecordPath string
+	// RecordMaxBytes bounds the recording's file (0: no bound): the call
+	// goes on past it, unrecorded (audio.Recorder.Limit).
+	RecordMaxBytes int64
 	// Script runs in order once the call is up (once the detector said
 	// HUMAN or NOTSURE, when AMD is on). After its last step we hang up; an
 	// empty script listens until the callee hangs up or MaxDuration.
@@ -527,6 +530,7 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	rec.Limit(c.RecordMaxBytes)
 	recording := false // converse owns the recording
 	defer func() {
 		if !recording {
