@@ -7,7 +7,6 @@ package main
 // (go build -tags dev): the shipped image carries none of it.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,9 +30,10 @@ func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Co
 		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
 	}
 	log.Info("starting embedded control plane")
+	addrs := devenv.SampleAddrsFromEnv(os.Getenv)
 	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
 		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
-		Namespace: "demo", URL: "http://" + f.apiAddr})
+		Namespace: "demo", URL: "http://" + f.apiAddr, SampleAddrs: addrs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,7 +48,9 @@ func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Co
 	} else {
 		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
 	}
-	stopBot := startStreamBot(ctx, log)
+	log.Info("sample SIP trunk (SIPTrunk local-pbx): start a callee there to try it", "address", "sip:"+addrs.SIPTrunk,
+		"moveWith", devenv.SampleTrunkAddrEnv)
+	stopBot := startStreamBot(ctx, addrs.StreamBot, log)
 	return env.Config, func() {
 		stopBot()
 		if err := env.Stop(); err != nil {
@@ -59,9 +61,9 @@ func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Co
 
 // startStreamBot serves the example bot (hack/streambot) on loopback for
 // the sample Agent stream-echo, at SWITCHBOARD_STREAMBOT_ADDR
-// (127.0.0.1:8090 by default). A busy port only loses the example.
-func startStreamBot(ctx context.Context, log logr.Logger) func() {
-	addr := cmp.Or(os.Getenv("SWITCHBOARD_STREAMBOT_ADDR"), "127.0.0.1:8090")
+// (127.0.0.1:8090 by default), where the Agent points. A busy port only
+// loses the example.
+func startStreamBot(ctx context.Context, addr string, log logr.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

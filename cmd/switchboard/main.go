@@ -345,6 +345,7 @@ func (f *flags) applyDefaults() {
 	if f.dev && f.probeAddr == ":8081" {
 		f.probeAddr = "0"
 	}
+	f.probeDefault(givenFlags())
 	f.sip.Disabled = !f.sipEnabled
 	if f.sip.SpoolDir == "" {
 		f.sip.SpoolDir = filepath.Join(f.recordings.Dir, ".spool") // no namespace starts with a dot
@@ -354,6 +355,20 @@ func (f *flags) applyDefaults() {
 		if !f.dev {
 			f.sip.BindHost = firstIPv4()
 		}
+	}
+}
+
+// devProbeInterval is how often `make run` probes SIP trunks: its sample
+// trunk names a callee on this machine that is seldom running, and a
+// probe a minute of nothing is noise. A trunk is still probed when
+// applied and when its Secret changes.
+const devProbeInterval = 15 * time.Minute
+
+// probeDefault lengthens the SIP trunk probe interval with --dev, unless
+// --sip-probe-interval is given.
+func (f *flags) probeDefault(given map[string]bool) {
+	if f.dev && !given["sip-probe-interval"] {
+		f.sip.ProbeInterval = devProbeInterval
 	}
 }
 

@@ -240,3 +240,26 @@ func TestSIPFlags(t *testing.T) {
 		}
 	}
 }
+
+// make run (--dev) probes SIP trunks every 15 minutes, not every minute:
+// its sample trunk's callee is seldom running. A given interval wins, and
+// production keeps the flag's default.
+func TestProbeIntervalDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dev   bool
+		given map[string]bool
+		want  time.Duration
+	}{
+		{name: "production", want: app.DefaultSIPOptions.ProbeInterval},
+		{name: "--dev", dev: true, want: 15 * time.Minute},
+		{name: "--dev with the flag given", dev: true, given: map[string]bool{"sip-probe-interval": true},
+			want: app.DefaultSIPOptions.ProbeInterval},
+	} {
+		f := &flags{dev: tc.dev, sip: app.DefaultSIPOptions}
+		f.probeDefault(tc.given)
+		if f.sip.ProbeInterval != tc.want {
+			t.Errorf("%s: the probe interval is %s, want %s", tc.name, f.sip.ProbeInterval, tc.want)
+		}
+	}
+}

@@ -235,9 +235,14 @@ func (d *dashboard) renderCall(w http.ResponseWriter, r *http.Request, call *swi
 		d.unavailable(w, r, err, "The agents could not be listed")
 		return
 	}
+	eps, err := d.cfg.Endpoints.List(ctx, call.Namespace)
+	if err != nil {
+		d.unavailable(w, r, err, "The webhook endpoints could not be listed")
+		return
+	}
 	data := callData{View: view, Call: call, Timeline: timeline(call), Variables: pretty(view.Variables),
 		Metadata: pretty(view.Metadata), Live: !settled(call, d.cfg.Now()), Stoppable: !call.CurrentPhase().Final(),
-		Deliveries: deliveryRows(ds), Self: Prefix + "/calls/" + view.CallID, Failure: failureOf(call),
+		Deliveries: withEndpoints(deliveryRows(ds), eps), Self: Prefix + "/calls/" + view.CallID, Failure: failureOf(call),
 		AgentName: agentNames(agents)[call.Spec.AgentID]}
 	if data.Transcript, err = d.transcript(ctx, call.Namespace, view.CallID); err != nil {
 		d.unavailable(w, r, err, "The call's transcript could not be read")

@@ -95,3 +95,86 @@ func TestCampaignPage(t *testing.T) {
 		t.Fatalf("after resume the API says %v", c["status"])
 	}
 }
+
+// isoTime is an RFC 3339 time as the API writes it.
+var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`)
+
+// The campaign pages read in words: times as every page shows them (not
+// the API's RFC 3339), outcomes by their names (not their codes).
+func TestCampaignPagesReadInWords(t *testing.T) {
+	o := newOrg(t)
+	ada := map[string]any{"customer_name": "Ada"}
+	// Answered, no answer (0002) and a machine (0003), as the simulated
+	// carrier ends them.
+	status, created := o.api(t, "POST", "/v1/campaigns", map[string]any{"agent_id": o.agentID, "name": "Reminders",
+		"contacts": []any{map[string]any{"to_number": "+12125560201", "variables": ada},
+			map[string]any{"to_number": "+12125560002", "variables": ada},
+			map[string]any{"to_number": "+12125560003", "variables": ada}},
+		"calling_window": map[string]any{"start": "00:00", "end": "24:00"},
+		"pacing":         map[string]any{"calls_per_minute": 600}})
+	if status != 201 {
+		t.Fatalf("create = %d %v", status, created)
+	}
+	id := created["campaign_id"].(string)
+	eventually(t, "the campaign completes", func() bool {
+		_, c := o.api(t, "GET", "/v1/campaigns/"+id, nil)
+		return c["status"] == "completed"
+	})
+
+	expectSourceFilter(t, o, 3)
+
+	ctx := newTab(t)
+	do(t, ctx, signIn(o.key), chromedp.Navigate(baseURL+"/dashboard/campaigns"),
+		chromedp.WaitVisible(chromedp.CSS("table.campaigns")))
+	list := text(t, ctx, "table.campaigns tbody")
+	for _, want := range []string{"Answered: 1", "No answer: 1", "Voicemail: 1"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("the campaigns list reads %q, want %q", list, want)
+		}
+	}
+	expectInWords(t, "the campaigns list", list)
+
+	do(t, ctx, chromedp.Navigate(baseURL+"/dashboard/campaigns/"+id), chromedp.WaitVisible(chromedp.CSS("#campaign-times")))
+	page := text(t, ctx, "main")
+	times := text(t, ctx, "#campaign-times")
+	if n := len(regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`).FindAllString(times, -1)); n != 3 {
+		t.Errorf("the campaign's times read %q, want created, first call and end as every page shows times", times)
+	}
+	expectInWords(t, "the campaign page", page)
+}
+
+// expectInWords: text holds no RFC 3339 time and no outcome code.
+func expectInWords(t *testing.T, what, text string) {
+	t.Helper()
+	if m := isoTime.FindString(text); m != "" {
+		t.Errorf("%s shows a raw time (%s…): %q", what, m, text)
+	}
+	for _, code := range []string{"no_answer", "answering_machine", "answered:"} {
+		if strings.Contains(text, code) {
+			t.Errorf("%s shows the code %q: %q", what, code, text)
+		}
+	}
+}
+
+// expectSourceFilter: source=campaign finds the organization's n campaign
+// calls and not the one placed through the API, on GET /v1/calls and on
+// the dashboard's calls page alike.
+func expectSourceFilter(t *testing.T, o *org, n int) {
+	t.Helper()
+	other := o.placeCall(t, "+14155551234")
+	_, list := o.api(t, "GET", "/v1/calls?source=campaign", nil)
+	data, _ := list["data"].([]any)
+	for _, c := range data {
+		if c := c.(map[string]any); c["source"] != "campaign" || c["call_id"] == other {
+			t.Errorf("GET /v1/calls?source=campaign lists %v", c)
+		}
+	}
+	if len(data) != n {
+		t.Errorf("GET /v1/calls?source=campaign lists %d calls, want the campaign's %d", len(data), n)
+	}
+	_, page := signInClient(t, o.key).get(t, "/dashboard/calls?source=campaign")
+	if rows := strings.Count(page, "<tr data-call-id="); rows != n || contains(page, other) {
+		t.Errorf("the calls page filtered by source campaign shows %d calls (the API's call among them: %v), want %d",
+			rows, contains(page, other), n)
+	}
+}

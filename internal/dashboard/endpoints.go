@@ -470,13 +470,19 @@ func (d *dashboard) retryDelivery(w http.ResponseWriter, r *http.Request) {
 // deliveryRow is one delivery of the log, with its attempts.
 type deliveryRow struct {
 	ID, EndpointID, Event, CallID, Status, LastError string
-	LastStatusCode                                   int32
-	AttemptCount                                     int32
-	CreatedAt                                        time.Time
-	NextAttemptAt                                    *time.Time
-	Attempts                                         []attemptRow
+	// Endpoint is where the delivery went; nil when the endpoint is gone
+	// (or the page does not say, as an endpoint's own page).
+	Endpoint       *endpointRow
+	LastStatusCode int32
+	AttemptCount   int32
+	CreatedAt      time.Time
+	NextAttemptAt  *time.Time
+	Attempts       []attemptRow
 	// Test: a test event's, whose call id names no call.
-	Test, Retryable bool
+	Test bool
+	// Retryable: a retry can be asked for. A delivery that succeeded is
+	// not offered one: the button would read as "this went wrong".
+	Retryable bool
 }
 
 type attemptRow struct {
@@ -495,7 +501,7 @@ func deliveryRows(ds []history.Delivery) []deliveryRow {
 			LastStatusCode: dl.Status.LastStatusCode, AttemptCount: dl.Status.AttemptCount,
 			CreatedAt: dl.CreationTimestamp.Time}
 		row.Test = dl.Spec.Event == webhook.EventTest
-		row.Retryable = !row.Test && endpoints.ValidID(row.EndpointID)
+		row.Retryable = !row.Test && endpoints.ValidID(row.EndpointID) && dl.CurrentPhase() != history.DeliverySucceeded
 		if dl.Status.NextAttemptAt != nil {
 			row.NextAttemptAt = &dl.Status.NextAttemptAt.Time
 		}
@@ -504,6 +510,20 @@ func deliveryRows(ds []history.Delivery) []deliveryRow {
 				Error: a.Error, Trigger: a.Trigger, Response: a.Response, DurationMS: a.DurationMS})
 		}
 		rows = append(rows, row)
+	}
+	return rows
+}
+
+// withEndpoints names, on each row, the endpoint it went to (a call's
+// deliveries go to every subscribed endpoint of the organization).
+func withEndpoints(rows []deliveryRow, eps []switchboardv1.WebhookEndpoint) []deliveryRow {
+	byID := make(map[string]*endpointRow, len(eps))
+	for i := range eps {
+		row := endpointRowOf(&eps[i])
+		byID[row.ID] = &row
+	}
+	for i := range rows {
+		rows[i].Endpoint = byID[rows[i].EndpointID]
 	}
 	return rows
 }

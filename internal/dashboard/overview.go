@@ -39,11 +39,17 @@ type overviewData struct {
 	AnswerRate                string
 	AverageDuration           string
 	Live, Queued              int
-	DeliveryRate              string
-	Deliveries                int
+	Deliveries                deliveryFigure
 	Chart                     chart
 	// Workers are the replicas carrying calls, from their Leases.
 	Workers []workerRow
+}
+
+// deliveryFigure is the overview's webhook delivery success.
+type deliveryFigure struct {
+	Rate string
+	// Counted: the deliveries succeeded, failed or waiting for a retry.
+	Counted, Retrying int
 }
 
 // workerRow is one replica as the overview lists it.
@@ -89,7 +95,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if u, err := d.cfg.Quota.Usage(ctx, ns); err == nil {
 		data.Live, data.Queued = u.Live, u.Queued
 	}
-	data.Deliveries, data.DeliveryRate = d.deliveryRate(ctx, ns, now.Add(-24*time.Hour))
+	data.Deliveries = d.deliveryRate(ctx, ns, now.Add(-24*time.Hour))
 	data.Workers = d.workers(ctx, now)
 	d.render(w, r, http.StatusOK, "overview.html", page{Title: "Overview", Nav: "overview", Data: data})
 }
@@ -175,16 +181,19 @@ func drawChart(counts [24][5]int, since time.Time) chart {
 	return c
 }
 
-// deliveryRate is the share of the last day's finished deliveries that
-// succeeded (the newest 1000).
-func (d *dashboard) deliveryRate(ctx context.Context, ns string, since time.Time) (int, string) {
-	done, ok, err := d.cfg.Endpoints.Outcomes(ctx, ns, since)
+// deliveryRate is the share of the last day's deliveries that succeeded,
+// of those that succeeded, failed, or failed an attempt and wait for a
+// retry: a delivery waiting for a retry has not reached its receiver, so
+// it is not counted a success, nor left out.
+func (d *dashboard) deliveryRate(ctx context.Context, ns string, since time.Time) deliveryFigure {
+	o, err := d.cfg.Endpoints.Outcomes(ctx, ns, since)
 	if err != nil {
 		d.cfg.Log.Error(err, "listing deliveries for the overview")
-		return 0, "—"
+		return deliveryFigure{Rate: none}
 	}
-	if done == 0 {
-		return 0, "—"
+	f := deliveryFigure{Rate: none, Counted: o.Counted(), Retrying: o.Retrying}
+	if f.Counted > 0 {
+		f.Rate = fmt.Sprintf("%.0f%%", 100*float64(o.Succeeded)/float64(f.Counted))
 	}
-	return done, fmt.Sprintf("%.0f%%", 100*float64(ok)/float64(done))
+	return f
 }

@@ -42,7 +42,7 @@ func TestCallsShowOneWay(t *testing.T) {
 	_, list := c.get(t, "/dashboard/calls")
 
 	duration := field(t, call, "call-duration")
-	if row := callRow(t, list, id); !contains(row, "<td>"+duration+"</td>") || !contains(row, "reminder") || contains(row, o.agentID) {
+	if row := callRow(t, list, id); !contains(row, `<td data-label="Duration">`+duration+"</td>") || !contains(row, "reminder") || contains(row, o.agentID) {
 		t.Errorf("the list shows the call otherwise than its page (duration %q, agent reminder): %s", duration, row)
 	}
 	if started := field(t, call, "call-started"); !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`).MatchString(started) {
@@ -51,7 +51,7 @@ func TestCallsShowOneWay(t *testing.T) {
 	if agent := field(t, call, "call-agent"); agent != "reminder " {
 		t.Errorf("the call's agent reads %q, want its name", agent)
 	}
-	if row := callRow(t, list, refused); !contains(row, "dnc_blocked") || !contains(row, "<td>—</td>") {
+	if row := callRow(t, list, refused); !contains(row, "dnc_blocked") || !contains(row, `<td data-label="Disposition">—</td>`) {
 		t.Errorf("the refused call's row: %s", row)
 	}
 }

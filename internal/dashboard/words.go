@@ -44,6 +44,55 @@ var reasonWords = map[string]string{
 	"stream_disconnected":   "the connection to the agent's bot dropped",
 }
 
+// outcomeWords name a campaign contact's last outcome: a disposition, or
+// why its call was refused or skipped. Short, as a legend's entries.
+var outcomeWords = map[string]string{
+	"answered":          "Answered",
+	"answering_machine": "Voicemail",
+	"no_answer":         "No answer",
+	"busy":              "Busy",
+	"rejected":          "Rejected",
+	"unreachable":       "Unreachable",
+	"invalid_number":    "Invalid number",
+	"carrier_failure":   "Carrier failure",
+	"dnc_blocked":       "Skipped: on a do-not-call list",
+	"number_blocked":    "Skipped: the number is blocked",
+	"window_closed":     "Skipped: the calling window never opens",
+	"failed":            "Failed",
+}
+
+// outcomeInWords is an outcome's name; a code it does not know reads as
+// words ("missing_variables": "Missing variables").
+func outcomeInWords(code string) string {
+	if w, ok := outcomeWords[code]; ok {
+		return w
+	}
+	words := strings.ReplaceAll(code, "_", " ")
+	if words == "" {
+		return none
+	}
+	return strings.ToUpper(words[:1]) + words[1:]
+}
+
+// outcomeCount is one outcome of a campaign, for a list.
+type outcomeCount struct {
+	Code, Label string
+	Count       int64
+}
+
+// outcomesInWords lists outcomes most frequent first (then by name), each
+// in words.
+func outcomesInWords(outcomes map[string]int64) []outcomeCount {
+	out := make([]outcomeCount, 0, len(outcomes))
+	for code, n := range outcomes {
+		out = append(out, outcomeCount{Code: code, Label: outcomeInWords(code), Count: n})
+	}
+	slices.SortFunc(out, func(a, b outcomeCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Label, b.Label))
+	})
+	return out
+}
+
 func dispositionInWords(code string) string {
 	if w, ok := dispositionWords[code]; ok {
 		return w
@@ -114,6 +163,12 @@ var funcs = template.FuncMap{
 			}
 		case metav1.Time:
 			return formatTime(t.Time)
+		case string: // the API's RFC 3339 times, as the campaign object has them
+			return apiTimeText(t)
+		case *string:
+			if t != nil {
+				return apiTimeText(*t)
+			}
 		case *metav1.MicroTime:
 			if t != nil {
 				return formatTime(t.Time)
@@ -122,6 +177,7 @@ var funcs = template.FuncMap{
 		return none
 	},
 	"duration": durationText,
+	"outcomes": outcomesInWords,
 	"opens":    opensText,
 	// orNone shows an empty field as every page shows one.
 	"orNone": func(s string) string { return cmp.Or(s, none) },
@@ -153,6 +209,16 @@ func formatTime(t time.Time) string {
 		return none
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// apiTimeText is an RFC 3339 time of an API object as every page shows a
+// time; what does not parse is shown as it is.
+func apiTimeText(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return cmp.Or(s, none)
+	}
+	return formatTime(t)
 }
 
 // opensText is when a group of waiting contacts opens (at, the API's

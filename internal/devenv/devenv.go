@@ -49,6 +49,9 @@ type Options struct {
 	Namespace string
 	// URL is where this instance serves, for a second instance to tell.
 	URL string
+	// SampleAddrs are where the samples' local peers listen; the samples
+	// are pointed there (SampleAddrsFromEnv). Empty: the files' own.
+	SampleAddrs SampleAddrs
 }
 
 // Env is a running control plane.
@@ -72,6 +75,8 @@ type Env struct {
 // that died without stopping it. Interrupted (ctx done) while starting,
 // it stops what it started and returns ctx's error.
 func Start(ctx context.Context, opts Options) (*Env, error) {
+	opts.SampleAddrs = SampleAddrs{StreamBot: orDefault(opts.SampleAddrs.StreamBot, DefaultStreamBotAddr),
+		SIPTrunk: orDefault(opts.SampleAddrs.SIPTrunk, DefaultSampleTrunkAddr)}
 	// etcd keeps its data under the state folder, so that calls, agents
 	// and endpoints survive a restart of `make run`. The path is absolute
 	// so that a leftover etcd can be recognized by it.
@@ -167,12 +172,15 @@ func (e *Env) seed(ctx context.Context, admin *rest.Config, opts Options) error 
 	// Applied once: a restart must not place the sample call again, nor
 	// undo what the user changed.
 	if e.Fresh {
-		if err := applySamples(ctx, c, opts.SamplesDir, opts.Namespace); err != nil {
+		if err := applySamples(ctx, c, opts); err != nil {
 			return err
 		}
 		if err := os.Remove(filepath.Join(opts.StateDir, seedingFile)); err != nil {
 			return err
 		}
+	}
+	if err := followAddrs(ctx, c, opts, e.Fresh); err != nil {
+		return err
 	}
 	return e.createAPIKey(ctx, c, filepath.Join(opts.StateDir, "api-key"), opts.Namespace)
 }
@@ -228,9 +236,10 @@ func randomHex(n int) string {
 // kindOrder creates what calls depend on before the calls.
 var kindOrder = []string{"NumberList", "Agent", "Call"}
 
-// applySamples creates every resource of the samples folder in namespace.
-func applySamples(ctx context.Context, c client.Client, dir, namespace string) error {
-	objs, err := readSamples(dir)
+// applySamples creates every resource of the samples folder in the demo
+// namespace, pointed at the local peers' addresses.
+func applySamples(ctx context.Context, c client.Client, opts Options) error {
+	objs, err := readSamples(opts.SamplesDir)
 	if err != nil {
 		return err
 	}
@@ -238,7 +247,8 @@ func applySamples(ctx context.Context, c client.Client, dir, namespace string) e
 		return slices.Index(kindOrder, a.GetKind()) - slices.Index(kindOrder, b.GetKind())
 	})
 	for _, o := range objs {
-		o.SetNamespace(namespace)
+		o.SetNamespace(opts.Namespace)
+		pointAt(o, opts.SampleAddrs)
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating sample %s %s: %w", o.GetKind(), o.GetName(), err)
 		}

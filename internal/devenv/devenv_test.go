@@ -48,16 +48,7 @@ func TestStartSeedsOnceAndKeepsState(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
 	opts := options(t, state)
-	env, err := devenv.Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = env.Stop()
-		}
-	})
+	env, stop := start(t, opts)
 	if !env.Fresh || !strings.HasPrefix(env.APIKey, "sk_demo_") {
 		t.Fatalf("first start: fresh %v, key %q", env.Fresh, env.APIKey)
 	}
@@ -83,23 +74,38 @@ func TestStartSeedsOnceAndKeepsState(t *testing.T) {
 	if err := admin.Delete(ctx, &agent); err != nil {
 		t.Fatal(err)
 	}
-	stopped = true
-	if err := env.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := devenv.Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = again.Stop() })
+	stop()
+	again, _ := start(t, opts)
 	if again.Fresh || again.APIKey != env.APIKey {
 		t.Errorf("restart: fresh %v, key changed %v", again.Fresh, again.APIKey != env.APIKey)
 	}
 	admin = adminClient(t, filepath.Join(state, "kubeconfig"))
-	err = admin.Get(ctx, client.ObjectKeyFromObject(&agent), &switchboardv1.Agent{})
+	err := admin.Get(ctx, client.ObjectKeyFromObject(&agent), &switchboardv1.Agent{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the sample agent the user deleted came back on restart (%v)", err)
 	}
+}
+
+// start starts the control plane until stop, or the test's end.
+func start(t *testing.T, opts devenv.Options) (env *devenv.Env, stop func()) {
+	t.Helper()
+	env, err := devenv.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		if err := env.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(stop)
+	return env, stop
 }
 
 func adminClient(t *testing.T, kubeconfig string) client.Client {
@@ -160,5 +166,70 @@ func expectManagerRightsOnly(t *testing.T, env *devenv.Env) {
 	err = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-allowed"}})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("the manager created a namespace (%v): it runs with more than its service account's rights", err)
+	}
+}
+
+// The samples point at their local peers where the environment says they
+// listen (the stream bot's Agent at SWITCHBOARD_STREAMBOT_ADDR, the SIP
+// trunk at SWITCHBOARD_SAMPLE_TRUNK_ADDR), and follow when a restart moves
+// them; a sample the user pointed elsewhere stays where the user put it.
+func TestSamplesFollowTheirPeers(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	opts := options(t, state)
+	opts.SampleAddrs = devenv.SampleAddrsFromEnv(env{
+		devenv.StreamBotAddrEnv: "127.0.0.1:18090", devenv.SampleTrunkAddrEnv: "127.0.0.1:15070"}.get)
+	_, stop := start(t, opts)
+	admin := adminClient(t, filepath.Join(state, "kubeconfig"))
+	expectPeers(t, admin, "ws://127.0.0.1:18090/stream", "sip:127.0.0.1:15070")
+
+	var trunk switchboardv1.SIPTrunk
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "local-pbx"}, &trunk); err != nil {
+		t.Fatal(err)
+	}
+	trunk.Spec.Address = "sip:127.0.0.1:5080" // the user's own callee
+	if err := admin.Update(ctx, &trunk); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	opts.SampleAddrs = devenv.SampleAddrs{StreamBot: "127.0.0.1:28090", SIPTrunk: "127.0.0.1:25070"}
+	start(t, opts)
+	expectPeers(t, adminClient(t, filepath.Join(state, "kubeconfig")), "ws://127.0.0.1:28090/stream", "sip:127.0.0.1:5080")
+}
+
+// Without the variables, the samples keep the files' addresses.
+func TestSampleAddrsFromEnv(t *testing.T) {
+	if got := devenv.SampleAddrsFromEnv(env{}.get); got != (devenv.SampleAddrs{
+		StreamBot: devenv.DefaultStreamBotAddr, SIPTrunk: devenv.DefaultSampleTrunkAddr}) {
+		t.Errorf("without the variables: %+v", got)
+	}
+	got := devenv.SampleAddrsFromEnv(env{devenv.SampleTrunkAddrEnv: " 192.0.2.10:5060 "}.get)
+	if got.SIPTrunk != "192.0.2.10:5060" || got.StreamBot != devenv.DefaultStreamBotAddr {
+		t.Errorf("with the trunk's variable: %+v", got)
+	}
+}
+
+type env map[string]string
+
+func (e env) get(k string) string { return e[k] }
+
+// expectPeers: the stream Agent and the SIP trunk of the samples point at
+// stream and trunk.
+func expectPeers(t *testing.T, c client.Client, stream, trunk string) {
+	t.Helper()
+	ctx := context.Background()
+	var agent switchboardv1.Agent
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "stream-echo"}, &agent); err != nil || agent.Spec.Stream == nil {
+		t.Fatalf("the sample stream Agent: %v", err)
+	}
+	if agent.Spec.Stream.URL != stream {
+		t.Errorf("the sample Agent streams to %s, want %s", agent.Spec.Stream.URL, stream)
+	}
+	var tr switchboardv1.SIPTrunk
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "local-pbx"}, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Spec.Address != trunk {
+		t.Errorf("the sample SIPTrunk is at %s, want %s", tr.Spec.Address, trunk)
 	}
 }

@@ -51,28 +51,42 @@ func (l callLog) EachCallIDSince(ctx context.Context, namespace string, from tim
 	return nil
 }
 
+// DeliveryPhaseCounts are a namespace's deliveries counted by phase.
+type DeliveryPhaseCounts struct {
+	ByPhase map[DeliveryPhase]int
+	// Retrying counts the pending deliveries with an attempt made: one
+	// failed, and they wait for a retry (a pending one without an attempt
+	// is not due yet or in its first attempt).
+	Retrying int
+}
+
 // countDeliveryPhases scans the namespace's deliveries (no index orders
-// them by creation alone), reading two columns of each.
+// them by creation alone), reading three columns of each. attemptCount is
+// left out of the record until an attempt is made; -> and ->> read it
+// alike in SQLite and PostgreSQL.
 const countDeliveryPhases = `
-SELECT phase, COUNT(*) FROM deliveries
+SELECT phase, CASE WHEN object -> 'status' ->> 'attemptCount' IS NULL THEN 0 ELSE 1 END, COUNT(*) FROM deliveries
 WHERE namespace = $1 AND created_at >= $2 AND event <> $3
-GROUP BY phase`
+GROUP BY 1, 2`
 
 func (l deliveryLog) CountDeliveryPhases(ctx context.Context, namespace string, since time.Time, except string) (
-	map[DeliveryPhase]int, error) {
-	counts := map[DeliveryPhase]int{}
+	DeliveryPhaseCounts, error) {
+	counts := DeliveryPhaseCounts{ByPhase: map[DeliveryPhase]int{}}
 	args := []any{namespace, since.UnixNano(), except}
 	err := l.db.query(ctx, false, countDeliveryPhases, args, func(row rowScanner) error {
 		var phase string
-		var n int64
-		if err := row.Scan(&phase, &n); err != nil {
+		var attempted, n int64
+		if err := row.Scan(&phase, &attempted, &n); err != nil {
 			return err
 		}
-		counts[DeliveryPhase(phase)] = int(n)
+		counts.ByPhase[DeliveryPhase(phase)] += int(n)
+		if DeliveryPhase(phase) == DeliveryPending && attempted == 1 {
+			counts.Retrying += int(n)
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("history: counting deliveries: %w", err)
+		return DeliveryPhaseCounts{}, fmt.Errorf("history: counting deliveries: %w", err)
 	}
 	return counts, nil
 }

@@ -61,9 +61,9 @@ type DeliveryLog interface {
 	// q.After when set.
 	ListDeliveries(ctx context.Context, namespace string, q DeliveryQuery) ([]Delivery, error)
 	// CountDeliveryPhases counts namespace's deliveries created at or after
-	// since by phase, leaving out those of the event except, in the
-	// database.
-	CountDeliveryPhases(ctx context.Context, namespace string, since time.Time, except string) (map[DeliveryPhase]int, error)
+	// since by phase, and the pending ones waiting for a retry, leaving out
+	// those of the event except, in the database.
+	CountDeliveryPhases(ctx context.Context, namespace string, since time.Time, except string) (DeliveryPhaseCounts, error)
 	// RequestDeliveryRetry asks for one more attempt of a delivery now: it
 	// becomes due at once, and the records returned from then on carry the
 	// annotation DeliveryRetryAnnotation with at (RFC 3339, nanoseconds)

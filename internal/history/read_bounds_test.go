@@ -98,23 +98,29 @@ func testDurationBackfilled(t *testing.T, b backend) {
 }
 
 // CountDeliveryPhases counts a namespace's deliveries since a time by
-// phase, leaving one event out, as the deliveries' own phases say.
+// phase, leaving one event out, as the deliveries' own phases say, and the
+// pending ones an attempt of which failed (waiting for a retry).
 func testCountDeliveryPhases(t *testing.T, b backend) {
 	s := open(t, b.fresh(t))
 	ds := storeDeliveryFixture(t, s)
 	since := deliveryBase.Add(10 * time.Second)
-	want := map[history.DeliveryPhase]int{}
-	for _, d := range ds {
+	retrying := newDelivery("org-a", "dlv_retrying", deliveryBase.Add(time.Minute), func(d *history.Delivery) {
+		d.Status.Phase, d.Status.AttemptCount = history.DeliveryPending, 2
+	})
+	delivered := newDelivery("org-a", "dlv_delivered", deliveryBase.Add(time.Minute), func(d *history.Delivery) {
+		d.Status.Phase, d.Status.AttemptCount = history.DeliverySucceeded, 1
+	})
+	enqueue(t, s, retrying, delivered)
+	saveDelivery(t, s, retrying, time.Time{})
+	saveDelivery(t, s, delivered, time.Time{})
+	want := history.DeliveryPhaseCounts{ByPhase: map[history.DeliveryPhase]int{}, Retrying: 1}
+	for _, d := range append(ds, retrying, delivered) {
 		if d.Namespace == "org-a" && !d.CreationTimestamp.Time.Before(since) && d.Spec.Event != "test" {
-			phase := d.Status.Phase
-			if phase == "" {
-				phase = history.DeliveryPending
-			}
-			want[phase]++
+			want.ByPhase[d.CurrentPhase()]++
 		}
 	}
 	got, err := s.CountDeliveryPhases(t.Context(), "org-a", since, "test")
-	if err != nil || !maps.Equal(got, want) {
-		t.Fatalf("counts %v %v, want %v", got, err, want)
+	if err != nil || !maps.Equal(got.ByPhase, want.ByPhase) || got.Retrying != want.Retrying {
+		t.Fatalf("counts %+v %v, want %+v", got, err, want)
 	}
 }

@@ -165,17 +165,28 @@ func (s *Service) Deliveries(ctx context.Context, ep *switchboardv1.WebhookEndpo
 	return items, false, nil
 }
 
-// Outcomes counts the finished deliveries of namespace's events created
-// after since, and those of them that succeeded; test sends do not count.
+// Outcomes counts the deliveries of namespace's events created after
+// since that are settled or waiting for a retry; test sends do not count.
 // The store counts them: a day's deliveries carry a day's call objects.
-func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Time) (finished, succeeded int, err error) {
+func (s *Service) Outcomes(ctx context.Context, namespace string, since time.Time) (Outcomes, error) {
 	counts, err := s.DeliveryLog.CountDeliveryPhases(ctx, namespace, since, webhook.EventTest)
 	if err != nil {
-		return 0, 0, err
+		return Outcomes{}, err
 	}
-	succeeded = counts[history.DeliverySucceeded]
-	return succeeded + counts[history.DeliveryFailed], succeeded, nil
+	return Outcomes{Succeeded: counts.ByPhase[history.DeliverySucceeded], Failed: counts.ByPhase[history.DeliveryFailed],
+		Retrying: counts.Retrying}, nil
 }
+
+// Outcomes are deliveries by how they went.
+type Outcomes struct {
+	Succeeded, Failed int
+	// Retrying failed an attempt and waits for the next: not a success
+	// (yet).
+	Retrying int
+}
+
+// Counted is how many deliveries the outcomes count.
+func (o Outcomes) Counted() int { return o.Succeeded + o.Failed + o.Retrying }
 
 // CallDeliveries returns the newest deliveries (at most limit) of the
 // events of the call whose resource name is callName, to any endpoint.
