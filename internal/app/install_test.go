@@ -80,7 +80,8 @@ var sipPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsn
 	"--set", "sip.probeInterval=30s", "--set", "sip.ttsTimeout=5s", "--set", "webhooks.timeout=5s",
 	"--set", "webhooks.disableAfter=-1s", "--set", "webhooks.deliveryRetention=72h",
 	"--set", "leaderElectionLeaseDuration=15s", "--set", "kubeAPI.qps=200", "--set", "kubeAPI.burst=400",
-	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}"}
+	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}",
+	"--set", "sip.privateNetworks={10.20.0.0/16,192.168.7.0/24}"}
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)
