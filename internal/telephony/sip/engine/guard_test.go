@@ -190,3 +190,29 @@ func TestGuardOffSendsMediaAnywhere(t *testing.T) {
 		t.Error("no RTP reached the answer's media address")
 	}
 }
+
+// A re-INVITE that moves the media to a refused address ends the call:
+// the audio stops, and the call says why. diago applies the new address
+// before it tells the engine, so one frame may be on its way already.
+func TestGuardEndsCallWhenMediaMovesToRefusedAddress(t *testing.T) {
+	e := newEngine(t, EngineConfig{Guard: loopbackTrunks})
+	media := countUDP(t, "127.0.0.2:0")
+	s := startSipp(t, "udp", editedScenario(t, "session_refresh.xml",
+		"o=callee 53655765 2353687638 IN IP[local_ip_type] [local_ip]\n      s=-\n      c=IN IP[media_ip_type] [media_ip]\n      t=0 0\n      m=audio [media_port] ",
+		"o=callee 53655765 2353687638 IN IP[local_ip_type] [local_ip]\n      s=-\n      c=IN IP4 127.0.0.2\n      t=0 0\n      m=audio "+
+			strconv.Itoa(media.port())+" ")...)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr},
+		CallSpec{From: "+14155550100", To: "+14155550123", Script: sayTone(5 * time.Second)})
+	s.wait(t)
+	if err != nil {
+		t.Errorf("Place: %v", err)
+	}
+	if !res.Answered || res.HangupBy != HangupByAddressRefused || res.EndedAt.Sub(res.AnsweredAt) >= 5*time.Second {
+		t.Errorf("result %+v: want the call hung up, address_refused, before its 5 s prompt ended", res)
+	}
+	if n := media.count(); n > 1 {
+		t.Errorf("%d RTP datagrams sent to the refused media address, want at most the frame in flight", n)
+	}
+}
