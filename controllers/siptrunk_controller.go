@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -149,6 +150,11 @@ func (r *SIPTrunkReconciler) reconcileHealth(ctx context.Context, trunk *switchb
 	}
 	current.at = r.clock().Now()
 	res := r.Prober.Probe(ctx, resolved)
+	if res.Cause != nil {
+		// The system's error, for the operator: the condition says only
+		// that the trunk did not answer.
+		logf.FromContext(ctx).V(1).Info("SIP trunk probe failed", "error", res.Cause.Error())
+	}
 	r.probes.Store(key, current)
 	trunk.Status.LastProbeAt = &metav1.Time{Time: current.at}
 	status, reason, msg := probeCondition(res)
@@ -176,6 +182,12 @@ func probeCondition(res engine.ProbeResult) (metav1.ConditionStatus, string, str
 	case res.Healthy():
 		return metav1.ConditionTrue, switchboardv1.ReasonReachable,
 			fmt.Sprintf("The trunk answered OPTIONS with %d %s.", res.StatusCode, res.Reason)
+	case res.Refused:
+		var refused *engine.AddressError
+		if errors.As(res.Err, &refused) {
+			return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, sip.TrunkAddressRefused(refused)
+		}
+		return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, errMessage(res)
 	case !res.Reachable:
 		return metav1.ConditionFalse, switchboardv1.ReasonUnreachable, errMessage(res)
 	case res.AuthFailed:

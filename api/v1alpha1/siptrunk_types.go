@@ -38,6 +38,11 @@ const (
 	ReasonTransportUnsupported = "TransportUnsupported"
 	// ReasonTrunkError: the trunk answered OPTIONS with an error status.
 	ReasonTrunkError = "TrunkError"
+	// ReasonAddressRefused: spec.address's host is (or resolves to) an
+	// address the operator's policy refuses (loopback, private, link-local
+	// ...; private networks only with --sip-private-networks): nothing is
+	// sent to it, and its calls fail with dispatch_failed.
+	ReasonAddressRefused = "AddressRefused"
 )
 
 // LocalObjectReference names an object in the same namespace.

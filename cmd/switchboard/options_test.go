@@ -263,3 +263,31 @@ func TestProbeIntervalDefaults(t *testing.T) {
 		}
 	}
 }
+
+// --sip-private-networks takes networks only, and never the ones that
+// reach the node itself or the cloud's metadata service.
+func TestSIPPrivateNetworksFlag(t *testing.T) {
+	parse := func(v string) (app.SIPOptions, error) {
+		o := app.DefaultSIPOptions
+		fs := flag.NewFlagSet("switchboard", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		return o, fs.Parse([]string{"--sip-private-networks=" + v})
+	}
+	o, err := parse("10.20.0.0/16, 192.168.7.0/24")
+	if err != nil || o.PrivateNetworks.String() != "10.20.0.0/16,192.168.7.0/24" {
+		t.Fatalf("networks: %v %v", o.PrivateNetworks, err)
+	}
+	for v, want := range map[string]string{
+		"127.0.0.0/8":        "never trusted",
+		"169.254.0.0/16":     "never trusted",
+		"pbx.example.com":    "not host names",
+		"10.20.0.1":          "list it as a network",
+		"10.20.0.1/16":       "host bits",
+		"sip:10.20.0.1:5060": "",
+	} {
+		if _, err := parse(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--sip-private-networks=%s: %v, want it refused (%q)", v, err, want)
+		}
+	}
+}

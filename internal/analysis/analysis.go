@@ -319,6 +319,7 @@ var endings = map[string]string{
 	"max_duration":     " The call reached the agent's maximum duration.",
 	"operator_restart": " The call was cut off when Switchboard restarted.",
 	"worker_lost":      " The call was cut off when the replica carrying it was lost.",
+	"address_refused":  " Switchboard hung up: the carrier asked for audio at an address the operator does not allow.",
 }
 
 func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {

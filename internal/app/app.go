@@ -732,6 +732,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
 	opts.SIP.RecordingMaxBytes = opts.RecordingMaxBytes
+	opts.SIP.AddressPolicy = webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure, Trusted: opts.SIP.PrivateNetworks}
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err

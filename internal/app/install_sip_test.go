@@ -69,7 +69,8 @@ func TestHelmChartSIPServicePerPod(t *testing.T) {
 		"--speech-decoders=1", "--sip-probe-interval=30s", "--tts-timeout=5s", "--webhook-timeout=5s",
 		"--webhook-disable-after=-1s", "--webhook-delivery-retention=72h", "--leader-elect-lease-duration=15s",
 		"--kube-api-qps=200", "--kube-api-burst=400", "--zap-log-level=debug",
-		"--allow-private-model-hosts=whisper.speech.svc.cluster.local,10.100.0.0/16"))
+		"--allow-private-model-hosts=whisper.speech.svc.cluster.local,10.100.0.0/16",
+		"--sip-private-networks=10.20.0.0/16,192.168.7.0/24"))
 	env := map[string]string{}
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {

@@ -82,7 +82,7 @@ var sipPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsn
 	"--set", "leaderElectionLeaseDuration=15s", "--set", "kubeAPI.qps=200", "--set", "kubeAPI.burst=400",
 	"--set", "logLevel=debug", "--set", "allowPrivateModelHosts={whisper.speech.svc.cluster.local,10.100.0.0/16}",
 	"--set", "trustedProxies={10.0.0.0/8,192.0.2.7}", "--set", "recordings.maxBytes=64Mi",
-	"--set", "quota.recordingStorage=50Gi"}
+	"--set", "quota.recordingStorage=50Gi", "--set", "sip.privateNetworks={10.20.0.0/16,192.168.7.0/24}"}
 
 func TestHelmChartLintsAndAppliesServerSide(t *testing.T) {
 	helm := helmBinary(t)

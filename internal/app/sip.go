@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -77,6 +78,14 @@ type SIPOptions struct {
 	// ModelPolicy guards agents' speech servers' URLs (set from the
 	// webhook options: private addresses only in trusted networks).
 	ModelPolicy webhook.URLPolicy
+	// PrivateNetworks are the private networks trunks (and their media)
+	// may be in: the operator's own PBXs (--sip-private-networks). Other
+	// trunks must be public, unless AddressPolicy allows any address.
+	PrivateNetworks webhook.TrustedHosts
+	// AddressPolicy decides where SIP and RTP may go (set from the webhook
+	// options, as every outbound address is: any address with --dev, and
+	// PrivateNetworks).
+	AddressPolicy webhook.URLPolicy
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -98,6 +107,16 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SpoolDir, "sip-spool-dir", o.SpoolDir, "Where recordings of calls in progress are written (default <recording-dir>/.spool); keep it on a volume that survives a container restart.")
 	fs.StringVar(&o.Flite, "flite", o.Flite, "The flite text-to-speech binary that speaks agents' scripts.")
 	fs.DurationVar(&o.TTSTimeout, "tts-timeout", o.TTSTimeout, "How long flite may take to speak one text before it is killed and the call fails (more than 0).")
+	fs.Func("sip-private-networks", "Private networks, in CIDR notation and comma-separated (10.20.0.0/16), where SIPTrunks and "+
+		"their media may be: the operator's own PBXs (default none: trunks must be public, unless --dev). Every organization's trunks may use them.",
+		func(v string) error {
+			h, err := webhook.ParseTrustedHosts(v)
+			if err == nil && len(h.Names) > 0 {
+				err = fmt.Errorf("--sip-private-networks takes networks in CIDR notation, not host names (%s): a trunk's address is checked after DNS", strings.Join(h.Names, ", "))
+			}
+			o.PrivateNetworks = h
+			return err
+		})
 	fs.DurationVar(&o.ProbeInterval, "sip-probe-interval", o.ProbeInterval, "How often each SIPTrunk is sent OPTIONS to check it is reachable (more than 0).")
 	fs.StringVar(&o.Speech.ModelDir, "speech-model-dir", o.Speech.ModelDir,
 		"The embedded speech recognizer's model (PocketSphinx's US English model, Debian's pocketsphinx-en-us).")
@@ -153,7 +172,8 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		return nil, err
 	}
 	eng, err := engine.NewEngine(context.WithoutCancel(ctx), engine.EngineConfig{BindHost: opts.BindHost, ExternalHost: external,
-		BindPort: opts.BindPort, RTPPorts: opts.RTPPorts, Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1)))})
+		BindPort: opts.BindPort, RTPPorts: opts.RTPPorts, Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1))),
+		Guard: engine.AddressGuard{Allow: opts.AddressPolicy.AllowedAddr}})
 	if err != nil {
 		return nil, err
 	}

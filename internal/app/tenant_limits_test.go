@@ -239,6 +239,69 @@ func TestCallSourceIsSetBySwitchboard(t *testing.T) {
 	g.Expect(o.getCall(t, id)["source"]).To(Equal("api"))
 }
 
+// Only Switchboard assigns a call to a replica: a Call applied with its own
+// switchboard.dev/worker label would run outside every replica's capacity,
+// so the policy refuses it, and refuses relabelling a Call, from anyone
+// but the manager.
+func TestWorkerLabelIsSetBySwitchboard(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	o := newOrg(t)
+	policy, binding := loadCallSourcePolicy(t)
+	g.Expect(k8s.Create(ctx, policy)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, policy) })
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, binding) })
+
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "platform-engineer", Groups: []string{"system:masters"}}
+	kubectl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	call := func(name string, labels map[string]string) *switchboardv1.Call {
+		return &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name, Labels: labels},
+			Spec: switchboardv1.CallSpec{AgentID: o.agentID, ToNumber: "+14155550177",
+				Variables: &apiextensionsv1.JSON{Raw: []byte(`{"customer_name":"Ada"}`)}}}
+	}
+	labelled := map[string]string{switchboardv1.WorkerLabel: "switchboard-manager-0"}
+	g.Eventually(func() bool {
+		return apierrors.IsForbidden(kubectl.Create(ctx, call("probe", labelled), client.DryRunAll))
+	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue())
+
+	err = kubectl.Create(ctx, call("labelled", labelled))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("the label switchboard.dev/worker is set by Switchboard"))
+
+	// Other labels are the platform team's own; the call is assigned and
+	// runs as any other.
+	applied := call("applied", map[string]string{"team": "billing"})
+	g.Expect(kubectl.Create(ctx, applied)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(applied), applied)).To(Succeed())
+		g.Expect(applied.Labels).To(HaveKey(switchboardv1.WorkerLabel))
+	}, resWait, resPoll).Should(Succeed())
+	// Moving it to another replica, or out of its replica, is refused too.
+	for _, worker := range []string{"switchboard-manager-9", ""} {
+		moved := applied.DeepCopy()
+		if worker == "" {
+			delete(moved.Labels, switchboardv1.WorkerLabel)
+		} else {
+			moved.Labels[switchboardv1.WorkerLabel] = worker
+		}
+		err = kubectl.Update(ctx, moved)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%q: %v", worker, err)
+		g.Expect(err.Error()).To(ContainSubstring("cannot be added, changed or removed"))
+	}
+	// Its other labels stay the platform team's to change.
+	g.Eventually(func() error {
+		var now switchboardv1.Call
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(applied), &now); err != nil {
+			return err
+		}
+		now.Labels["team"] = "support"
+		return kubectl.Update(ctx, &now)
+	}, resWait, resPoll).Should(Succeed())
+}
+
 // loadCallSourcePolicy reads config/policy/call_source.yaml.
 func loadCallSourcePolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()

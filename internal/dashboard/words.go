@@ -42,6 +42,8 @@ var reasonWords = map[string]string{
 	// Agents that stream to the organization's bot (issue 26).
 	"stream_connect_failed": "the agent's bot could not be reached",
 	"stream_disconnected":   "the connection to the agent's bot dropped",
+	// SIP answers whose media the outbound address policy refuses (issue 36).
+	"address_refused": "the carrier asked for audio at an address the operator does not allow",
 }
 
 // outcomeWords name a campaign contact's last outcome: a disposition, or

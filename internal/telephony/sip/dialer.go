@@ -44,8 +44,11 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
-// Placer places one call and blocks until it ended: the SIP engine.
+// Placer places one call and blocks until it ended: the SIP engine. Pin
+// resolves and checks the trunk's address first (an *engine.AddressError
+// when the operator's policy refuses it).
 type Placer interface {
+	Pin(ctx context.Context, t engine.Trunk) (engine.Trunk, error)
 	Place(ctx context.Context, t engine.Trunk, c engine.CallSpec) (engine.Result, error)
 }
 
@@ -264,10 +267,15 @@ func (d *Dialer) spoolPath(callID string) string {
 	return filepath.Join(d.cfg.SpoolDir, filepath.Base(callID)+".wav")
 }
 
-// run renders the call's script, waits for the reconciler's answer, then
-// places the call. Rendering is bounded by the renderer's timeout.
+// run checks the trunk's address and renders the call's script, waits for
+// the reconciler's answer, then places the call. Rendering is bounded by
+// the renderer's timeout.
 func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
-	spec, err := d.cfg.Script.Render(d.ctx, req)
+	trunk, err := d.pin(trunk, req.Trunk)
+	var spec engine.CallSpec
+	if err == nil {
+		spec, err = d.cfg.Script.Render(d.ctx, req)
+	}
 	if err != nil {
 		s.renderErr = err
 		d.gate.Release(s.trunk, s.call) // it will not go out: let the next one
@@ -285,6 +293,29 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 	if d.claimed(s) && err == nil {
 		d.place(s, trunk, spec)
 	}
+}
+
+// pin resolves and checks the trunk's address before anything is sent
+// (the engine sends to the address checked here). A refused address fails
+// the call, naming the address and the policy; a name that does not
+// resolve leaves the engine to find it unreachable, as any dead trunk is.
+func (d *Dialer) pin(trunk engine.Trunk, name string) (engine.Trunk, error) {
+	pinned, err := d.cfg.Engine.Pin(d.ctx, trunk)
+	var refused *engine.AddressError
+	if errors.As(err, &refused) {
+		return trunk, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+			Reason: fmt.Sprintf("SIP trunk %q: %s", name, TrunkAddressRefused(refused))}
+	}
+	if err != nil {
+		return trunk, nil
+	}
+	return pinned, nil
+}
+
+// TrunkAddressRefused words a refused trunk address for the organization:
+// what was refused and the policy, never what a connection did.
+func TrunkAddressRefused(err *engine.AddressError) string {
+	return err.Error() + "; trunks must be publicly reachable, or in a private network the operator allows (--sip-private-networks)"
 }
 
 // recognizer is the one place that chooses the recognizer of a call's

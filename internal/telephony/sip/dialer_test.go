@@ -40,6 +40,9 @@ func (t oneTrunk) Trunk(context.Context, string, string) (engine.Trunk, gate.Lim
 // placer records the calls placed; each ends at once, unanswered.
 type placer struct{ placed atomic.Int32 }
 
+// Pin allows every trunk address.
+func (p *placer) Pin(_ context.Context, t engine.Trunk) (engine.Trunk, error) { return t, nil }
+
 func (p *placer) Place(context.Context, engine.Trunk, engine.CallSpec) (engine.Result, error) {
 	p.placed.Add(1)
 	return engine.Result{}, nil

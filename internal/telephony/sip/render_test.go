@@ -77,6 +77,9 @@ func TestRenderBranchingScript(t *testing.T) {
 // specPlacer keeps the spec of the call it places.
 type specPlacer struct{ spec chan engine.CallSpec }
 
+// Pin allows every trunk address.
+func (p *specPlacer) Pin(_ context.Context, t engine.Trunk) (engine.Trunk, error) { return t, nil }
+
 func (p *specPlacer) Place(_ context.Context, _ engine.Trunk, c engine.CallSpec) (engine.Result, error) {
 	p.spec <- c
 	return engine.Result{}, nil

@@ -151,6 +151,8 @@ var hangupReasons = map[string]string{
 	// A streamed call's bot failed: the reasons are their own names.
 	HangupByStreamConnectFailed: HangupByStreamConnectFailed,
 	HangupByStreamDisconnected:  HangupByStreamDisconnected,
+	// The far end asked for media where the operator's policy sends none.
+	HangupByAddressRefused: HangupByAddressRefused,
 }
 
 // Disposition is the REST API's disposition of the call: AnsweringMachine

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,6 +36,10 @@ type Trunk struct {
 	// RingTimeout is how long the call may ring before we CANCEL it; zero
 	// leaves it to the far end.
 	RingTimeout time.Duration
+	// Destination is the address the INVITE and OPTIONS are sent to, once
+	// AddressGuard.Pin checked it; unset, Place and Probe pin it
+	// themselves.
+	Destination netip.AddrPort
 }
 
 // CallSpec is one call to place.
@@ -204,6 +209,10 @@ const (
 	HangupByVoicemail = "voicemail"
 	// HangupByAPI: we hung up because CallSpec.Stop was closed.
 	HangupByAPI = "api"
+	// HangupByAddressRefused: the answer (or a re-INVITE) asked for media,
+	// or the dialog's requests, at an address the Guard refuses; no audio
+	// was sent there.
+	HangupByAddressRefused = "address_refused"
 )
 
 // Speakers of transcript events.
@@ -314,6 +323,9 @@ type EngineConfig struct {
 	// RecognizeTimeout bounds the recognition of one utterance; 10 s when
 	// zero.
 	RecognizeTimeout time.Duration
+	// Guard decides where SIP and RTP may be sent; its zero value allows
+	// every address.
+	Guard AddressGuard
 }
 
 // Engine places calls over SIP trunks. One SIP user agent (sipgo, with
@@ -523,6 +535,16 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	if err := c.validate(); err != nil {
 		return Result{}, err
 	}
+	t, err = e.cfg.Guard.Pin(ctx, t)
+	if err != nil {
+		var refused *AddressError
+		if errors.As(err, &refused) {
+			return Result{}, err
+		}
+		// As when sipgo's own lookup fails: the INVITE cannot be sent.
+		e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
+		return Result{Outcome: Outcome{TransportError: true}}, nil
+	}
 
 	// Create the recording before dialing: a call answered only to be hung
 	// up at once because its recording cannot be written is a ghost call.
@@ -543,13 +565,25 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		return Result{}, fmt.Errorf("new dialog: %w", err)
 	}
 	defer func() { _ = d.Close() }()
+	d.InviteRequest.SetDestination(t.Destination.String())
 
-	res, up, err := e.invite(ctx, d, t, c, recipient)
+	media := newMediaWatch(e.cfg.Guard)
+	res, up, err := e.invite(ctx, d, t, c, recipient, media)
 	if res.Answered && c.OnAnswer != nil {
 		c.OnAnswer(res.AnsweredAt)
 	}
 	if !up {
 		return res, cmp.Or(err, ctx.Err())
+	}
+	if refused := e.cfg.Guard.remoteTarget(ctx, d.InviteResponse); refused != nil {
+		// Nothing is sent there, not even the ACK: the far end gives up
+		// on its 200 by itself.
+		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
+		return res, refused
+	}
+	if refused := e.cfg.Guard.media(&d.DialogMedia); refused != nil {
+		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
+		return res, errors.Join(refused, e.ackBye(ctx, d))
 	}
 	if err := d.Ack(ctx); err != nil {
 		// The far end will retransmit its 200 and give up; tell it now.
@@ -559,13 +593,29 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	recording = true
 	rec.Begin(res.AnsweredAt)
-	cerr := e.converse(ctx, d, c, rec, &res)
+	cerr := e.converse(ctx, d, c, rec, &res, media)
 	return res, cerr
+}
+
+// Pin resolves and checks the trunk's address with the engine's Guard
+// (AddressGuard.Pin).
+func (e *Engine) Pin(ctx context.Context, t Trunk) (Trunk, error) {
+	return e.cfg.Guard.Pin(ctx, t)
+}
+
+// ackBye acknowledges an answer and hangs it up at once, before any media
+// is sent (diago's first RTCP report is due 5 s after the answer).
+func (e *Engine) ackBye(ctx context.Context, d *diago.DialogClientSession) error {
+	if err := d.Ack(ctx); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return e.bye(d)
 }
 
 // invite sends the INVITE and waits for its final response, cancelling at
 // the ring timeout. It reports whether the call was answered and is up.
-func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Trunk, c CallSpec, recipient sipmsg.Uri) (Result, bool, error) {
+func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Trunk, c CallSpec, recipient sipmsg.Uri,
+	media *mediaWatch) (Result, bool, error) {
 	// CANCEL needs a provisional response to cancel (RFC 3261 9.1): until
 	// one came, the ring timeout and ctx give up on the INVITE instead (the
 	// far end was unreachable), rather than wait for one until Timer B.
@@ -607,6 +657,7 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 			responded.Store(true)
 			return nil
 		},
+		OnMediaUpdate: media.update,
 	})
 	ringTimeout := errors.Is(context.Cause(inviteCtx), errRingTimeout)
 	final, outcome := finalResponse(d)

@@ -30,7 +30,8 @@ const (
 // converse runs an answered call until someone hangs up: it records both
 // directions into rec (which it closes), runs AMD and the script (see
 // run) and hangs up.
-func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result) error {
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result,
+	watch *mediaWatch) error {
 	var wprops diago.MediaProps
 	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
 	if err != nil {
@@ -52,10 +53,10 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	defer cancelTranscripts()
 	t := startTranscriber(tctx, m)
 	var wg sync.WaitGroup
-	wg.Go(func() { m.play(w, enc) })
+	wg.Go(func() { m.play(guardedWriter{w: w, watch: watch}, enc) })
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
-	callCtx, stop := e.callContext(ctx, d, c, res.AnsweredAt)
+	callCtx, stop := e.callContext(ctx, d, c, res.AnsweredAt, watch.refused)
 	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
 	stop()
 	close(m.stop)
@@ -92,6 +93,8 @@ func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
 		return HangupByMaxDuration, nil
 	case errors.Is(cause, errStopped):
 		return HangupByAPI, nil
+	case errors.Is(cause, errAddressRefused):
+		return HangupByAddressRefused, nil
 	default:
 		return HangupByAgent, ctx.Err()
 	}
@@ -101,14 +104,19 @@ func endedBy(ctx, callCtx context.Context, hangupBy string) (string, error) {
 var (
 	errCalleeHangup = errors.New("callee hung up")
 	errMaxDuration  = errors.New("max duration")
+	// errAddressRefused: a re-INVITE moved the media to a refused address.
+	errAddressRefused = errors.New("media address refused")
 )
 
 // callContext is done when the callee hangs up, at c.MaxDuration after the
-// answer, when c.Stop is closed, or when ctx ends, with errCalleeHangup,
-// errMaxDuration, errStopped or ctx's error as its cause. Call stop once
-// done with it.
-func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, c CallSpec, answeredAt time.Time) (context.Context, func()) {
+// answer, when c.Stop or refused is closed, or when ctx ends, with
+// errCalleeHangup, errMaxDuration, errStopped, errAddressRefused or ctx's
+// error as its cause. Call stop once done with it.
+func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, c CallSpec, answeredAt time.Time,
+	refused <-chan struct{}) (context.Context, func()) {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	refusedCtx, releaseRefused := stopContext(refused)
+	stopRefused := context.AfterFunc(refusedCtx, func() { cancel(errAddressRefused) })
 	stopBye := context.AfterFunc(d.Context(), func() { cancel(errCalleeHangup) })
 	stopCtx := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
 	stopped, release := stopContext(c.Stop)
@@ -118,6 +126,8 @@ func (e *Engine) callContext(ctx context.Context, d *diago.DialogClientSession, 
 		stopMax = time.AfterFunc(time.Until(answeredAt.Add(c.MaxDuration)), func() { cancel(errMaxDuration) }).Stop
 	}
 	return callCtx, func() {
+		stopRefused()
+		releaseRefused()
 		stopBye()
 		stopCtx()
 		stopAPI()

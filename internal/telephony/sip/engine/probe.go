@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"syscall"
 	"time"
 
@@ -30,8 +31,16 @@ type ProbeResult struct {
 	// 403).
 	AuthFailed bool
 	// Err says why the trunk was unreachable, or describes the error
-	// status a reachable trunk answered; nil when Healthy.
-	Err error
+	// status a reachable trunk answered; nil when Healthy. An unreachable
+	// trunk's Err says the same whatever happened (no answer, a refused
+	// connection, a name that does not resolve): it is shown to the
+	// organization, to which the difference would tell which of the
+	// network's ports are open. Cause has the system's error, for the
+	// operator's log.
+	Err, Cause error
+	// Refused is set when the guard refused the trunk's address: no
+	// OPTIONS was sent. Err says why.
+	Refused bool
 	// RTT is the time from sending OPTIONS (the last one, when challenged)
 	// to its final response.
 	RTT time.Duration
@@ -69,16 +78,23 @@ func (e *Engine) Probe(ctx context.Context, t Trunk) ProbeResult {
 		return ProbeResult{Err: err}
 	}
 	recipient.User = ""
+	t, err = e.cfg.Guard.Pin(ctx, t)
+	var refused *AddressError
+	if errors.As(err, &refused) {
+		return ProbeResult{Err: err, Refused: true}
+	} else if err != nil {
+		return ProbeResult{Err: errUnreachable, Cause: err}
+	}
 	client, err := e.clientFor(recipient, transport)
 	if err != nil {
 		return ProbeResult{Err: err}
 	}
-	req := newOptions(recipient, transport)
+	req := newOptions(recipient, transport, t.Destination)
 	start := time.Now()
 	res, err := client.Do(ctx, req)
 	for try := 0; err != nil && isListenerRace(err) && try < 5 && ctx.Err() == nil; try++ {
 		time.Sleep(20 * time.Millisecond)
-		req, start = newOptions(recipient, transport), time.Now()
+		req, start = newOptions(recipient, transport, t.Destination), time.Now()
 		res, err = client.Do(ctx, req)
 	}
 	challenged := err == nil && isChallenge(res.StatusCode)
@@ -89,7 +105,7 @@ func (e *Engine) Probe(ctx context.Context, t Trunk) ProbeResult {
 	}
 	rtt := time.Since(start)
 	if err != nil {
-		return ProbeResult{Err: unreachable(err), RTT: rtt}
+		return ProbeResult{Err: errUnreachable, Cause: err, RTT: rtt}
 	}
 	return judge(res, t.Username != "", rtt)
 }
@@ -118,13 +134,8 @@ func isChallenge(code int) bool {
 	return code == sipmsg.StatusUnauthorized || code == sipmsg.StatusProxyAuthRequired
 }
 
-// unreachable words a failed OPTIONS transaction for a status message.
-func unreachable(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer to OPTIONS within %s", DefaultProbeTimeout)
-	}
-	return fmt.Errorf("OPTIONS failed: %w", err)
-}
+// errUnreachable is the Err of every probe that got no answer.
+var errUnreachable = fmt.Errorf("no answer to OPTIONS within %s", DefaultProbeTimeout)
 
 // clientFor returns the sipgo client diago uses for calls over transport,
 // so that the probe leaves from the same listener, with the same Via
@@ -148,10 +159,11 @@ func isListenerRace(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE)
 }
 
-// newOptions builds the OPTIONS request; the client adds Via, From, To,
-// Call-ID, CSeq and Max-Forwards.
-func newOptions(recipient sipmsg.Uri, transport string) *sipmsg.Request {
+// newOptions builds the OPTIONS request to the pinned destination; the
+// client adds Via, From, To, Call-ID, CSeq and Max-Forwards.
+func newOptions(recipient sipmsg.Uri, transport string, dest netip.AddrPort) *sipmsg.Request {
 	req := sipmsg.NewRequest(sipmsg.OPTIONS, recipient)
+	req.SetDestination(dest.String())
 	req.SetTransport(sipmsg.NetworkToUpper(transport))
 	req.AppendHeader(sipmsg.NewHeader("Accept", "application/sdp"))
 	return req

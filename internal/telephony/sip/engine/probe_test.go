@@ -90,6 +90,11 @@ func TestProbeUnreachable(t *testing.T) {
 			if r.Reachable || r.Healthy() || r.Err == nil || r.StatusCode != 0 {
 				t.Errorf("probe %+v: want unreachable with an error", r)
 			}
+			// A refused connection reads as a silent trunk: which ports
+			// are open is not the organization's to learn.
+			if r.Err.Error() != "no answer to OPTIONS within 5s" || r.Cause == nil {
+				t.Errorf("probe error %q (cause %v): want the silent trunk's message, the system's error apart", r.Err, r.Cause)
+			}
 			if took := time.Since(start); took > DefaultProbeTimeout+2*time.Second {
 				t.Errorf("probe took %s, longer than its timeout", took)
 			}
