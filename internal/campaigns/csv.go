@@ -153,7 +153,7 @@ func readHeader(cr *csv.Reader) (*csvHeader, error) {
 	h := &csvHeader{names: make([]string, len(header)), namesJSON: make([]string, len(header))}
 	for i, s := range header {
 		if !utf8.ValidString(s) {
-			return nil, notUTF8(1, i+1)
+			return nil, notUTF8(1, i+1, "")
 		}
 		h.names[i] = strings.TrimSpace(strings.TrimPrefix(s, "\ufeff")) // a spreadsheet's byte-order mark
 	}
@@ -226,7 +226,7 @@ func (d *csvDecoder) variables(row []string, line int) (json.RawMessage, error) 
 	var b bytes.Buffer
 	for i, value := range row {
 		if !utf8.ValidString(value) {
-			return nil, notUTF8(line, i+1)
+			return nil, notUTF8(line, i+1, d.header.names[i])
 		}
 		name := d.header.namesJSON[i]
 		if name == "" {
@@ -251,8 +251,8 @@ func (d *csvDecoder) variables(row []string, line int) (json.RawMessage, error) 
 	return b.Bytes(), nil
 }
 
-func notUTF8(line, column int) *CSVError {
-	return &CSVError{Line: line, Column: column, Msg: "the field is not UTF-8 text (was the file saved as " +
+func notUTF8(line, column int, name string) *CSVError {
+	return &CSVError{Line: line, Column: column, Name: name, Msg: "the field is not UTF-8 text (was the file saved as " +
 		"Latin-1 or Windows-1252?); save it as CSV in UTF-8 (\"CSV UTF-8\" in a spreadsheet) and upload it again"}
 }
 
@@ -261,6 +261,9 @@ func notUTF8(line, column int) *CSVError {
 func readError(err error, line int) error {
 	var pe *csv.ParseError
 	switch {
+	case errors.Is(err, errRowTooLong) && line == 1:
+		return &CSVError{Line: line, Msg: fmt.Sprintf("the header row is longer than %d bytes: at most %d variables "+
+			"of names up to %d characters fit", MaxCSVRowBytes, callinput.MaxVariables, callinput.MaxVariableNameChars)}
 	case errors.Is(err, errRowTooLong):
 		return &CSVError{Line: line, Msg: errRowTooLong.Error()}
 	case errors.Is(err, errFileTooLarge):
