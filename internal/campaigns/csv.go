@@ -186,6 +186,8 @@ type csvDecoder struct {
 	out     []ContactInput
 	decoded int
 	line    int
+	// scratch is the buffer each row's variables are written in.
+	scratch []byte
 }
 
 func (d *csvDecoder) nextLine() int { return max(2, d.line+1) }
@@ -221,9 +223,11 @@ func (d *csvDecoder) add(row []string, line int) error {
 }
 
 // variables writes the row's variables as a JSON object of strings, or nil
-// when the header has none.
+// when the header has none. The object is built in one buffer reused from
+// row to row and kept at its exact size, so that what a file holds once
+// decoded is what MaxDecodedBytes counts.
 func (d *csvDecoder) variables(row []string, line int) (json.RawMessage, error) {
-	var b bytes.Buffer
+	b := d.scratch[:0]
 	for i, value := range row {
 		if !utf8.ValidString(value) {
 			return nil, notUTF8(line, i+1, d.header.names[i])
@@ -232,23 +236,34 @@ func (d *csvDecoder) variables(row []string, line int) (json.RawMessage, error) 
 		if name == "" {
 			continue
 		}
-		quoted, _ := json.Marshal(value) // valid UTF-8: checked above
-		if item := callinput.VariableValueProblem(nil, quoted); item != nil {
+		if len(value) > callinput.MaxVariableValueBytes { // a string's size is its bytes
+			quoted, _ := json.Marshal(value)
+			item := callinput.VariableValueProblem(nil, quoted)
 			return nil, &CSVError{Line: line, Column: i + 1, Name: d.header.names[i], Msg: item.Msg, Item: item}
 		}
-		if b.Len() == 0 {
-			b.WriteByte('{')
+		if len(b) == 0 {
+			b = append(b, '{')
 		} else {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(name)
-		b.Write(quoted)
+		b = append(b, name...)
+		b = appendJSONString(b, value)
 	}
-	if b.Len() == 0 {
+	d.scratch = b
+	if len(b) == 0 {
 		return nil, nil
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return bytes.Clone(append(b, '}')), nil
+}
+
+// appendJSONString appends s as a JSON string; an empty one, the common
+// cell, without an allocation.
+func appendJSONString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, '"', '"')
+	}
+	quoted, _ := json.Marshal(s) // valid UTF-8: checked by the caller
+	return append(b, quoted...)
 }
 
 func notUTF8(line, column int, name string) *CSVError {
