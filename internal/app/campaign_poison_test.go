@@ -90,11 +90,6 @@ func TestCampaignUploadsRefusePoisonContacts(t *testing.T) {
 	g.Expect(r.body["detail"]).To(ConsistOf(And(HaveKeyWithValue("type", "missing_variables"),
 		HaveKeyWithValue("loc", []any{"body", "contacts", "variables"}),
 		HaveKeyWithValue("msg", HavePrefix("the contacts: The agent requires variables that were not provided: [customer_name].")))))
-	// One contact with it blank: refused, naming its line.
-	r = postContactsCSV(t, o, id, "to_number,customer_name\n+12125550104,Ada\n+12125550105, \n", nil)
-	g.Expect(r.status).To(Equal(http.StatusUnprocessableEntity), string(r.raw))
-	g.Expect(r.body["detail"]).To(ConsistOf(And(HaveKeyWithValue("loc", []any{"body", "contacts", "line 3", "variables"}),
-		HaveKeyWithValue("msg", "line 3: The agent requires variables that were not provided: [customer_name]."))))
 }
 
 // A contact whose Call the apiserver refuses as invalid (one stored before

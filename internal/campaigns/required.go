@@ -8,22 +8,22 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
-// MissingRequired refuses, at upload, the contacts that lack a variable
-// the agent requires: their calls would be refused with
-// missing_variables, one by one, when dialed. A variable no contact has (a
-// CSV without its column) is one problem for the list, not one per row;
-// otherwise each contact lacking one is a problem, in callpolicy's words.
+// MissingRequired refuses, at upload, a list of contacts none of which has
+// a variable the agent requires (a CSV without its column): every call
+// would be refused with missing_variables when dialed. It is one problem
+// for the list, in callpolicy's words. A contact of a list that has the
+// variable but leaves it blank is not refused here: it may repeat a number
+// the list or the campaign holds already, and then is never dialed; its
+// call, if placed, ends missing_variables.
 func MissingRequired(required []string, in []ContactInput) []Invalid {
 	if len(required) == 0 || len(in) == 0 {
 		return nil
 	}
-	lacking := make([][]string, len(in))
 	lackedBy := map[string]int{}
-	for i, c := range in {
+	for _, c := range in {
 		vars := map[string]any{}
 		_ = json.Unmarshal(c.Variables, &vars) // checked as an object, or absent
-		lacking[i] = callpolicy.MissingVariables(required, vars)
-		for _, name := range lacking[i] {
+		for _, name := range callpolicy.MissingVariables(required, vars) {
 			lackedBy[name]++
 		}
 	}
@@ -33,18 +33,12 @@ func MissingRequired(required []string, in []ContactInput) []Invalid {
 			absent = append(absent, name)
 		}
 	}
-	if len(absent) > 0 {
-		slices.Sort(absent)
-		return []Invalid{{Index: -1, Item: missingItem(absent,
-			" No contact has them: add a column (in a CSV) or a variable (in JSON) for each.")}}
+	if len(absent) == 0 {
+		return nil
 	}
-	var bad []Invalid
-	for i, missing := range lacking {
-		if len(missing) > 0 && len(bad) < maxInvalid {
-			bad = append(bad, Invalid{Index: i, Line: in[i].Line, Item: missingItem(missing, "")})
-		}
-	}
-	return bad
+	slices.Sort(absent)
+	return []Invalid{{Index: -1, Item: missingItem(absent,
+		" No contact has them: add a column (in a CSV) or a variable (in JSON) for each.")}}
 }
 
 func missingItem(missing []string, more string) validation.Item {
