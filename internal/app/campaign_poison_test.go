@@ -120,8 +120,8 @@ func TestCampaignInvalidCallIsFinal(t *testing.T) {
 }
 
 // A Campaign applied with kubectl naming an agent the organization does
-// not have is Ready=False with the reason and a Warning Event, and Ready
-// once the agent exists.
+// not have is Ready=False with the reason and a Warning Event; with the
+// agent there but inactive, Ready=False for that; Ready once it can call.
 func TestKubectlCampaignWithoutItsAgent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -152,6 +152,13 @@ func TestKubectlCampaignWithoutItsAgent(t *testing.T) {
 		return got
 	}, 10*time.Second, 100*time.Millisecond).Should(ConsistOf(HavePrefix(controllers.ReasonAgentNotFound + ": No agent " + missing)))
 
-	createAgent(t, o.ns, "found", func(s *switchboardv1.AgentSpec) { s.ID = missing })
+	// An agent that cannot call is no better: Ready=False, saying why.
+	inactive := false
+	agent := createAgent(t, o.ns, "found", func(s *switchboardv1.AgentSpec) { s.ID = missing; s.Active = &inactive })
+	g.Eventually(ready, 20*time.Second, 100*time.Millisecond).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonAgentInactive)))
+	before := agent.DeepCopy()
+	agent.Spec.Active = nil
+	g.Expect(k8s.Patch(ctx, agent, client.MergeFrom(before))).To(Succeed())
 	g.Eventually(ready, 20*time.Second, 100*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue))
 }
