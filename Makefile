@@ -199,7 +199,7 @@ CAMPAIGN_PACING ?= 10m
 .PHONY: bench-campaigns
 bench-campaigns: ## Campaigns: a 100,000-contact CSV upload and its first dial, the contact store over a million contacts (SQLite and PostgreSQL), pacing accuracy.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	go test ./internal/app/ -run '^$$' -bench 'CampaignStart' -benchtime 3x -count 1 -v | grep -v '^=== ' && \
+	go test ./internal/app/ -run '^$$' -bench 'CampaignStart|CampaignUploadMemory' -benchtime 3x -count 1 -v | grep -v '^=== ' && \
 	go test ./internal/history/ -run '^$$' -bench 'Contacts' -benchtime 500x -count 1 -timeout 60m -v | grep -v '^=== ' && \
 	SWITCHBOARD_PACING_BENCH=$(CAMPAIGN_PACING) go test ./internal/campaigns/ -run '^$$' -bench 'Pacing|Prepare' -benchtime 1x -count 1 -timeout 30m
 

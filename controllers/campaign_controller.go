@@ -21,6 +21,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/campaignview"
+	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
@@ -47,6 +48,8 @@ type CampaignReconciler struct {
 	StatusInterval time.Duration
 	// Webhooks queues the campaign.* events; nil sends none.
 	Webhooks *deliveries.Emitter
+	// Directory finds the campaign's agent; nil checks none.
+	Directory *directory.Directory
 }
 
 // +kubebuilder:rbac:groups=switchboard.dev,resources=campaigns,verbs=get;list;watch;create;update;patch;delete
@@ -71,11 +74,15 @@ func (r *CampaignReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	status := newWholeStatusPatcher(r.Client, &c)
 	from := c.Status.State
+	wasReady := apimeta.FindStatusCondition(c.Status.Conditions, switchboardv1.ReadyCondition).DeepCopy()
 	if err := r.reconcileContacts(ctx, &c); err != nil {
 		return reconcile.Result{}, err
 	}
 	next, err := r.reconcileState(ctx, &c)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.reconcileAgent(ctx, &c, wasReady); err != nil {
 		return reconcile.Result{}, err
 	}
 	c.Status.ObservedGeneration = c.Generation
@@ -152,7 +159,7 @@ func (r *CampaignReconciler) reconcileContacts(ctx context.Context, c *switchboa
 	if len(invalid) > 0 {
 		v := invalid[0]
 		r.setReady(c, metav1.ConditionFalse, ReasonInvalidContacts,
-			fmt.Sprintf("spec.contacts[%d].%s: %s (%d contacts refused)", v.Index, v.Field, v.Msg, len(invalid)))
+			fmt.Sprintf("spec.contacts[%d].%s: %s (%d contacts refused)", v.Index, v.Path(), v.Msg, len(invalid)))
 		return reconcile.TerminalError(fmt.Errorf("campaign %s/%s has invalid contacts", c.Namespace, c.Name))
 	}
 	if _, err := r.Contacts.AddContacts(ctx, c.Namespace, c.Name, prepared.Contacts, now); err != nil {

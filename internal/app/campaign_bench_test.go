@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +88,42 @@ func mean(ds []time.Duration) time.Duration {
 		sum += d
 	}
 	return sum / time.Duration(max(1, len(ds)))
+}
+
+// BenchmarkCampaignUploadMemory posts, to the running operator over HTTP,
+// the CSV shaped to grow in memory (amplifyingCSV: 100 column names of
+// 1,000 characters over 1,000 rows of empty fields), and the widest one the
+// bounds let through a row at a time (100 names of 128 characters, 10,000
+// rows: refused once its contacts pass 64 MiB decoded), and reports what
+// the operator's process allocated per upload: a bound on what the upload
+// could hold at once.
+// The issue measured 216 MB of the operator's memory for the first.
+func BenchmarkCampaignUploadMemory(b *testing.B) {
+	o := newOrg(b)
+	wide := new(strings.Builder)
+	wide.WriteString("to_number,customer_name")
+	for i := range 99 {
+		fmt.Fprintf(wide, ",%03d%s", i, strings.Repeat("x", 125))
+	}
+	wide.WriteString("\n")
+	for i := range 10_000 {
+		fmt.Fprintf(wide, "+1212%07d,Ada%s\n", i, strings.Repeat(",", 99))
+	}
+	for _, tc := range []struct{ name, csv string }{{"amplifying", amplifyingCSV()}, {"widest", wide.String()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			body, contentType := campaignUpload(b, o.agentID, []byte(tc.csv))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			var r response
+			for b.Loop() {
+				r = sendWithHeader(b, operator.baseURL, "POST", "/v1/campaigns", "Bearer "+o.key, body,
+					http.Header{"Content-Type": {contentType}})
+			}
+			runtime.ReadMemStats(&after)
+			perUpload := float64(after.TotalAlloc-before.TotalAlloc) / float64(b.N)
+			b.ReportMetric(perUpload/1e6, "MB-allocated/op")
+			b.Logf("%s: %.0f KB upload, answered %d %.160s", tc.name, float64(len(body))/1e3, r.status, r.raw)
+		})
+	}
 }

@@ -22,7 +22,7 @@ func setupCampaigns(mgr manager.Manager, placer *calls.Placer, admission *quota.
 		Queued: wakeDeliveries, Clock: clock.RealClock{}}
 	if err := (&controllers.CampaignReconciler{Client: mgr.GetClient(), Contacts: opts.History,
 		Events: mgr.GetEventRecorder("switchboard"), Clock: clock.RealClock{}, Webhooks: webhooks,
-		StatusInterval: opts.CampaignStatusInterval}).SetupWithManager(mgr); err != nil {
+		StatusInterval: opts.CampaignStatusInterval, Directory: placer.Directory}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("campaign controller: %w", err)
 	}
 	return mgr.Add(&campaigns.Runner{Cache: mgr.GetClient(), Contacts: opts.History, Calls: placer.Book, Placer: placer,

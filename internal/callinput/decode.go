@@ -9,10 +9,6 @@ package callinput
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -133,68 +129,26 @@ func (d *decoder) phone(field string, required bool) string {
 	return e164
 }
 
-// variables decodes the variables object: every name non-empty and at most
-// MaxVariableNameChars long, every value at most MaxVariableValueBytes, at
-// most MaxVariables of them.
+// variables decodes the variables object, checked by VariablesProblems.
 func (d *decoder) variables() (json.RawMessage, map[string]any) {
 	vars := map[string]any{}
 	name, raw := d.object(variablesNames)
 	if raw == nil {
 		return nil, vars
 	}
-	var values map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &values) // object() checked it is one
-	if len(values) > MaxVariables {
-		d.Fail("too_long", []any{"body", name},
-			fmt.Sprintf("Variables should have at most %d entries, not %d", MaxVariables, len(values)),
-			validation.Input(raw), map[string]any{"max_length": MaxVariables, "actual_length": len(values)})
-		return nil, vars
-	}
-	before := len(d.Problems)
-	for _, key := range slices.Sorted(maps.Keys(values)) {
-		d.variable(name, key, values[key])
-	}
-	if len(d.Problems) > before {
+	if items := VariablesProblems(raw, []any{"body", name}); len(items) > 0 {
+		d.Problems = append(d.Problems, items...)
 		return nil, vars
 	}
 	_ = json.Unmarshal(raw, &vars) // checkJSON saw every number fit a float64
 	return raw, vars
 }
 
-func (d *decoder) variable(field, name string, value json.RawMessage) {
-	loc := []any{"body", field, name}
-	switch n := utf8.RuneCountInString(name); {
-	case n == 0:
-		d.Fail("string_too_short", loc, "Variable names should have at least 1 character", name,
-			map[string]any{"min_length": 1})
-	case n > MaxVariableNameChars:
-		d.Fail("string_too_long", loc, fmt.Sprintf("Variable names should have at most %d characters", MaxVariableNameChars),
-			name, map[string]any{"max_length": MaxVariableNameChars})
-	}
-	n := callpolicy.ValueBytes(value)
-	if n <= MaxVariableValueBytes {
-		return
-	}
-	var s string
-	if json.Unmarshal(value, &s) == nil {
-		d.Fail("string_too_long", loc,
-			fmt.Sprintf("Variable values should have at most %d bytes, not %d", MaxVariableValueBytes, n),
-			s, map[string]any{"max_length": MaxVariableValueBytes})
-		return
-	}
-	d.Fail("too_long", loc,
-		fmt.Sprintf("Variable values should have at most %d bytes as JSON, not %d", MaxVariableValueBytes, n),
-		validation.Input(value), map[string]any{"max_length": MaxVariableValueBytes})
-}
-
-// metadata decodes the metadata object, at most MaxMetadataBytes as
-// compact JSON.
+// metadata decodes the metadata object, checked by MetadataProblems.
 func (d *decoder) metadata() json.RawMessage {
 	name, raw := d.object([]string{"metadata"})
-	if len(raw) > MaxMetadataBytes {
-		d.Fail("too_long", []any{"body", name},
-			fmt.Sprintf("Metadata should have at most %d bytes as compact JSON, not %d", MaxMetadataBytes, len(raw)),
-			validation.Input(raw), map[string]any{"max_length": MaxMetadataBytes, "actual_length": len(raw)})
+	if items := MetadataProblems(raw, []any{"body", name}); len(items) > 0 {
+		d.Problems = append(d.Problems, items...)
 		return nil
 	}
 	return raw

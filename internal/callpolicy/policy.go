@@ -84,18 +84,29 @@ func checkActive(a *switchboardv1.Agent, _ Request, _ *numberlists.Index) *Rejec
 }
 
 func checkVariables(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {
-	var missing []string
-	for _, name := range a.Spec.RequiredVariables {
-		if blank(req.Variables[name]) {
-			missing = append(missing, name)
-		}
-	}
+	missing := MissingVariables(a.Spec.RequiredVariables, req.Variables)
 	if len(missing) == 0 {
 		return nil
 	}
+	return &Rejection{Code: CodeMissingVariables, MissingVariables: missing, Message: MissingVariablesMessage(missing)}
+}
+
+// MissingVariables are the names of required that vars lacks (blank
+// counts as absent), sorted.
+func MissingVariables(required []string, vars map[string]any) []string {
+	var missing []string
+	for _, name := range required {
+		if blank(vars[name]) {
+			missing = append(missing, name)
+		}
+	}
 	slices.Sort(missing)
-	return &Rejection{Code: CodeMissingVariables, MissingVariables: missing,
-		Message: fmt.Sprintf("The agent requires variables that were not provided: %v.", missing)}
+	return missing
+}
+
+// MissingVariablesMessage says which required variables are missing.
+func MissingVariablesMessage(missing []string) string {
+	return fmt.Sprintf("The agent requires variables that were not provided: %v.", missing)
 }
 
 // blank reports whether a required variable's value gives the script

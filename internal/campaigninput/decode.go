@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"mime/multipart"
@@ -37,8 +38,9 @@ const (
 	// MaxJSONBytes bounds a JSON body (1,000 contacts with variables).
 	MaxJSONBytes = 2 << 20
 	// MaxUploadBytes bounds a multipart body: 100,000 contacts with a few
-	// variables each take about 6 MB.
-	MaxUploadBytes = 32 << 20
+	// variables each take about 6 MB. The CSV in it is read within
+	// campaigns' bounds (campaigns.MaxCSVBytes and the others).
+	MaxUploadBytes = campaigns.MaxCSVBytes
 )
 
 // Request is a decoded, valid request.
@@ -199,7 +201,7 @@ func readMultipart(raw []byte, boundary string, p *validation.Problems,
 		if name == "contacts" {
 			sawContacts = true
 			if in, err = campaigns.ReadCSV(part, MaxUploadContacts); err != nil {
-				p.Fail("csv_invalid", []any{"body", "contacts"}, err.Error(), nil, nil)
+				p.Add(csvProblem(err))
 			}
 			continue
 		}
@@ -375,15 +377,57 @@ func ruleSpec(r *rule, outcome string, p *validation.Problems) *switchboardv1.Re
 func ContactProblems(invalid []campaigns.Invalid) []validation.Item {
 	items := make([]validation.Item, len(invalid))
 	for i, v := range invalid {
-		loc := []any{"body", "contacts", v.Index, v.Field}
-		var ctx map[string]any
-		if v.Line > 0 {
-			loc = []any{"body", "contacts", "line " + fmt.Sprint(v.Line), v.Field}
-			ctx = map[string]any{"line": v.Line}
+		loc := []any{"body", "contacts"}
+		ctx := maps.Clone(v.Ctx)
+		switch {
+		case v.Line > 0:
+			loc = append(loc, "line "+fmt.Sprint(v.Line))
+			if ctx == nil {
+				ctx = map[string]any{}
+			}
+			ctx["line"] = v.Line
+		case v.Index >= 0:
+			loc = append(loc, v.Index)
 		}
-		items[i] = validation.Item{Type: "value_error", Loc: loc, Msg: v.Where() + ": " + v.Msg, Input: v.Input, Ctx: ctx}
+		items[i] = validation.Item{Type: v.Type, Loc: append(loc, v.Loc...), Msg: v.Where() + ": " + v.Msg,
+			Input: v.Input, Ctx: ctx}
 	}
 	return items
+}
+
+// csvProblem is the validation item of a CSV file refused: its loc names
+// the line and the column (by its header name) where the file was
+// refused, and its ctx their numbers.
+func csvProblem(err error) validation.Item {
+	item := validation.Item{Type: "csv_invalid", Loc: []any{"body", "contacts"}, Msg: err.Error()}
+	var ce *campaigns.CSVError
+	if !errors.As(err, &ce) {
+		return item
+	}
+	if ce.Item != nil {
+		item.Type, item.Input, item.Ctx = ce.Item.Type, ce.Item.Input, maps.Clone(ce.Item.Ctx)
+	}
+	if ce.Line > 0 {
+		item.Loc = append(item.Loc, "line "+fmt.Sprint(ce.Line))
+		if item.Ctx == nil {
+			item.Ctx = map[string]any{}
+		}
+		item.Ctx["line"] = ce.Line
+	}
+	if ce.Column > 0 {
+		item.Loc = append(item.Loc, columnKey(ce))
+		item.Ctx["column"] = ce.Column
+	}
+	return item
+}
+
+// columnKey names a column in a loc: its header name, or "column 3" when
+// it has none yet (on the header line, or an empty name).
+func columnKey(ce *campaigns.CSVError) string {
+	if ce.Name == "" || ce.Line == 1 {
+		return "column " + fmt.Sprint(ce.Column)
+	}
+	return ce.Name
 }
 
 // Form is the dashboard's campaign form, as typed.
@@ -408,7 +452,7 @@ func FromForm(f Form, csv []byte) (*Request, []validation.Item) {
 	}
 	in, err := campaigns.ReadCSV(bytes.NewReader(csv), MaxUploadContacts)
 	if err != nil {
-		p.Fail("csv_invalid", []any{"body", "contacts"}, err.Error(), nil, nil)
+		p.Add(csvProblem(err))
 	}
 	req, items, _ := finish(b, in, p) // finish fails only through items
 	return req, items

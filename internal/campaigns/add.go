@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/directory"
 )
 
 // ContactsAddedAnnotation on a Campaign counts the contacts added to it
@@ -47,6 +48,11 @@ func (s *Service) AddContacts(ctx context.Context, ns, id string, contacts []Con
 	first := max(last+1, int64(len(c.Spec.Contacts)))
 	now := s.Now()
 	prepared, invalid := Prepare(contacts, s.Region, first, now)
+	if len(invalid) == 0 {
+		if invalid, err = s.missingRequired(ctx, c, contacts); err != nil {
+			return nil, err
+		}
+	}
 	if len(invalid) > 0 {
 		return nil, &InvalidContacts{Items: invalid}
 	}
@@ -109,4 +115,18 @@ func (s *Service) announce(ctx context.Context, c *switchboardv1.Campaign, n int
 		}
 	}
 	return nil, errors.New("the campaign kept changing while its new contacts were announced")
+}
+
+// missingRequired is MissingRequired for the campaign's agent. Without
+// one (deleted since the campaign was created) there is nothing to check
+// against: the contacts wait for it, as the campaign's others do.
+func (s *Service) missingRequired(ctx context.Context, c *switchboardv1.Campaign, in []ContactInput) ([]Invalid, error) {
+	agent, err := s.Directory.Agent(ctx, c.Namespace, directory.NormalizeAgentID(c.Spec.AgentID))
+	switch {
+	case errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return MissingRequired(agent.Spec.RequiredVariables, in), nil
 }

@@ -1,11 +1,8 @@
 package campaigns
 
 import (
-	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/callinput"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
 // ContactInput is one contact as sent: an item of a JSON list, or a CSV row.
@@ -24,19 +22,32 @@ type ContactInput struct {
 }
 
 // Invalid is a contact refused, for the validation array: Index is its
-// place in the list (from 0), Line its CSV line when it came from a file.
+// place in the list (from 0; -1 when the list as a whole is refused), Line
+// its CSV line when it came from a file. The Item's Loc is within the
+// contact: ["to_number"], ["variables", "customer_name"].
 type Invalid struct {
 	Index, Line int
-	Field, Msg  string
-	Input       string
+	validation.Item
 }
 
 // Where says where the contact is, for a person reading the error.
 func (v Invalid) Where() string {
-	if v.Line > 0 {
+	switch {
+	case v.Line > 0:
 		return fmt.Sprintf("line %d", v.Line)
+	case v.Index < 0:
+		return "the contacts"
 	}
 	return fmt.Sprintf("contact %d", v.Index)
+}
+
+// Path is the Item's Loc as text: variables.customer_name.
+func (v Invalid) Path() string {
+	parts := make([]string, len(v.Loc))
+	for i, p := range v.Loc {
+		parts[i] = fmt.Sprint(p)
+	}
+	return strings.Join(parts, ".")
 }
 
 // maxInvalid bounds the errors reported for one list: a file of 100,000
@@ -106,7 +117,8 @@ func checkAll(in []ContactInput, region string) []checked {
 func check(c ContactInput, region string) checked {
 	num, number, ok := callinput.ParsePhone(c.ToNumber, region)
 	if !ok {
-		return checked{problem: &Invalid{Field: "to_number", Msg: callinput.PhoneError("to_number"), Input: c.ToNumber}}
+		return problem(validation.Item{Type: "value_error", Loc: []any{"to_number"},
+			Msg: callinput.PhoneError("to_number"), Input: c.ToNumber})
 	}
 	var zones []string
 	var err error
@@ -116,81 +128,20 @@ func check(c ContactInput, region string) checked {
 		zones, err = zonesOfNumber(num, number)
 	}
 	if err != nil {
-		return checked{problem: &Invalid{Field: "timezone", Msg: "Value error, " + err.Error(), Input: c.Timezone}}
+		return problem(validation.Item{Type: "value_error", Loc: []any{"timezone"}, Msg: "Value error, " + err.Error(),
+			Input: c.Timezone})
+	}
+	// The limits of POST /v1/calls, in its words: a contact over them
+	// would fail, or be retried, every time it is dialed.
+	if items := callinput.VariablesProblems(c.Variables, []any{"variables"}); len(items) > 0 {
+		return problem(items[0])
+	}
+	if items := callinput.MetadataProblems(c.Metadata, []any{"metadata"}); len(items) > 0 {
+		return problem(items[0])
 	}
 	return checked{number: number, zones: zones}
 }
 
-// CSV errors that are the file's, not a row's.
-var (
-	ErrNoToNumber = errors.New("the CSV header has no to_number column; the columns are to_number, timezone " +
-		"(optional) and one per variable")
-	ErrTooManyContacts = errors.New("too many contacts")
-)
-
-// ReadCSV reads contacts from a CSV file with a header row: to_number,
-// optionally timezone, and one column per variable (its value a string).
-// More than max rows is ErrTooManyContacts.
-func ReadCSV(r io.Reader, max int) ([]ContactInput, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = 0 // every row as long as the header
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("reading the CSV header: %w", err)
-	}
-	header = trimAll(header)
-	numberCol, tzCol := indexOf(header, "to_number"), indexOf(header, "timezone")
-	if numberCol < 0 {
-		return nil, ErrNoToNumber
-	}
-	var out []ContactInput
-	for {
-		row, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the CSV: %w", err)
-		}
-		if len(out) == max {
-			return nil, fmt.Errorf("%w: at most %d a campaign upload", ErrTooManyContacts, max)
-		}
-		line, _ := cr.FieldPos(0)
-		out = append(out, csvContact(header, row, numberCol, tzCol, line))
-	}
-}
-
-func csvContact(header, row []string, numberCol, tzCol, line int) ContactInput {
-	c := ContactInput{ToNumber: strings.TrimSpace(row[numberCol]), Line: line}
-	if tzCol >= 0 {
-		c.Timezone = strings.TrimSpace(row[tzCol])
-	}
-	vars := make(map[string]string, len(header))
-	for i, name := range header {
-		if i != numberCol && i != tzCol && name != "" {
-			vars[name] = row[i]
-		}
-	}
-	if len(vars) > 0 {
-		c.Variables, _ = json.Marshal(vars) // strings always marshal
-	}
-	return c
-}
-
-func trimAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strings.TrimSpace(strings.TrimPrefix(s, "\ufeff")) // a spreadsheet's byte-order mark
-	}
-	return out
-}
-
-func indexOf(ss []string, s string) int {
-	for i, v := range ss {
-		if strings.EqualFold(v, s) {
-			return i
-		}
-	}
-	return -1
+func problem(item validation.Item) checked {
+	return checked{problem: &Invalid{Item: item}}
 }

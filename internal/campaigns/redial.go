@@ -15,6 +15,10 @@ const (
 	// OutcomeNoWindow: its time zones never share an open hour of the
 	// calling window, or the campaign's endAt came first.
 	OutcomeNoWindow = "window_closed"
+	// OutcomeCallInvalid: the apiserver refused the contact's Call as
+	// invalid (its variables or metadata over the Call's bounds): final,
+	// as it would be refused again.
+	OutcomeCallInvalid = "call_invalid"
 )
 
 // Rule is one outcome's redial rule.

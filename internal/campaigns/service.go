@@ -76,7 +76,8 @@ type Created struct {
 // finds what the first one created.
 func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.CampaignSpec,
 	contacts []ContactInput) (*Created, error) {
-	if _, err := s.Directory.Agent(ctx, ns, directory.NormalizeAgentID(spec.AgentID)); err != nil {
+	agent, err := s.Directory.Agent(ctx, ns, directory.NormalizeAgentID(spec.AgentID))
+	if err != nil {
 		if errors.Is(err, directory.ErrNotFound) || errors.Is(err, directory.ErrAmbiguous) {
 			return nil, &AgentUnknown{AgentID: spec.AgentID}
 		}
@@ -84,6 +85,9 @@ func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.
 	}
 	now := s.Now()
 	prepared, invalid := Prepare(contacts, s.Region, 0, now)
+	if len(invalid) == 0 {
+		invalid = MissingRequired(agent.Spec.RequiredVariables, contacts)
+	}
 	if len(invalid) > 0 {
 		return nil, &InvalidContacts{Items: invalid}
 	}
@@ -92,7 +96,7 @@ func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.
 	}
 	c := &switchboardv1.Campaign{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id,
 		Annotations: map[string]string{DuplicatesAnnotation: fmt.Sprint(prepared.Duplicates)}}, Spec: spec}
-	err := s.Client.Create(ctx, c)
+	err = s.Client.Create(ctx, c)
 	if apierrors.IsAlreadyExists(err) {
 		err = s.Live.Get(ctx, client.ObjectKeyFromObject(c), c)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -199,7 +200,7 @@ func AttemptCallID(c *switchboardv1.Campaign, seq int64, attempt int) string {
 
 // place places a claimed attempt's call. What the organization's limits
 // or a passing failure refused is released to be claimed again; what the
-// call policy refused for good is the attempt's outcome.
+// call policy or the apiserver refused for good is the attempt's outcome.
 func (r *Runner) place(ctx context.Context, c *switchboardv1.Campaign, policy Policy, d history.Contact, now time.Time) {
 	_, err := r.Placer.Place(ctx, c.Namespace, requestOf(c, d), d.CallID)
 	if err == nil {
@@ -217,6 +218,12 @@ func (r *Runner) place(ctx context.Context, c *switchboardv1.Campaign, policy Po
 		err = r.finish(ctx, c, policy, d, dispatch.Code, now)
 	case errors.As(err, &refused) && !agentRefusal(refused.Rejection.Code):
 		err = r.finish(ctx, c, policy, d, refused.Rejection.Code, now)
+	case apierrors.IsInvalid(err):
+		// The Call itself is refused (a contact stored before its
+		// variables were checked at upload): it would be every time.
+		r.Log.Info("a campaign call was refused as invalid; the contact is done", "namespace", c.Namespace,
+			"campaign", c.Name, "seq", d.Seq, "error", err.Error())
+		err = r.finish(ctx, c, policy, d, OutcomeCallInvalid, now)
 	case errors.As(err, &unavailable) && unavailable.Uncertain:
 		return // the next step finds the call, or places it
 	case errors.As(err, &exceeded):

@@ -36,6 +36,18 @@ func TestCampaignFromTheDashboard(t *testing.T) {
 	if resp.StatusCode != http.StatusUnprocessableEntity || !contains(page, "line 3: ") {
 		t.Fatalf("a bad line = %d: %s", resp.StatusCode, page)
 	}
+	// The file's own stumbles, and a required variable's column missing,
+	// in the API's words too.
+	for csv, want := range map[string]string{
+		"to_number,customer_name\n+12125550100,Ada\n+12125550101\n": "line 3: the row has 1 fields and the header 2",
+		"to_number,customer_name\n+12125550100,Jos\xe9\n":           "line 2, column 2: the field is not UTF-8 text",
+		"to_number,first_name\n+12125550100,Ada\n":                  "The agent requires variables that were not provided: [customer_name].",
+	} {
+		if resp, page = postCampaign(t, c, o.agentID, csv); resp.StatusCode != http.StatusUnprocessableEntity ||
+			!contains(page, want) {
+			t.Fatalf("%q = %d, want 422 saying %q: %s", csv, resp.StatusCode, want, page)
+		}
+	}
 	resp, _ = postCampaign(t, c, o.agentID, "to_number,customer_name\n+12125550100,Ada\n+12125550101,Grace\n")
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("create = %d", resp.StatusCode)
