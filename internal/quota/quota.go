@@ -207,6 +207,9 @@ type Admission struct {
 type bucket struct {
 	limits  Limits
 	limiter *rate.Limiter
+	// refunded are calls given back (Ticket.Refund) that the limiter cannot
+	// take back itself: the next ones are taken from them first.
+	refunded int
 }
 
 // pendingKey is a kind of object in a namespace.
@@ -241,10 +244,13 @@ type placement struct {
 
 // Ticket is one admitted call or endpoint. Its holder says what became of
 // it: Placed once its object exists, Release if none was created (or a
-// failed call).
+// failed call), Refund if the call was not even tried.
 type Ticket struct {
 	a   *Admission
 	key pendingKey
+	// counted: the ticket holds one of key's active calls or endpoints;
+	// rated: it took a call from its organization's create rate.
+	counted, rated bool
 }
 
 // Placed counts the object named name until the cache shows it.
@@ -260,7 +266,7 @@ func (t *Ticket) PlacedCall(c *switchboardv1.Call) {
 }
 
 func (t *Ticket) placed(name string, p placement) {
-	if t == nil {
+	if t == nil || !t.counted {
 		return
 	}
 	t.a.mu.Lock()
@@ -273,7 +279,7 @@ func (t *Ticket) placed(name string, p placement) {
 
 // Release gives the admission back: nothing that counts came of it.
 func (t *Ticket) Release() {
-	if t == nil {
+	if t == nil || !t.counted {
 		return
 	}
 	t.a.mu.Lock()
@@ -281,9 +287,29 @@ func (t *Ticket) Release() {
 	t.a.pendingOf(t.key).reserved--
 }
 
+// Refund gives the admission back whole, the call taken from the create
+// rate included: the call was refused before anything was tried (the
+// replica was busy), and the organization's retry must not pay for it
+// twice. The rate gets it back up to its burst.
+func (t *Ticket) Refund() {
+	if t == nil {
+		return
+	}
+	t.Release()
+	if !t.rated {
+		return
+	}
+	t.a.mu.Lock()
+	defer t.a.mu.Unlock()
+	if b := t.a.buckets[t.key.ns]; b != nil &&
+		b.limiter.TokensAt(t.a.Now())+float64(b.refunded+1) <= float64(b.limiter.Burst()) {
+		b.refunded++
+	}
+}
+
 // Admit takes one call from ns's create rate and checks its active calls;
-// an *Exceeded says which limit refused it. The ticket (nil when ns has no
-// active-calls limit) must be Placed or Released.
+// an *Exceeded says which limit refused it. The ticket (nil when ns has
+// neither limit) must be Placed, Released or Refunded.
 func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	limits, err := a.Limits(ctx, ns)
 	if err != nil {
@@ -292,8 +318,12 @@ func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	if exceeded := a.takeRate(ns, limits); exceeded != nil {
 		return nil, exceeded
 	}
+	key := pendingKey{kindCall, ns}
 	if limits.ActiveCalls == 0 {
-		return nil, nil
+		if limits.CreateRate == 0 {
+			return nil, nil
+		}
+		return &Ticket{a: a, key: key, rated: true}, nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -304,9 +334,8 @@ func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	if queued+live >= limits.ActiveCalls {
 		return nil, activeCallsExceeded(queued + live)
 	}
-	key := pendingKey{kindCall, ns}
 	a.pendingOf(key).reserved++
-	return &Ticket{a: a, key: key}, nil
+	return &Ticket{a: a, key: key, counted: true, rated: limits.CreateRate > 0}, nil
 }
 
 // AdmitApplied holds a Call that did not come through the REST API (one
@@ -389,7 +418,7 @@ func (a *Admission) AdmitEndpoint(ctx context.Context, ns string) (*Ticket, erro
 			"This organization has %d webhook endpoints, its limit of %d; delete one to add another.", n, limits.WebhookEndpoints)}
 	}
 	a.pendingOf(key).reserved++
-	return &Ticket{a: a, key: key}, nil
+	return &Ticket{a: a, key: key, counted: true}, nil
 }
 
 // WithinEndpointLimit keeps the endpoints that count within limit (0: all),
@@ -460,6 +489,10 @@ func (a *Admission) take(ns string, limits Limits) time.Duration {
 	if b == nil || b.limits != limits {
 		b = &bucket{limits: limits, limiter: rate.NewLimiter(rate.Limit(limits.CreateRate), limits.CreateBurst)}
 		a.buckets[ns] = b
+	}
+	if b.refunded > 0 {
+		b.refunded--
+		return 0
 	}
 	r := b.limiter.ReserveN(a.Now(), 1)
 	if delay := r.DelayFrom(a.Now()); delay > 0 {
