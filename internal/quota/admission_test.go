@@ -148,3 +148,62 @@ func TestAdmitAppliedKeepsTheOldest(t *testing.T) {
 		t.Fatalf("the newer call: %v %v, want concurrency_limit_reached", e, err)
 	}
 }
+
+// A refunded admission (the replica was too busy to try the call) gives
+// its call back to the create rate and its place back to the active
+// calls, but never lifts the rate above its burst.
+func TestRefundGivesTheCallBack(t *testing.T) {
+	a, clk, _ := newAdmission(t, map[string]string{CreateRateAnnotation: "1", CreateBurstAnnotation: "2",
+		ActiveCallsAnnotation: "2"})
+	ctx := context.Background()
+	first, err := a.Admit(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.Admit(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, code := exceeded(t, a.mustNotAdmit(ctx, t)); code != CodeRateLimited {
+		t.Fatalf("past the burst of 2: %q, want %s", code, CodeRateLimited)
+	}
+	second.Refund()
+	third, err := a.Admit(ctx, "acme")
+	if err != nil {
+		t.Fatalf("after a refund: %v, want the call admitted", err)
+	}
+	if _, code := exceeded(t, a.mustNotAdmit(ctx, t)); code != CodeRateLimited {
+		t.Fatalf("a refund admitted two calls: %q", code)
+	}
+	first.Release()
+	third.Release()
+
+	// A refund into a full bucket is lost: the burst is the most at once.
+	clk.SetTime(clk.Now().Add(2 * time.Second)) // full again
+	late, err := a.Admit(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(time.Second)) // full again
+	late.Refund()
+	for range 2 {
+		if ticket, err := a.Admit(ctx, "acme"); err != nil {
+			t.Fatalf("within the burst: %v", err)
+		} else {
+			ticket.Release()
+		}
+	}
+	if _, code := exceeded(t, a.mustNotAdmit(ctx, t)); code != CodeRateLimited {
+		t.Fatalf("a refund lifted the rate past its burst of 2: %q", code)
+	}
+}
+
+// mustNotAdmit is Admit's error; an admission is given back.
+func (a *Admission) mustNotAdmit(ctx context.Context, t *testing.T) error {
+	t.Helper()
+	ticket, err := a.Admit(ctx, "acme")
+	if err == nil {
+		ticket.Release()
+	}
+	return err
+}

@@ -301,8 +301,10 @@ func (t *Ticket) Refund() {
 	}
 	t.a.mu.Lock()
 	defer t.a.mu.Unlock()
+	// Whole calls: a bucket a moment after its last call holds a sliver of
+	// the next one, which must not block the refund.
 	if b := t.a.buckets[t.key.ns]; b != nil &&
-		b.limiter.TokensAt(t.a.Now())+float64(b.refunded+1) <= float64(b.limiter.Burst()) {
+		int(b.limiter.TokensAt(t.a.Now()))+b.refunded+1 <= b.limiter.Burst() {
 		b.refunded++
 	}
 }
