@@ -82,6 +82,7 @@ type Gate struct {
 	mu       sync.Mutex
 	bound    float64 // the bound now, 1 to max
 	inFlight int
+	reserved int                  // of them, admitted into the reserve
 	held     map[string]int       // slots in flight by organization
 	queues   map[string][]*waiter // waiting placements by organization, oldest first
 	turn     []string             // the organizations with waiters, next served first
@@ -115,6 +116,10 @@ func (g *Gate) Enter(ctx context.Context, org string) (done func(), ok bool) {
 	if g == nil {
 		return func() {}, true
 	}
+	if g.newcomer(org) {
+		started := time.Now()
+		return sync.OnceFunc(func() { g.releaseReserved(org, time.Since(started)) }), true
+	}
 	w, wait, ok := g.arrive(org)
 	if ok && w != nil {
 		ok = g.await(ctx, w, wait)
@@ -127,16 +132,35 @@ func (g *Gate) Enter(ctx context.Context, org string) (done func(), ok bool) {
 	return sync.OnceFunc(func() { g.release(org, time.Since(started)) }), true
 }
 
+// newcomer admits at once, into the reserve, a placement of an
+// organization with nothing in flight when every slot under the bound is
+// taken. The reserve is counted apart from the bound, so that a bound cut
+// below the placements in flight does not close it.
+func (g *Gate) newcomer(org string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held[org] > 0 || g.inFlight-g.reserved < g.limit() || g.reserved >= g.reserve() {
+		return false
+	}
+	g.admit(org)
+	g.reserved++
+	return true
+}
+
+// releaseReserved is release for a placement admitted into the reserve.
+func (g *Gate) releaseReserved(org string, took time.Duration) {
+	g.mu.Lock()
+	g.reserved--
+	g.mu.Unlock()
+	g.release(org, took)
+}
+
 // arrive admits a placement of org at once (no waiter), queues it with how
 // long it may wait, or refuses it (not ok).
 func (g *Gate) arrive(org string) (*waiter, time.Duration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.held[org] == 0 && g.inFlight < g.limit()+g.reserve():
-		g.admit(org)
-		return nil, 0, true
-	case g.inFlight < g.limit() && g.waiting == 0:
+	if g.inFlight-g.reserved < g.limit() && g.waiting == 0 {
 		g.admit(org)
 		return nil, 0, true
 	}
@@ -219,8 +243,8 @@ func (g *Gate) setQueue(org string, q []*waiter) {
 // limit is the bound now, in whole slots.
 func (g *Gate) limit() int { return int(g.bound) }
 
-// reserve is how far above the bound organizations with nothing in flight
-// are admitted: a quarter of the bound, at least one.
+// reserve is how many placements of organizations with nothing in flight
+// are admitted above the bound: a quarter of the bound, at least one.
 func (g *Gate) reserve() int { return max(1, g.limit()/4) }
 
 // fairShare is the slots org may hold while others wait: the bound over
@@ -279,7 +303,7 @@ func (g *Gate) adapt(took time.Duration) {
 // grant hands free slots to waiters: the first organization in turn below
 // its fair share, else the first in turn; the one served goes to the back.
 func (g *Gate) grant() {
-	for g.inFlight < g.limit() && g.waiting > 0 {
+	for g.inFlight-g.reserved < g.limit() && g.waiting > 0 {
 		i := 0
 		for j, org := range g.turn {
 			if g.held[org] < g.fairShare(org) {

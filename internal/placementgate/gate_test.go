@@ -112,31 +112,33 @@ func TestGateSharesSlotsFairly(t *testing.T) {
 	b1, b2 := queued(t, g, "burst"), queued(t, g, "burst")
 
 	// The other organization's first call: at once, into the reserve.
-	if w, _, ok := g.arrive("steady"); !ok || w != nil {
-		t.Fatalf("another organization's first placement: admitted %v, waiter %v; want it admitted at once", ok, w)
+	if !g.newcomer("steady") {
+		t.Fatal("another organization's first placement was not admitted at once")
 	}
 	// The reserve of a gate of 4 is one slot: a third organization's first
 	// placement now waits.
+	if g.newcomer("third") {
+		t.Fatal("the reserve took two organizations past the bound of 4")
+	}
 	g.leave(queued(t, g, "third"))
 	s1 := queued(t, g, "steady")
 
-	// 5 in flight (4 burst, 1 steady): the first release leaves the gate
-	// full; the second frees a slot, and steady (1 of its share of 2) is
-	// served before burst's older waiters.
-	g.release("burst", time.Millisecond)
-	if granted(b1) || granted(s1) {
-		t.Fatal("a slot was granted with the gate still at its bound")
-	}
+	// The first slot that frees goes to steady (1 of its share of 2),
+	// before burst's older waiters.
 	g.release("burst", time.Millisecond)
 	if !granted(s1) || granted(b1) {
 		t.Fatalf("steady granted %v, burst's older waiter %v; want steady first", granted(s1), granted(b1))
 	}
 	// Then burst, in its order.
-	g.release("steady", time.Millisecond)
-	if !granted(b1) || granted(b2) {
-		t.Fatalf("after steady's slot freed: burst's first waiter %v, second %v; want the first only", granted(b1), granted(b2))
-	}
 	g.release("burst", time.Millisecond)
+	if !granted(b1) || granted(b2) {
+		t.Fatalf("burst's first waiter %v, second %v; want the first only", granted(b1), granted(b2))
+	}
+	g.releaseReserved("steady", time.Millisecond) // the reserve's slot frees the reserve only
+	if granted(b2) {
+		t.Fatal("a slot of the reserve went to an organization with calls in flight")
+	}
+	g.release("steady", time.Millisecond)
 	if !granted(b2) {
 		t.Fatal("burst's second waiter was never served")
 	}
@@ -148,13 +150,13 @@ func TestGateServesOrganizationsInTurn(t *testing.T) {
 	g := New(2)
 	fill(g, "a")
 	a1, a2 := queued(t, g, "a"), queued(t, g, "a")
-	if w, _, _ := g.arrive("b"); w != nil { // b's first: into the reserve
+	if !g.newcomer("b") {
 		t.Fatal("b's first placement waited")
 	}
 	b1 := queued(t, g, "b")
+	// Both at their share of 1 or over it: the slots go in turn.
 	g.release("a", time.Millisecond)
-	g.release("a", time.Millisecond) // one slot under the bound
-	g.release("b", time.Millisecond)
+	g.release("a", time.Millisecond)
 	if got := []bool{granted(a1), granted(b1), granted(a2)}; !got[0] || !got[1] || got[2] {
 		t.Fatalf("granted a1, b1, a2: %v; want a's first and b's before a's second", got)
 	}
