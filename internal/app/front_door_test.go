@@ -165,7 +165,7 @@ func TestBurstBesideAnotherOrganization(t *testing.T) {
 
 // A replica whose apiserver takes 300 ms a create (a slowed apiserver: an
 // admission webhook holds every create of the organization's Calls) cannot
-// place a burst of 30 within the latency goal: the excess is answered 503
+// place a burst of 60 within the second a refused call waits: the excess is answered 503
 // server_busy with Retry-After: 1 and nothing of it reaches the
 // apiserver; the organization has no limit that could have answered.
 func TestSaturatedReplicaAnswersBusy(t *testing.T) {
@@ -175,10 +175,10 @@ func TestSaturatedReplicaAnswersBusy(t *testing.T) {
 	slow.delay.Store(int64(300 * time.Millisecond))
 	start := make(chan struct{})
 	close(start)
-	counts := tally(t, postCalls(o, 30, start))
+	counts := tally(t, postCalls(o, 60, start))
 
 	g := NewWithT(t)
 	g.Expect(counts[http.StatusServiceUnavailable]).To(BeNumerically(">", 0), "answers %v", counts)
-	g.Expect(counts[http.StatusCreated]+counts[http.StatusServiceUnavailable]).To(Equal(30), "answers %v", counts)
+	g.Expect(counts[http.StatusCreated]+counts[http.StatusServiceUnavailable]).To(Equal(60), "answers %v", counts)
 	g.Expect(slow.creates()).To(HaveLen(counts[http.StatusCreated]), "a refused placement sends no create")
 }

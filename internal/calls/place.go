@@ -84,8 +84,7 @@ type (
 	// was recorded.
 	DispatchFailed struct{ Code, Message, CallID string }
 	// Busy: the replica is placing as many calls as it can within the
-	// latency goal; nothing was created, and the organization's limits
-	// were given back.
+	// latency goal; nothing was created.
 	Busy struct{ RetryAfter time.Duration }
 	// Unavailable: something the placement depends on did not answer;
 	// Message says so to the caller, who may retry.
@@ -128,7 +127,10 @@ func (p *Placer) Place(ctx context.Context, ns string, req Request, callID strin
 	if p.Gate != nil {
 		done, ok := p.Gate.Enter(ctx, ns)
 		if !ok {
-			ticket.Refund()
+			// The call keeps its place in the create rate: given back, it
+			// would let the rest of the same burst past the organization's
+			// limit, to be answered busy instead of rate limited.
+			ticket.Release()
 			return nil, &Busy{RetryAfter: busyRetryAfter}
 		}
 		defer done()

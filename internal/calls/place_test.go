@@ -332,10 +332,9 @@ func (g *gateOf) Enter(_ context.Context, org string) (func(), bool) {
 
 // The organization's limits come before the replica's room: a call over
 // them is refused by them, never reaching the gate; a call the gate
-// refuses is Busy, creates nothing, and gives the organization's create
-// rate its call back, so that the retry is admitted.
+// refuses is Busy and creates nothing.
 func TestPlaceConsultsTheGateAfterTheLimits(t *testing.T) {
-	o := newOrg(t, map[string]string{quota.CreateRateAnnotation: "0.001", quota.CreateBurstAnnotation: "1"}, interceptor.Funcs{})
+	o := newOrg(t, map[string]string{quota.CreateRateAnnotation: "0.001", quota.CreateBurstAnnotation: "2"}, interceptor.Funcs{})
 	busy := &gateOf{}
 	o.placer.Gate = busy
 	_, err := o.placer.Place(context.Background(), "acme", request("+14155551234"), callid.New())
@@ -350,12 +349,12 @@ func TestPlaceConsultsTheGateAfterTheLimits(t *testing.T) {
 	open := &gateOf{admit: true}
 	o.placer.Gate = open
 	if _, err := o.placer.Place(context.Background(), "acme", request("+14155551234"), callid.New()); err != nil {
-		t.Fatalf("the retry: %v, want the call placed with the refunded create rate", err)
+		t.Fatalf("the retry: %v, want the call placed", err)
 	}
 	_, err = o.placer.Place(context.Background(), "acme", request("+14155551235"), callid.New())
 	var exceeded *quota.Exceeded
 	if !errors.As(err, &exceeded) || exceeded.Code != quota.CodeRateLimited {
-		t.Fatalf("past the burst of 1: %v, want rate_limited", err)
+		t.Fatalf("past the burst of 2: %v, want rate_limited", err)
 	}
 	if len(open.entered) != 1 {
 		t.Fatalf("the gate was consulted %d times, want once: a call over the organization's limits never reaches it", len(open.entered))

@@ -207,9 +207,6 @@ type Admission struct {
 type bucket struct {
 	limits  Limits
 	limiter *rate.Limiter
-	// refunded are calls given back (Ticket.Refund) that the limiter cannot
-	// take back itself: the next ones are taken from them first.
-	refunded int
 }
 
 // pendingKey is a kind of object in a namespace.
@@ -244,13 +241,10 @@ type placement struct {
 
 // Ticket is one admitted call or endpoint. Its holder says what became of
 // it: Placed once its object exists, Release if none was created (or a
-// failed call), Refund if the call was not even tried.
+// failed call).
 type Ticket struct {
 	a   *Admission
 	key pendingKey
-	// counted: the ticket holds one of key's active calls or endpoints;
-	// rated: it took a call from its organization's create rate.
-	counted, rated bool
 }
 
 // Placed counts the object named name until the cache shows it.
@@ -266,7 +260,7 @@ func (t *Ticket) PlacedCall(c *switchboardv1.Call) {
 }
 
 func (t *Ticket) placed(name string, p placement) {
-	if t == nil || !t.counted {
+	if t == nil {
 		return
 	}
 	t.a.mu.Lock()
@@ -279,7 +273,7 @@ func (t *Ticket) placed(name string, p placement) {
 
 // Release gives the admission back: nothing that counts came of it.
 func (t *Ticket) Release() {
-	if t == nil || !t.counted {
+	if t == nil {
 		return
 	}
 	t.a.mu.Lock()
@@ -287,31 +281,9 @@ func (t *Ticket) Release() {
 	t.a.pendingOf(t.key).reserved--
 }
 
-// Refund gives the admission back whole, the call taken from the create
-// rate included: the call was refused before anything was tried (the
-// replica was busy), and the organization's retry must not pay for it
-// twice. The rate gets it back up to its burst.
-func (t *Ticket) Refund() {
-	if t == nil {
-		return
-	}
-	t.Release()
-	if !t.rated {
-		return
-	}
-	t.a.mu.Lock()
-	defer t.a.mu.Unlock()
-	// Whole calls: a bucket a moment after its last call holds a sliver of
-	// the next one, which must not block the refund.
-	if b := t.a.buckets[t.key.ns]; b != nil &&
-		int(b.limiter.TokensAt(t.a.Now()))+b.refunded+1 <= b.limiter.Burst() {
-		b.refunded++
-	}
-}
-
 // Admit takes one call from ns's create rate and checks its active calls;
-// an *Exceeded says which limit refused it. The ticket (nil when ns has
-// neither limit) must be Placed, Released or Refunded.
+// an *Exceeded says which limit refused it. The ticket (nil when ns has no
+// active-calls limit) must be Placed or Released.
 func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	limits, err := a.Limits(ctx, ns)
 	if err != nil {
@@ -320,12 +292,8 @@ func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	if exceeded := a.takeRate(ns, limits); exceeded != nil {
 		return nil, exceeded
 	}
-	key := pendingKey{kindCall, ns}
 	if limits.ActiveCalls == 0 {
-		if limits.CreateRate == 0 {
-			return nil, nil
-		}
-		return &Ticket{a: a, key: key, rated: true}, nil
+		return nil, nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -336,8 +304,9 @@ func (a *Admission) Admit(ctx context.Context, ns string) (*Ticket, error) {
 	if queued+live >= limits.ActiveCalls {
 		return nil, activeCallsExceeded(queued + live)
 	}
+	key := pendingKey{kindCall, ns}
 	a.pendingOf(key).reserved++
-	return &Ticket{a: a, key: key, counted: true, rated: limits.CreateRate > 0}, nil
+	return &Ticket{a: a, key: key}, nil
 }
 
 // AdmitApplied holds a Call that did not come through the REST API (one
@@ -420,7 +389,7 @@ func (a *Admission) AdmitEndpoint(ctx context.Context, ns string) (*Ticket, erro
 			"This organization has %d webhook endpoints, its limit of %d; delete one to add another.", n, limits.WebhookEndpoints)}
 	}
 	a.pendingOf(key).reserved++
-	return &Ticket{a: a, key: key, counted: true}, nil
+	return &Ticket{a: a, key: key}, nil
 }
 
 // WithinEndpointLimit keeps the endpoints that count within limit (0: all),
@@ -491,10 +460,6 @@ func (a *Admission) take(ns string, limits Limits) time.Duration {
 	if b == nil || b.limits != limits {
 		b = &bucket{limits: limits, limiter: rate.NewLimiter(rate.Limit(limits.CreateRate), limits.CreateBurst)}
 		a.buckets[ns] = b
-	}
-	if b.refunded > 0 {
-		b.refunded--
-		return 0
 	}
 	r := b.limiter.ReserveN(a.Now(), 1)
 	if delay := r.DelayFrom(a.Now()); delay > 0 {
