@@ -272,7 +272,7 @@ type evaluation struct {
 	// right, wrong and total count utterances; those neither right nor
 	// wrong took no value (a gather asks again).
 	right, wrong, total map[string]int
-	errors, refWords map[string]int
+	errors, refWords    map[string]int
 	// latencies of the utterances recognized with hints (constrained) and
 	// without (open): the two searches differ tenfold in cost.
 	latencies    map[bool][]time.Duration

@@ -72,8 +72,8 @@ type scriptedRecognizer struct {
 	lengths map[string]int
 	// confidence is what it reports for a text; 0.9 for the others.
 	confidence map[string]float64
-	hints   [][]string
-	heard   []time.Duration
+	hints      [][]string
+	heard      []time.Duration
 }
 
 func (r *scriptedRecognizer) Name() string { return "scripted" }
