@@ -156,7 +156,7 @@ func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep
 		Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second, Capture: string(g.Capture), Next: g.Next}
 	keys, listen := gatherInput(g)
 	eg.Speech, eg.NoKeys = listen, !keys
-	eg.MinConfidence = speech.DefaultMinConfidence
+	eg.MinConfidence = speech.DefaultMinConfidence(string(g.Capture))
 	if g.MinConfidencePercent != nil {
 		eg.MinConfidence = float64(*g.MinConfidencePercent) / 100
 	}
