@@ -299,7 +299,7 @@ func evaluate(tb testing.TB, r Recognizer, set []utterance, useHints bool, minCo
 			ev.failures++
 			tb.Logf("%s: %v", u.file, err)
 		}
-		ok, wrong := true, false
+		var ok, wrong bool
 		if scoredByValue(u.category) {
 			value, took := u.valueOf(res.Text)
 			threshold := minConfidence
