@@ -348,9 +348,9 @@ type GatherStep struct {
 	// spoken answer (its confidence, 0 to 1 in the transcript, as a
 	// percentage) for the gather to take it: an answer heard with less is
 	// no match, and noMatch asks again rather than keep a value the
-	// recognizer doubts. 0 takes every answer. Without it, Switchboard's
-	// default (hack/README.md gives the figures it was chosen on). Keyed
-	// answers are always taken.
+	// recognizer doubts. 0 takes every answer. Defaults to 60 for a number
+	// capture and 0 otherwise (hack/README.md gives the figures they were
+	// chosen on). Keyed answers are always taken.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
