@@ -338,6 +338,19 @@ spec:
 `,
 			want: []string{"spec.analysis.url", "spec.analysis.model", "spec.analysis.timeoutSeconds"},
 		},
+		{
+			name: "agent-gather-confidence-over-100", obj: &switchboardv1.Agent{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: Agent
+metadata:
+  name: agent-gather-confidence-over-100
+spec:
+  fromNumber: "+14155550100"
+  script:
+  - gather: {field: party_size, capture: number, minConfidencePercent: 150}
+`,
+			want: []string{"minConfidencePercent", "less than or equal to 100"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

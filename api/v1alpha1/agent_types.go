@@ -345,6 +345,18 @@ type GatherStep struct {
 	// +kubebuilder:validation:Pattern=`^[0-9*#]?$`
 	FinishOnKey string `json:"finishOnKey,omitempty"`
 
+	// minConfidencePercent is how sure the speech recognizer must be of a
+	// spoken answer (its confidence, 0 to 1 in the transcript, as a
+	// percentage) for the gather to take it: an answer heard with less is
+	// no match, and noMatch asks again rather than keep a value the
+	// recognizer doubts. 0 takes every answer. Defaults to 60 for a number
+	// capture and 0 otherwise (hack/README.md gives the figures they were
+	// chosen on). Keyed answers are always taken.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MinConfidencePercent *int32 `json:"minConfidencePercent,omitempty"`
+
 	// timeoutSeconds is how long to wait for the first digit or word after
 	// the prompt, and between digits. Defaults to 5.
 	// +optional

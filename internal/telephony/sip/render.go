@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
+	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -153,8 +154,12 @@ func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1
 func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep, vars map[string]any) (engine.Step, error) {
 	eg := &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
 		Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second, Capture: string(g.Capture), Next: g.Next}
-	keys, speech := gatherInput(g)
-	eg.Speech, eg.NoKeys = speech, !keys
+	keys, listen := gatherInput(g)
+	eg.Speech, eg.NoKeys = listen, !keys
+	eg.MinConfidence = speech.DefaultMinConfidence(string(g.Capture))
+	if g.MinConfidencePercent != nil {
+		eg.MinConfidence = float64(*g.MinConfidencePercent) / 100
+	}
 	for _, c := range g.Choices {
 		eg.Choices = append(eg.Choices, engine.Choice{Value: c.Value, Phrases: c.Phrases, Digits: c.Digits, Next: c.Next})
 	}

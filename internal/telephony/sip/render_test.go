@@ -72,6 +72,29 @@ func TestRenderBranchingScript(t *testing.T) {
 	if pin.Speech || pin.NoKeys || pin.NoBargeIn || pin.NumDigits != 4 || pin.FinishOnKey != "#" {
 		t.Errorf("pin %+v: want keys alone as before, cut by the first key", pin)
 	}
+	if size.MinConfidence != speech.DefaultMinConfidence(engine.CaptureNumber) || size.MinConfidence == 0 {
+		t.Errorf("size's confidence threshold %v, want a number's default", size.MinConfidence)
+	}
+}
+
+// A gather's minConfidencePercent is the engine's threshold (0 too: take
+// every answer); without it, the capture type's default.
+func TestRenderConfidenceThreshold(t *testing.T) {
+	zero, eighty := int32(0), int32(80)
+	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Script: []switchboardv1.ScriptStep{
+		{Gather: &switchboardv1.GatherStep{Capture: switchboardv1.CaptureNumber, MinConfidencePercent: &eighty}},
+		{Gather: &switchboardv1.GatherStep{Capture: switchboardv1.CaptureNumber, MinConfidencePercent: &zero}},
+		{Gather: &switchboardv1.GatherStep{Capture: switchboardv1.CaptureYesNo}},
+	}}}
+	spec, err := (&ScriptRenderer{Speaker: lengthSpeaker{}}).Render(t.Context(), telephony.Request{Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{0.8, 0, speech.DefaultMinConfidence(engine.CaptureYesNo)} {
+		if got := spec.Script[i].Gather.MinConfidence; got != want {
+			t.Errorf("step %d: threshold %v, want %v", i, got, want)
+		}
+	}
 }
 
 // specPlacer keeps the spec of the call it places.

@@ -41,7 +41,7 @@ func TestEmbeddedHearsAnswers(t *testing.T) {
 		}
 		choices := [][2]string{{"yes", "yes"}, {"yes", "yeah"}, {"yes", "sure"}, {"yes", "that's right"},
 			{"no", "no"}, {"no", "nope"}, {"no", "no thanks"}, {"no", "not really"}}
-		if got := choiceOf(res.Text, choices); got != want {
+		if got, _ := (utterance{choices: choices}).valueOf(res.Text); got != want {
 			t.Errorf("%s: heard %q (%s), want %s", file, res.Text, got, want)
 		}
 		if res.Confidence <= 0 || res.Confidence > 1 {
@@ -66,7 +66,7 @@ func TestEmbeddedIgnoresUnknownHints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := choiceOf(res.Text, [][2]string{{"yes", "yes"}, {"no", "no"}}); got != "no" {
+	if got, _ := (utterance{choices: [][2]string{{"yes", "yes"}, {"no", "no"}}}).valueOf(res.Text); got != "no" {
 		t.Errorf("heard %q, want no", res.Text)
 	}
 	if _, err := r.Recognize(context.Background(), heldOutPCM(t, "yn08-espeak.wav"), []string{"xqzvbl"}); err != nil {

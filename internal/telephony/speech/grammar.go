@@ -68,6 +68,26 @@ func hintGrammar(hints []string, known func(word string) bool) string {
 		"<filler> = " + strings.Join(fillers, " | ") + " ;\n"
 }
 
+// checkGrammar is the hint grammar in which the phrase competes with a
+// phone loop (a word of one phone per phone of the model, phoneWords):
+// before and after the phrase, for the words a callee says around an
+// answer ("there will be four of us"), and for the whole utterance, for
+// an answer that is none of the phrases. A second decoding of the same
+// audio with it tells a sure answer from a forced one (verified).
+func checkGrammar(hintGrammar string) string {
+	if hintGrammar == "" {
+		return ""
+	}
+	var garbage []string
+	for _, p := range phones {
+		garbage = append(garbage, phoneWord(p))
+	}
+	return strings.Replace(hintGrammar, "public <utterance> = <filler>* <phrase> <filler>* ;",
+		"public <utterance> = <filler>* <garbage>+ <filler>* | <around> <phrase> <around> ;\n"+
+			"<around> = <filler>* | <filler>* <garbage>+ <filler>* ;\n"+
+			"<garbage> = "+strings.Join(garbage, " | ")+" ;", 1)
+}
+
 // trimFillers drops from a constrained hypothesis the filler words the
 // hints' grammar allowed around the phrase: they are the grammar's
 // tolerance of hesitations, and the decoder puts them in whether or not
@@ -106,4 +126,36 @@ func grammarFiller(hints []string) func(string) bool {
 		}
 	}
 	return func(w string) bool { return slices.Contains(fillerWords, w) && !inPhrase[w] }
+}
+
+// phones are the US English model's phones (CMU's set).
+var phones = strings.Fields("AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W Y Z ZH")
+
+// phoneWordPrefix starts the names of the phone loop's words, which
+// spokenWord leaves out of transcripts.
+const phoneWordPrefix = "_phone_"
+
+func phoneWord(phone string) string { return phoneWordPrefix + strings.ToLower(phone) }
+
+// Confidences of a constrained answer (verified). An answer the check
+// also heard is sure; one it heard otherwise, or not at all (the phone
+// loop fitted the audio better than any phrase), is a doubt. A check that
+// heard a part of the answer is a doubt too: "eighty four" checked as
+// "four" was "there will be four of us", but "twenty three" checked as
+// "three" was "twenty three".
+const (
+	confidenceDisputed = 0.5
+	confidenceRejected = 0.25
+)
+
+// verified weighs the hint grammar's hypothesis by the check grammar's on
+// the same audio: how sure the two together are of it.
+func verified(hint, check string) float64 {
+	switch check {
+	case "":
+		return confidenceRejected
+	case hint:
+		return 1
+	}
+	return confidenceDisputed
 }

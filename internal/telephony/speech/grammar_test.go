@@ -74,3 +74,50 @@ func TestTrimFillers(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckGrammar: the check grammar lets a phone loop stand for the
+// whole utterance or for the words around the phrase, with the hint
+// grammar's phrases and fillers.
+func TestCheckGrammar(t *testing.T) {
+	known := func(string) bool { return true }
+	g := checkGrammar(hintGrammar([]string{"four", "forty two"}, known))
+	for _, want := range []string{
+		"public <utterance> = <filler>* <garbage>+ <filler>* | <around> <phrase> <around> ;",
+		"<around> = <filler>* | <filler>* <garbage>+ <filler>* ;",
+		"<phrase> = four | forty two ;",
+		"<garbage> = _phone_aa | _phone_ae |",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("grammar\n%s\nlacks %q", g, want)
+		}
+	}
+	if strings.Count(g, phoneWordPrefix) != len(phones) {
+		t.Errorf("grammar\n%s\nwant one word per phone (%d)", g, len(phones))
+	}
+	if checkGrammar("") != "" {
+		t.Error("no hint grammar gave a check grammar")
+	}
+	if got := cleanHypothesis("_phone_dh _phone_eh four _phone_ah"); got != "four" {
+		t.Errorf("phone words left in the transcript: %q", got)
+	}
+}
+
+// TestVerified: an answer the check heard too is sure; another phrase, a
+// part of it, or none (the phone loop won) is a doubt below a number
+// capture's default threshold.
+func TestVerified(t *testing.T) {
+	for _, tt := range []struct {
+		hint, check string
+		sure        bool
+	}{
+		{"four", "four", true},
+		{"eighty four", "four", false},   // "there will be four of us"
+		{"twenty three", "three", false}, // "twenty three"
+		{"forty two", "four", false},     // "four people": which is it?
+		{"eighty", "", false},            // "can you repeat that"
+	} {
+		if conf := verified(tt.hint, tt.check); (conf >= DefaultMinConfidence("number")) != tt.sure {
+			t.Errorf("verified(%q, %q) = %v, want sure %v", tt.hint, tt.check, conf, tt.sure)
+		}
+	}
+}

@@ -17,10 +17,12 @@ func cleanHypothesis(hyp string) string {
 
 // spokenWord is a PocketSphinx token as a word of the transcript, without
 // its alternate-pronunciation mark; false for a filler or noise token
-// (silence, sentence bounds, noises) and for a grammar's null transitions,
-// which its segments have as "(NULL)".
+// (silence, sentence bounds, noises), for a grammar's null transitions,
+// which its segments have as "(NULL)", and for the check grammar's phone
+// words.
 func spokenWord(token string) (string, bool) {
-	if token == "" || strings.ContainsRune("<[(", rune(token[0])) || strings.HasPrefix(token, "++") {
+	if token == "" || strings.ContainsRune("<[(", rune(token[0])) || strings.HasPrefix(token, "++") ||
+		strings.HasPrefix(token, phoneWordPrefix) {
 		return "", false
 	}
 	if i := strings.IndexByte(token, '('); i > 0 {

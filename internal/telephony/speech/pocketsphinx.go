@@ -36,6 +36,7 @@ import (
 const (
 	searchOpen  = "_default" // the language model search ps_init sets up
 	searchHints = "hints"
+	searchCheck = "check" // checkGrammar's
 )
 
 // pocketSphinx is a bounded pool of decoders: a decoder is not safe for
@@ -95,7 +96,31 @@ func openDecoder(dir string) (*decoder, error) {
 	if ps == nil {
 		return nil, fmt.Errorf("speech: PocketSphinx could not load the model in %s", dir)
 	}
-	return &decoder{ps: ps}, nil
+	d := &decoder{ps: ps}
+	if err := d.addPhoneWords(); err != nil {
+		C.ps_free(ps)
+		return nil, err
+	}
+	return d, nil
+}
+
+// addPhoneWords adds checkGrammar's phone words to the dictionary (the
+// language model of open recognition does not have them).
+func (d *decoder) addPhoneWords() error {
+	for i, p := range phones {
+		cw, cp := C.CString(phoneWord(p)), C.CString(p)
+		update := C.int(0)
+		if i == len(phones)-1 {
+			update = 1
+		}
+		rc := C.ps_add_word(d.ps, cw, cp, update)
+		C.free(unsafe.Pointer(cw))
+		C.free(unsafe.Pointer(cp))
+		if rc < 0 {
+			return fmt.Errorf("speech: PocketSphinx refused the phone word %s", p)
+		}
+	}
+	return nil
 }
 
 func (p *pocketSphinx) Name() string { return EmbeddedName }
@@ -136,7 +161,11 @@ func (p *pocketSphinx) Recognize(ctx context.Context, pcm []int16, hints []strin
 			return Result{}, err
 		}
 		seg := pcm[start:min(start+p.maxSamples, len(pcm))]
-		text, c, segWords, err := d.decode(seg)
+		decode := d.decode
+		if constrained {
+			decode = d.decodeChecked
+		}
+		text, c, segWords, err := decode(seg)
 		if err != nil {
 			return Result{}, err
 		}
@@ -168,23 +197,57 @@ func (d *decoder) useSearch(hints []string) (constrained bool, err error) {
 	if grammar != "" {
 		name = searchHints
 		if grammar != d.grammar {
-			cname, cg := C.CString(searchHints), C.CString(grammar)
-			rc := C.ps_set_jsgf_string(d.ps, cname, cg)
-			C.free(unsafe.Pointer(cname))
-			C.free(unsafe.Pointer(cg))
-			if rc != 0 {
-				d.grammar = ""
-				return false, fmt.Errorf("speech: PocketSphinx refused the hints' grammar %q", grammar)
+			d.grammar = ""
+			if err := d.setGrammar(searchHints, grammar); err != nil {
+				return false, err
+			}
+			if err := d.setGrammar(searchCheck, checkGrammar(grammar)); err != nil {
+				return false, err
 			}
 			d.grammar = grammar
 		}
 	}
+	return name == searchHints, d.setSearch(name)
+}
+
+func (d *decoder) setGrammar(search, grammar string) error {
+	cname, cg := C.CString(search), C.CString(grammar)
+	defer C.free(unsafe.Pointer(cname))
+	defer C.free(unsafe.Pointer(cg))
+	if C.ps_set_jsgf_string(d.ps, cname, cg) != 0 {
+		return fmt.Errorf("speech: PocketSphinx refused the grammar %q", grammar)
+	}
+	return nil
+}
+
+func (d *decoder) setSearch(name string) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	if C.ps_set_search(d.ps, cname) != 0 {
-		return false, fmt.Errorf("speech: PocketSphinx has no search %q", name)
+		return fmt.Errorf("speech: PocketSphinx has no search %q", name)
 	}
-	return name == searchHints, nil
+	return nil
+}
+
+// decodeChecked decodes a segment with the hint grammar, then again with
+// the check grammar (checkGrammar), and returns the first's text and words
+// with how sure the two together are (verified).
+func (d *decoder) decodeChecked(pcm8k []int16) (string, float64, []Word, error) {
+	hint, conf, words, err := d.decode(pcm8k)
+	if err != nil || hint == "" {
+		return hint, conf, words, err
+	}
+	if err := d.setSearch(searchCheck); err != nil {
+		return "", 0, nil, err
+	}
+	check, _, _, err := d.decode(pcm8k)
+	if err2 := d.setSearch(searchHints); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return hint, min(conf, verified(hint, check)), words, nil
 }
 
 func (d *decoder) known(word string) bool {

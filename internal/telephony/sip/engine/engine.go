@@ -148,6 +148,10 @@ type Gather struct {
 	// Timeout is how long to wait for the first key after the audio ended,
 	// and between keys; 5 s when zero.
 	Timeout time.Duration
+	// MinConfidence is the recognizer's confidence (0 to 1) below which a
+	// spoken answer is no match: the gather asks again rather than take a
+	// value the recognizer doubts. 0 takes every answer.
+	MinConfidence float64
 }
 
 // Capture types of Gather.Capture.

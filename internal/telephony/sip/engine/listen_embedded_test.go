@@ -110,6 +110,42 @@ func TestEmbeddedRecognizerCapturesNumber(t *testing.T) {
 	}
 }
 
+// With the embedded recognizer and a number gather's default confidence
+// threshold, a callee whose answer the recognizer doubts ("there will be
+// four of us" in flite's voice, which the number grammar alone takes for
+// "eighty four" or "eleven") is asked again rather than recorded with a
+// wrong number, on a real call to baresip; the number said next, heard
+// surely, is taken.
+func TestEmbeddedRecognizerAsksAgainWhenInDoubt(t *testing.T) {
+	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{Decoders: 1})
+	if err != nil {
+		t.Fatalf("the embedded recognizer (apt-get install libpocketsphinx-dev pocketsphinx-en-us): %v", err)
+	}
+	ms := time.Millisecond
+	script := []Step{
+		{Text: "How many of you will come?", Audio: tone(500 * ms), Gather: &Gather{Field: "party_size", Speech: true,
+			Capture: CaptureNumber, Timeout: 3 * time.Second, MinConfidence: speech.DefaultMinConfidence(CaptureNumber),
+			NoMatch: &Retry{Text: "Sorry, how many?", Audio: tone(500 * ms), Retries: 1}}},
+		{Text: "Thank you.", Audio: tone(300 * ms)},
+	}
+	voice := slices.Concat(make([]int16, sampleRate), say(t, voiceFlite, "there will be four of us"),
+		make([]int16, 2*sampleRate), say(t, voiceFlite, "twenty three"), make([]int16, 4*sampleRate))
+	b := startBaresip(t, voice)
+	res := place(t, newEngine(t, EngineConfig{}), Trunk{Address: "sip:" + b.addr}, CallSpec{Script: script,
+		Recognizer: embedded, MaxDuration: 14 * time.Second})
+	var answers []Event
+	for _, e := range res.Events {
+		if e.Speaker == SpeakerCallee && e.Branch != "" || e.Field != "" {
+			answers = append(answers, e)
+		}
+	}
+	if len(answers) != 2 || answers[0].Branch != BranchNoMatch || res.Digits["party_size"] != "23" {
+		t.Fatalf("want the doubtful answer noMatch, then 23; party_size %q, transcript:%s",
+			res.Digits["party_size"], describe(res.Events))
+	}
+	t.Logf("the doubt: %q at confidence %.2f", answers[0].Text, answers[0].Confidence)
+}
+
 // timedRecognizer records how long each recognition took (the wait for a
 // decoder included) of the utterances a gather heard (with hints), or with
 // all of every utterance.

@@ -35,6 +35,8 @@ import (
 type said struct {
 	at   time.Duration
 	text string
+	// confidence is the recognizer's in it (0: the scripted default).
+	confidence float64
 }
 
 // spoken renders a callee's voice: the answers at their offsets, silence
@@ -68,8 +70,10 @@ type scriptedRecognizer struct {
 	mu      sync.Mutex
 	texts   []string
 	lengths map[string]int
-	hints   [][]string
-	heard   []time.Duration
+	// confidence is what it reports for a text; 0.9 for the others.
+	confidence map[string]float64
+	hints      [][]string
+	heard      []time.Duration
 }
 
 func (r *scriptedRecognizer) Name() string { return "scripted" }
@@ -90,7 +94,11 @@ func (r *scriptedRecognizer) Recognize(_ context.Context, pcm []int16, hints []s
 	r.texts = r.texts[1:]
 	// One "word", from 100 ms into the utterance to 100 ms before its end.
 	word := speech.Word{Text: text, Start: 100 * time.Millisecond, End: samplesDuration(len(pcm)) - 100*time.Millisecond}
-	return speech.Result{Text: text, Confidence: 0.9, Words: []speech.Word{word}}, nil
+	conf, ok := r.confidence[text]
+	if !ok {
+		conf = 0.9
+	}
+	return speech.Result{Text: text, Confidence: conf, Words: []speech.Word{word}}, nil
 }
 
 // listeningCall places a call to a baresip callee speaking answers, with
@@ -98,9 +106,12 @@ func (r *scriptedRecognizer) Recognize(_ context.Context, pcm []int16, hints []s
 func listeningCall(t *testing.T, script []Step, total time.Duration, answers ...said) (Result, *scriptedRecognizer, string) {
 	t.Helper()
 	voice, lengths := spoken(t, total, answers...)
-	r := &scriptedRecognizer{lengths: lengths}
+	r := &scriptedRecognizer{lengths: lengths, confidence: map[string]float64{}}
 	for _, a := range answers {
 		r.texts = append(r.texts, a.text)
+		if a.confidence != 0 {
+			r.confidence[a.text] = a.confidence
+		}
 	}
 	e := newEngine(t, EngineConfig{})
 	b := startBaresip(t, voice)
@@ -294,6 +305,40 @@ func TestSpeechRepromptsOnSilenceAndNonsense(t *testing.T) {
 	}
 	if len(r.hints) == 0 || !slices.Contains(r.hints[0], "four") || !slices.Contains(r.hints[0], "twenty three") {
 		t.Errorf("hints %q for a number: want the numbers' words", r.hints)
+	}
+}
+
+// An answer the recognizer doubts is asked again, not taken (issue 36: a
+// wrong value is worse than a question asked twice): on a real call, the
+// callee's "eighty four" heard with confidence 0.4 against the gather's
+// threshold of 0.6 is noMatch and re-prompts; "four", heard surely, is
+// taken.
+func TestSpeechDoubtfulAnswerReprompts(t *testing.T) {
+	ms := time.Millisecond
+	script := []Step{
+		{Text: "How many of you will come?", Audio: tone(500 * ms), Gather: &Gather{Field: "party_size", Speech: true,
+			Capture: CaptureNumber, Timeout: 3 * time.Second, MinConfidence: 0.6,
+			NoMatch: &Retry{Text: "Sorry, how many?", Audio: tone(500 * ms), Retries: 1}}},
+		{Text: "Thank you.", Audio: tone(300 * ms)},
+	}
+	// The doubtful answer from 1.5 s (about 1 s), "Sorry, how many?"
+	// after its end, the sure one from 4.5 s.
+	res, _, _ := listeningCall(t, script, 8*time.Second,
+		said{at: 1500 * ms, text: "eighty four", confidence: 0.4}, said{at: 4500 * ms, text: "four", confidence: 0.8})
+	assertEvents(t, res, []wantEvent{
+		{speaker: SpeakerAgent, text: "How many of you will come?"},
+		{speaker: SpeakerCallee, text: "eighty four", branch: BranchNoMatch},
+		{speaker: SpeakerAgent, text: "Sorry, how many?"},
+		{speaker: SpeakerCallee, text: "four", value: "4"},
+		{speaker: SpeakerAgent, text: "Thank you."},
+	})
+	if res.Digits["party_size"] != "4" {
+		t.Errorf("party_size %q, want 4", res.Digits["party_size"])
+	}
+	for _, e := range res.Events {
+		if e.Text == "eighty four" && e.Confidence != 0.4 {
+			t.Errorf("the doubtful answer's confidence %v in the transcript, want 0.4", e.Confidence)
+		}
 	}
 }
 

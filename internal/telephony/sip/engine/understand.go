@@ -16,7 +16,8 @@ func (g *Gather) decide(a answer, now time.Time) decision {
 	var ok bool
 	if a.keys != nil {
 		value, ok = g.decideKeys(a.keys.digits.String())
-	} else if a.said.err == nil {
+	} else if a.said.err == nil && a.said.confidence >= g.MinConfidence {
+		// A doubtful answer is asked again: a wrong value is worse.
 		value, ok = g.decideSpeech(a.said.text, now)
 	}
 	if !ok {
