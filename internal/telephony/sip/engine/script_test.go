@@ -234,7 +234,8 @@ func TestChoiceDigitsComplete(t *testing.T) {
 	}
 }
 
-// A recognizer that failed leaves no match, and the transcript says why.
+// A recognizer that failed leaves no match, and the transcript says why
+// in a note (Switchboard's words, never read as the callee's answer).
 func TestRecognizerFailureIsNoMatch(t *testing.T) {
 	g := Gather{Field: "confirmed", Capture: CaptureYesNo}
 	answeredAt := time.Now()
@@ -247,7 +248,7 @@ func TestRecognizerFailureIsNoMatch(t *testing.T) {
 	var res Result
 	(&callMedia{answeredAt: answeredAt}).record(&res, g, a, d)
 	want := Event{At: u.start, Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
-		Recognizer: "server", Branch: BranchNoMatch}
+		Recognizer: "server", Branch: BranchNoMatch, Note: true}
 	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) || res.Digits != nil {
 		t.Errorf("recorded %+v, digits %v; want %+v and no digits", res.Events, res.Digits, want)
 	}
