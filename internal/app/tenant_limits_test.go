@@ -287,7 +287,10 @@ func TestWorkerLabelIsSetBySwitchboard(t *testing.T) {
 		} else {
 			moved.Labels[switchboardv1.WorkerLabel] = worker
 		}
-		err = kubectl.Update(ctx, moved)
+		// A patch, as `kubectl label` sends: it applies to the latest
+		// version, so the reconciler's status writes cannot turn the
+		// refusal into a conflict.
+		err = kubectl.Patch(ctx, moved, client.MergeFrom(applied))
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%q: %v", worker, err)
 		g.Expect(err.Error()).To(ContainSubstring("cannot be added, changed or removed"))
 	}
