@@ -206,16 +206,7 @@ func TestCallSourceIsSetBySwitchboard(t *testing.T) {
 		Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:switchboard-system:switchboard-manager"))
-	policy, binding := loadCallSourcePolicy(t)
-	g.Expect(k8s.Create(ctx, policy)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(ctx, policy) })
-	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(ctx, binding) })
-
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "platform-engineer", Groups: []string{"system:masters"}}
-	kubectl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
-	g.Expect(err).NotTo(HaveOccurred())
+	kubectl := platformEngineerUnderCallSourcePolicy(t)
 	claim := func(name string, source switchboardv1.CallSource) *switchboardv1.Call {
 		return &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name},
 			Spec: switchboardv1.CallSpec{AgentID: o.agentID, ToNumber: "+14155550176", Source: source,
@@ -247,16 +238,7 @@ func TestWorkerLabelIsSetBySwitchboard(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	o := newOrg(t)
-	policy, binding := loadCallSourcePolicy(t)
-	g.Expect(k8s.Create(ctx, policy)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(ctx, policy) })
-	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(ctx, binding) })
-
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "platform-engineer", Groups: []string{"system:masters"}}
-	kubectl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
-	g.Expect(err).NotTo(HaveOccurred())
+	kubectl := platformEngineerUnderCallSourcePolicy(t)
 	call := func(name string, labels map[string]string) *switchboardv1.Call {
 		return &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name, Labels: labels},
 			Spec: switchboardv1.CallSpec{AgentID: o.agentID, ToNumber: "+14155550177",
@@ -267,7 +249,7 @@ func TestWorkerLabelIsSetBySwitchboard(t *testing.T) {
 		return apierrors.IsForbidden(kubectl.Create(ctx, call("probe", labelled), client.DryRunAll))
 	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue())
 
-	err = kubectl.Create(ctx, call("labelled", labelled))
+	err := kubectl.Create(ctx, call("labelled", labelled))
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("the label switchboard.dev/worker is set by Switchboard"))
 
@@ -306,6 +288,25 @@ func TestWorkerLabelIsSetBySwitchboard(t *testing.T) {
 }
 
 // loadCallSourcePolicy reads config/policy/call_source.yaml.
+// platformEngineerUnderCallSourcePolicy installs the admission policy of
+// config/policy/call_source.yaml for the test and returns a client acting
+// as a platform engineer (a cluster admin, not Switchboard's manager).
+func platformEngineerUnderCallSourcePolicy(t *testing.T) client.Client {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	policy, binding := loadCallSourcePolicy(t)
+	g.Expect(k8s.Create(ctx, policy)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, policy) })
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, binding) })
+
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "platform-engineer", Groups: []string{"system:masters"}}
+	kubectl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	return kubectl
+}
+
 func loadCallSourcePolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "policy", "call_source.yaml"))
