@@ -193,14 +193,13 @@ func TestGuardOffSendsMediaAnywhere(t *testing.T) {
 
 // A re-INVITE that moves the media to a refused address ends the call:
 // the audio stops, and the call says why. diago applies the new address
-// before it tells the engine, so one frame may be on its way already.
+// before it tells the engine, so one frame may be on its way already, and
+// the engine's BYE may cross its answer to the re-INVITE.
 func TestGuardEndsCallWhenMediaMovesToRefusedAddress(t *testing.T) {
 	e := newEngine(t, EngineConfig{Guard: loopbackTrunks})
 	media := countUDP(t, "127.0.0.2:0")
-	s := startSipp(t, "udp", editedScenario(t, "session_refresh.xml",
-		"o=callee 53655765 2353687638 IN IP[local_ip_type] [local_ip]\n      s=-\n      c=IN IP[media_ip_type] [media_ip]\n      t=0 0\n      m=audio [media_port] ",
-		"o=callee 53655765 2353687638 IN IP[local_ip_type] [local_ip]\n      s=-\n      c=IN IP4 127.0.0.2\n      t=0 0\n      m=audio "+
-			strconv.Itoa(media.port())+" ")...)
+	s := startSipp(t, "udp", scenario(t, "media_moves.xml",
+		"moved_ip", "127.0.0.2", "moved_port", strconv.Itoa(media.port()))...)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	res, err := e.Place(ctx, Trunk{Address: "sip:" + s.addr},
