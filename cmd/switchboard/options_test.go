@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/workers"
@@ -76,7 +77,7 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 	}
 	groups := func() []group {
 		client, election, retention := app.DefaultClientOptions, app.DefaultLeaderElectionOptions, app.DefaultRetentionOptions
-		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64, placements: httpapi.DefaultPlacementsInFlight}
+		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64, placements: placementgate.DefaultInFlight}
 		worker := workers.DefaultOptions()
 		return []group{
 			// Validate reads the options when called, after parsing (a

@@ -45,6 +45,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/shard"
@@ -85,7 +86,7 @@ type Options struct {
 	// the history store (httpapi.DefaultRequestTimeout when zero).
 	APIRequestTimeout time.Duration
 	// MaxPlacementsInFlight bounds the call placements in progress at once
-	// (httpapi.DefaultPlacementsInFlight when zero; negative: no bound).
+	// (placementgate.DefaultInFlight when zero; negative: no bound).
 	MaxPlacementsInFlight int
 	// AuthFailures is the budget of failed authentications per client
 	// address and per organization (authlimit.Defaults when zero).
@@ -430,7 +431,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	reads := opts.Reads.withDefaults()
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: placer,
+		Placer: gated(placer, opts.MaxPlacementsInFlight),
 		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
@@ -439,8 +440,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
 		Recordings: store, RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
-		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api"),
-		Placements: httpapi.NewPlacementGate(cmp.Or(opts.MaxPlacementsInFlight, httpapi.DefaultPlacementsInFlight))}
+		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")}
 	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
 		return nil, err
 	}
@@ -751,13 +751,24 @@ func authFailures(opts Options) *authlimit.Limiter {
 	return authlimit.New(budget, time.Now)
 }
 
+// gated is placer with the replica's placement gate of n slots
+// (placementgate.DefaultInFlight when zero; negative: none): the REST
+// API's and the dashboard's, not the campaigns'.
+func gated(placer *calls.Placer, n int) *calls.Placer {
+	withGate := *placer
+	if gate := placementgate.New(cmp.Or(n, placementgate.DefaultInFlight)); gate != nil {
+		withGate.Gate = gate
+	}
+	return &withGate
+}
+
 // newDashboard builds the dashboard over the REST API's dependencies, so
 // that both run the same operations on the same state (the quota's
 // counters, the key index).
 func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
 	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
 		Reads: api.Reads, Workers: api.Placer.Workers,
-		Placer: api.Placer, Placements: api.Placements, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
+		Placer: api.Placer, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
-	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/placementgate"
 )
 
 // ceilingWriters is how many clients write at once in both stages: the
@@ -324,7 +324,7 @@ func measureSwitchboard(b *testing.B, urls []string, o *org, rc *receiver) float
 // `make bench-saturation`.
 func BenchmarkSaturation(b *testing.B) {
 	duration := envDuration(b, "SWITCHBOARD_SATURATION_DURATION", 10*time.Second)
-	gate, err := strconv.Atoi(envOr("SWITCHBOARD_SATURATION_GATE", strconv.Itoa(httpapi.DefaultPlacementsInFlight)))
+	gate, err := strconv.Atoi(envOr("SWITCHBOARD_SATURATION_GATE", strconv.Itoa(placementgate.DefaultInFlight)))
 	if err != nil || gate == 0 {
 		b.Fatalf("SWITCHBOARD_SATURATION_GATE: want a number of placements, or -1 for no bound")
 	}

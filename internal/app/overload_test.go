@@ -91,12 +91,15 @@ func TestPlacementGateFull(t *testing.T) {
 }
 
 // stalledCreates is an admission webhook that holds every create of a Call
-// in one namespace until released: an apiserver that takes the request and
-// does not answer.
+// in one namespace until released (or for its delay): an apiserver that
+// takes the request and does not answer (or answers slowly).
 type stalledCreates struct {
 	released chan struct{}
-	seen     atomic.Int32
-	once     atomic.Bool
+	// delay, when set, holds each create that long instead (a slowed
+	// apiserver).
+	delay atomic.Int64
+	seen  atomic.Int32
+	once  atomic.Bool
 
 	mu    sync.Mutex
 	names []string // the Calls whose create came (dry runs aside)
@@ -171,8 +174,13 @@ func (s *stalledCreates) review(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.names = append(s.names, review.Request.Name)
 		s.mu.Unlock()
+		var until <-chan time.Time
+		if d := time.Duration(s.delay.Load()); d > 0 {
+			until = time.After(d)
+		}
 		select {
 		case <-s.released:
+		case <-until:
 		case <-r.Context().Done():
 			return
 		}

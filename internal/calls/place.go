@@ -36,6 +36,18 @@ type Placer struct {
 	// call no worker has room for is created unassigned, queued, and the
 	// leader assigns it once one has.
 	Workers *workers.Pool
+	// Gate, if set, holds each call the organization's limits admitted
+	// until the replica has room to place it (package placementgate): the
+	// REST API's and the dashboard's placer have one; a campaign's has
+	// none, as a campaign paces its own calls and a refusal would only
+	// move them later.
+	Gate Gate
+}
+
+// Gate is the replica's room for placements: done frees the slot; not ok,
+// the replica cannot place the call in time.
+type Gate interface {
+	Enter(ctx context.Context, org string) (done func(), ok bool)
 }
 
 // Request is a decoded, validated request for a call.
@@ -71,6 +83,9 @@ type (
 	// DispatchFailed: the carrier did not accept the call; a failed call
 	// was recorded.
 	DispatchFailed struct{ Code, Message, CallID string }
+	// Busy: the replica is placing as many calls as it can within the
+	// latency goal; nothing was created.
+	Busy struct{ RetryAfter time.Duration }
 	// Unavailable: something the placement depends on did not answer;
 	// Message says so to the caller, who may retry.
 	Unavailable struct {
@@ -85,13 +100,21 @@ type (
 func (e *AgentUnknown) Error() string   { return e.Message }
 func (e *Refused) Error() string        { return e.Rejection.Message }
 func (e *DispatchFailed) Error() string { return e.Message }
+func (e *Busy) Error() string           { return "the replica is placing as many calls as it can at once" }
 func (e *Unavailable) Error() string    { return e.Message + ": " + e.Err.Error() }
 func (e *Unavailable) Unwrap() error    { return e.Err }
 
+// busyRetryAfter is the Retry-After of a Busy: a burst the replica could
+// not take drains within about a second.
+const busyRetryAfter = time.Second
+
 // Place places a call of namespace with id callID. Order of checks: the
-// organization's limits, the agent, then callpolicy's order, then the
-// carrier's acceptance. Only blocked numbers and dispatch failures leave a
-// failed call record; the success path is one create.
+// organization's limits, the replica's room (Gate), the agent, then
+// callpolicy's order, then the carrier's acceptance. The organization's
+// own limits come first, so an organization over them hears so (429)
+// whatever the replica's load, and its burst never holds the replica's
+// slots. Only blocked numbers and dispatch failures leave a failed call
+// record; the success path is one create.
 func (p *Placer) Place(ctx context.Context, ns string, req Request, callID string) (*Placed, error) {
 	ticket, err := p.Quota.Admit(ctx, ns)
 	if err != nil {
@@ -100,6 +123,17 @@ func (p *Placer) Place(ctx context.Context, ns string, req Request, callID strin
 			return nil, exceeded
 		}
 		return nil, &Unavailable{Message: "The organization's limits could not be checked; it is safe to retry.", Err: err}
+	}
+	if p.Gate != nil {
+		done, ok := p.Gate.Enter(ctx, ns)
+		if !ok {
+			// The call keeps its place in the create rate: given back, it
+			// would let the rest of the same burst past the organization's
+			// limit, to be answered busy instead of rate limited.
+			ticket.Release()
+			return nil, &Busy{RetryAfter: busyRetryAfter}
+		}
+		defer done()
 	}
 	placed, err := p.admitted(ctx, ns, req, callID)
 	if err == nil {

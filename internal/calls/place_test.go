@@ -318,3 +318,45 @@ func TestStopRacingTheCallsDeletion(t *testing.T) {
 		t.Fatalf("Stop: %v, want ErrNotActive", err)
 	}
 }
+
+// gateOf is a placement gate that admits or not, and counts who entered.
+type gateOf struct {
+	admit   bool
+	entered []string
+}
+
+func (g *gateOf) Enter(_ context.Context, org string) (func(), bool) {
+	g.entered = append(g.entered, org)
+	return func() {}, g.admit
+}
+
+// The organization's limits come before the replica's room: a call over
+// them is refused by them, never reaching the gate; a call the gate
+// refuses is Busy and creates nothing.
+func TestPlaceConsultsTheGateAfterTheLimits(t *testing.T) {
+	o := newOrg(t, map[string]string{quota.CreateRateAnnotation: "0.001", quota.CreateBurstAnnotation: "2"}, interceptor.Funcs{})
+	busy := &gateOf{}
+	o.placer.Gate = busy
+	_, err := o.placer.Place(context.Background(), "acme", request("+14155551234"), callid.New())
+	var refused *calls.Busy
+	if !errors.As(err, &refused) || refused.RetryAfter <= 0 {
+		t.Fatalf("with the gate full: %v, want Busy with a Retry-After", err)
+	}
+	if n := len(o.callsIn(t)); n != 0 {
+		t.Fatalf("a call the gate refused created %d Calls", n)
+	}
+
+	open := &gateOf{admit: true}
+	o.placer.Gate = open
+	if _, err := o.placer.Place(context.Background(), "acme", request("+14155551234"), callid.New()); err != nil {
+		t.Fatalf("the retry: %v, want the call placed", err)
+	}
+	_, err = o.placer.Place(context.Background(), "acme", request("+14155551235"), callid.New())
+	var exceeded *quota.Exceeded
+	if !errors.As(err, &exceeded) || exceeded.Code != quota.CodeRateLimited {
+		t.Fatalf("past the burst of 2: %v, want rate_limited", err)
+	}
+	if len(open.entered) != 1 {
+		t.Fatalf("the gate was consulted %d times, want once: a call over the organization's limits never reaches it", len(open.entered))
+	}
+}

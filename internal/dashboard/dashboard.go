@@ -85,12 +85,6 @@ type Config struct {
 	SessionTTL time.Duration
 	Now        func() time.Time
 	Log        logr.Logger
-
-	// Placements bounds the placements in progress at once, with the
-	// REST API's (httpapi.PlacementGate); nil bounds nothing.
-	Placements interface {
-		Admit(r *http.Request) (done func(), ok bool)
-	}
 }
 
 type dashboard struct {

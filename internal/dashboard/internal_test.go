@@ -13,10 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
@@ -264,15 +268,23 @@ func TestOpensText(t *testing.T) {
 // fullGate is a placement gate with no room.
 type fullGate struct{}
 
-func (fullGate) Admit(*http.Request) (func(), bool) { return nil, false }
+func (fullGate) Enter(context.Context, string) (func(), bool) { return nil, false }
 
-// The place-a-call form shares the REST API's placement gate: with it
-// full, the form is answered 503 with Retry-After and nothing is placed
-// (the test's Config has no Placer to place with).
+// The place-a-call form places through the REST API's placer and its
+// placement gate: with the gate full, the form is answered 503 with
+// Retry-After and nothing is placed (the placer has no client to create
+// with: a placement past the gate would fail the test).
 func TestPlacingFromTheFormWaitsForTheGate(t *testing.T) {
-	h := newTestHandler(t, Config{Placements: fullGate{}})
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{switchboardv1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}).Build()
+	h := newTestHandler(t, Config{Cache: cache, Placer: &calls.Placer{Quota: &quota.Admission{Cache: cache, Now: time.Now}, Gate: fullGate{}}})
 	session := sessionOf(t, signInRecorder(t, h, testKey))
-	form := url.Values{"csrf_token": {h.sessions.get(session.Value).CSRF}, "agent_id": {"reminder"},
+	form := url.Values{"csrf_token": {h.sessions.get(session.Value).CSRF}, "agent_id": {"6f1c7a8e-0000-4000-8000-000000000001"},
 		"to_number": {"+14155550142"}}
 	req := httptest.NewRequest(http.MethodPost, "/calls", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,16 +94,6 @@ func (d *dashboard) placeForm(r *http.Request, form url.Values) (*placeData, err
 // placeCall places a call from the form with the operation POST /v1/calls
 // uses, and source "dashboard"; a refusal is shown beside its field.
 func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
-	if d.cfg.Placements != nil {
-		done, ok := d.cfg.Placements.Admit(r)
-		if !ok {
-			w.Header().Set("Retry-After", "1")
-			d.problem(w, r, http.StatusServiceUnavailable,
-				"This replica is placing as many calls as it can at once; nothing was placed. Go back and send the form again in a moment.")
-			return
-		}
-		defer done()
-	}
 	data, err := d.placeForm(r, r.PostForm)
 	if err != nil {
 		d.unavailable(w, r, err, "The agents could not be listed")
@@ -116,6 +108,12 @@ func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
 			placed, err := d.cfg.Placer.Place(r.Context(), organization(r.Context()), *req, callid.New())
 			if err == nil {
 				seeOther(w, r, Prefix+"/calls/"+callid.Of(placed.Call))
+				return
+			}
+			if busy := new(calls.Busy); errors.As(err, &busy) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(busy.RetryAfter.Seconds()))))
+				d.problem(w, r, http.StatusServiceUnavailable,
+					"This replica is placing as many calls as it can at once; nothing was placed. Go back and send the form again in a moment.")
 				return
 			}
 			problems, data.FailedCallID = d.placementProblems(err)

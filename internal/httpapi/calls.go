@@ -129,12 +129,14 @@ func (a *api) placeRequest(ctx context.Context, ns string, req *calls.Request, c
 }
 
 // placementFailed is the reply for a call that was not placed: 429 for a
-// limit (with Retry-After, whole seconds rounded up), 404 for an unknown
-// agent, 400/422 for the call policy, 502 for the carrier, 503 otherwise.
+// limit (with Retry-After, whole seconds rounded up), 503 server_busy for
+// a replica with no room (Retry-After too), 404 for an unknown agent,
+// 400/422 for the call policy, 502 for the carrier, 503 otherwise.
 // Refusals that recorded a failed call name it and count as placed.
 func (a *api) placementFailed(err error) reply {
 	var (
 		exceeded    *quota.Exceeded
+		busy        *calls.Busy
 		unknown     *calls.AgentUnknown
 		refused     *calls.Refused
 		dispatch    *calls.DispatchFailed
@@ -144,6 +146,12 @@ func (a *api) placementFailed(err error) reply {
 	case errors.As(err, &exceeded):
 		res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
 		res.retryAfter = retryAfterSeconds(exceeded.RetryAfter)
+		return res
+	case errors.As(err, &busy):
+		res := errorReply(http.StatusServiceUnavailable, ErrorDetail{ErrorCode: CodeServerBusy,
+			Error: "This replica is placing as many calls as it can at once; nothing was created. Retry after the " +
+				"Retry-After header's seconds (with the same Idempotency-Key, if you sent one)."})
+		res.retryAfter = retryAfterSeconds(busy.RetryAfter)
 		return res
 	case errors.As(err, &unknown):
 		return errorReply(http.StatusNotFound, ErrorDetail{Error: unknown.Message, ErrorCode: callpolicy.CodeAgentNotFound})
@@ -163,6 +171,10 @@ func (a *api) placementFailed(err error) reply {
 	a.cfg.Log.Error(err, "placing call")
 	return unavailableReply("The call could not be queued; it is safe to retry.")
 }
+
+// CodeServerBusy is the error_code of a placement the replica had no room
+// for (package placementgate).
+const CodeServerBusy = "server_busy"
 
 func refusedReply(refused *calls.Refused) reply {
 	rej := refused.Rejection

@@ -21,7 +21,7 @@ import (
 
 // sdkRoutes mounts the SDK's paths; the caller authenticates them.
 func (a *api) sdkRoutes(r chi.Router) {
-	r.Post("/v2/create-phone-call", a.cfg.Placements.limit(a.createPhoneCall))
+	r.Post("/v2/create-phone-call", a.createPhoneCall)
 	r.Get("/v2/get-call/{callID}", a.getSDKCall)
 	r.Post("/v3/list-calls", a.listSDKCalls)
 	r.Post("/v2/stop-call/{callID}", a.stopSDKCall)

@@ -32,11 +32,9 @@ type Config struct {
 	AuthFailures *authlimit.Limiter
 	// Calls reads calls, live or archived.
 	Calls *calls.Book
-	// Placer places calls (POST /v1/calls and the SDK's create-phone-call).
+	// Placer places calls (POST /v1/calls and the SDK's create-phone-call),
+	// through the replica's placement gate (its Gate).
 	Placer *calls.Placer
-	// Placements bounds the placements in progress at once; nil bounds
-	// nothing.
-	Placements *PlacementGate
 	// Quota reports an organization's usage (GET /v1/concurrency).
 	Quota *quota.Admission
 	// Reads bounds an organization's lists in progress at once (shared
@@ -94,7 +92,7 @@ func NewRouter(cfg Config) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(withDeadline(cfg.RequestTimeout), authenticate(cfg.Keys, cfg.AuthFailures, cfg.Now))
 		r.Route("/calls", func(r chi.Router) {
-			r.Post("/", cfg.Placements.limit(a.createCall))
+			r.Post("/", a.createCall)
 			r.Get("/", a.listCalls)
 			r.Get("/{callID}", a.getCall)
 			r.Get("/{callID}/recording", a.getRecording)
