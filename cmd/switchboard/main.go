@@ -26,7 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
-	"github.com/switchboard-dev/switchboard/internal/placementgate"
+	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"

@@ -45,7 +45,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/placementgate"
+	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/shard"
@@ -88,6 +88,10 @@ type Options struct {
 	// MaxPlacementsInFlight bounds the call placements in progress at once
 	// (placementgate.DefaultInFlight when zero; negative: no bound).
 	MaxPlacementsInFlight int
+	// PlacementBudget is how long a placement may wait for the gate and be
+	// placed (placementgate.Budget when zero). Tests that check the order
+	// of the limits, not the machine's speed, raise it.
+	PlacementBudget time.Duration
 	// AuthFailures is the budget of failed authentications per client
 	// address and per organization (authlimit.Defaults when zero).
 	AuthFailures authlimit.Options
@@ -431,7 +435,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	reads := opts.Reads.withDefaults()
 	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: gated(placer, opts.MaxPlacementsInFlight),
+		Placer: gated(placer, opts.MaxPlacementsInFlight, opts.PlacementBudget),
 		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
 		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
@@ -752,11 +756,12 @@ func authFailures(opts Options) *authlimit.Limiter {
 }
 
 // gated is placer with the replica's placement gate of n slots
-// (placementgate.DefaultInFlight when zero; negative: none): the REST
-// API's and the dashboard's, not the campaigns'.
-func gated(placer *calls.Placer, n int) *calls.Placer {
+// (placementgate.DefaultInFlight when zero; negative: none), each
+// placement within budget: the REST API's and the dashboard's, not the
+// campaigns'.
+func gated(placer *calls.Placer, n int, budget time.Duration) *calls.Placer {
 	withGate := *placer
-	if gate := placementgate.New(cmp.Or(n, placementgate.DefaultInFlight)); gate != nil {
+	if gate := placementgate.New(cmp.Or(n, placementgate.DefaultInFlight), budget); gate != nil {
 		withGate.Gate = gate
 	}
 	return &withGate

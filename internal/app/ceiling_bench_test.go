@@ -25,7 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
-	"github.com/switchboard-dev/switchboard/internal/placementgate"
+	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 )
 
 // ceilingWriters is how many clients write at once in both stages: the

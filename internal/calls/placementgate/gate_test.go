@@ -45,7 +45,7 @@ func granted(w *waiter) bool {
 // A full gate queues a placement that can be made within the budget, and
 // the next slot that frees is its; no bound (n <= 0) is no gate.
 func TestGateQueuesWithinBudget(t *testing.T) {
-	if New(-1) != nil {
+	if New(-1, 0) != nil {
 		t.Fatal("a negative bound made a gate")
 	}
 	var none *Gate
@@ -55,7 +55,7 @@ func TestGateQueuesWithinBudget(t *testing.T) {
 		done()
 	}
 
-	g := New(2)
+	g := New(2, 0)
 	if n := fill(g, "acme"); n != 2 {
 		t.Fatalf("a fresh gate of 2 admitted %d at once", n)
 	}
@@ -71,7 +71,7 @@ func TestGateQueuesWithinBudget(t *testing.T) {
 // every 40 ms, so the 23rd waiting placement has its slot at 920 ms and is
 // placed within the budget of 1 s; the 24th would not be.
 func TestGateRefusesABacklogPastTheBudgetAtOnce(t *testing.T) {
-	g := New(2)
+	g := New(2, 0)
 	fill(g, "acme")
 	g.estimate = 80 * time.Millisecond
 	var waited int
@@ -93,7 +93,7 @@ func TestGateRefusesABacklogPastTheBudgetAtOnce(t *testing.T) {
 	}
 
 	// Placements slower than the whole budget: nothing waits.
-	g = New(2)
+	g = New(2, 0)
 	fill(g, "acme")
 	g.estimate = Budget + time.Millisecond
 	if w, _, ok := g.arrive("acme"); ok || w != nil {
@@ -105,7 +105,7 @@ func TestGateRefusesABacklogPastTheBudgetAtOnce(t *testing.T) {
 // admitted at once; its next waits, but is served before the first
 // organization's earlier waiters as long as it holds less than its share.
 func TestGateSharesSlotsFairly(t *testing.T) {
-	g := New(4)
+	g := New(4, 0)
 	if n := fill(g, "burst"); n != 4 {
 		t.Fatalf("one organization alone took %d slots, want all 4", n)
 	}
@@ -147,7 +147,7 @@ func TestGateSharesSlotsFairly(t *testing.T) {
 // Two organizations both over their share take the free slots in turn,
 // not the one that queued first all of them.
 func TestGateServesOrganizationsInTurn(t *testing.T) {
-	g := New(2)
+	g := New(2, 0)
 	fill(g, "a")
 	a1, a2 := queued(t, g, "a"), queued(t, g, "a")
 	if !g.newcomer("b") {
@@ -165,7 +165,7 @@ func TestGateServesOrganizationsInTurn(t *testing.T) {
 // A placement that gives up (its request ended) leaves the queue: the slot
 // that frees later is not kept for it.
 func TestGateWaiterThatLeavesHoldsNothing(t *testing.T) {
-	g := New(1)
+	g := New(1, 0)
 	done, ok := g.Enter(context.Background(), "acme")
 	if !ok {
 		t.Fatal("an empty gate refused")
@@ -186,7 +186,7 @@ func TestGateWaiterThatLeavesHoldsNothing(t *testing.T) {
 // time, down to one; faster ones raise it back to the maximum, a slot per
 // bound's worth of placements.
 func TestGateAdaptsToCreateLatency(t *testing.T) {
-	g := New(8)
+	g := New(8, 0)
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	g.now = func() time.Time { return now }
 	releaseAll := func(n int, took time.Duration) {

@@ -7,6 +7,7 @@
 package placementgate
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"sync"
@@ -24,8 +25,8 @@ import (
 // the bursts measured so far (hack/README.md, "Saturation").
 const DefaultInFlight = 8
 
-// Budget is how long a placement may take, its wait for a slot included:
-// the Retry-After of a refusal (1 s). A client refused waits that long and
+// Budget is how long a placement may take by default, its wait for a slot
+// included: the Retry-After of a refusal (1 s). A client refused waits that long and
 // tries again; a placement that can be made within it is better admitted
 // in its turn. A burst of 40 at the 90 – 100 placements a second a 2-core
 // machine carries takes about 0.4 s: it is admitted whole. A placement
@@ -56,9 +57,9 @@ func init() { metrics.Registry.MustRegister(refused, boundGauge) }
 // request leaves nothing behind and its retry is a first attempt.
 //
 // A placement that finds no slot waits for one while it can still be
-// placed within Budget: the slots free at about bound per placement's time
-// (an average of the recent ones), so a burst the replica places within
-// the goal is admitted whole, and only a backlog longer than that is
+// placed within the gate's budget (Budget by default): the slots free at
+// about bound per placement's time (an average of the recent ones), so a
+// burst the replica places within the goal is admitted whole, and only a backlog longer than that is
 // refused, at once rather than after the wait.
 //
 // While placements wait, slots go to the organizations below their fair
@@ -77,8 +78,9 @@ func init() { metrics.Registry.MustRegister(refused, boundGauge) }
 // and multiplicative decrease of TCP's congestion control, on the
 // apiserver's create latency.
 type Gate struct {
-	max int
-	now func() time.Time
+	max    int
+	budget time.Duration
+	now    func() time.Time
 
 	mu       sync.Mutex
 	bound    float64 // the bound now, 1 to max
@@ -99,18 +101,19 @@ type waiter struct {
 	granted bool
 }
 
-// New admits n placements at once at most; n <= 0 admits any number (nil
-// gate).
-func New(n int) *Gate {
+// New admits n placements at once at most, each within budget (Budget
+// when zero); n <= 0 admits any number (nil gate).
+func New(n int, budget time.Duration) *Gate {
 	if n <= 0 {
 		return nil
 	}
 	boundGauge.Set(float64(n))
-	return &Gate{max: n, now: time.Now, bound: float64(n), held: map[string]int{}, queues: map[string][]*waiter{}}
+	return &Gate{max: n, budget: cmp.Or(budget, Budget), now: time.Now, bound: float64(n),
+		held: map[string]int{}, queues: map[string][]*waiter{}}
 }
 
 // Enter takes a slot for a placement of org, waiting for one while the
-// placement can still be made within Budget (and ctx lasts); done frees
+// placement can still be made within the gate's budget (and ctx lasts); done frees
 // it once the placement is over. Not ok: the replica cannot place it in
 // time, and nothing must be placed. A nil gate admits everything.
 func (g *Gate) Enter(ctx context.Context, org string) (done func(), ok bool) {
@@ -165,7 +168,7 @@ func (g *Gate) arrive(org string) (*waiter, time.Duration, bool) {
 		g.admit(org)
 		return nil, 0, true
 	}
-	wait := Budget - g.estimate
+	wait := g.budget - g.estimate
 	if g.slotIn(g.ahead(org)) > wait {
 		return nil, 0, false
 	}
