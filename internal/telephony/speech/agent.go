@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // ForAgent returns the recognizer for an agent's calls: embedded when the
@@ -20,7 +20,7 @@ import (
 // through secrets. embedded may be nil (a binary built without it); then an
 // agent without a server gets an error saying so.
 func ForAgent(ctx context.Context, secrets client.Reader, agent *switchboardv1.Agent,
-	policy webhook.URLPolicy, embedded Recognizer) (Recognizer, error) {
+	policy egress.URLPolicy, embedded Recognizer) (Recognizer, error) {
 	spec := agent.Spec.Speech
 	if spec == nil {
 		if embedded == nil {
