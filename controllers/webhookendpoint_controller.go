@@ -24,7 +24,6 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/egress"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
@@ -167,7 +166,7 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, urlErr.Error())
 	case errors.Is(secretErr, errSecretAccessDenied):
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretAccessDenied,
-			organizations.SecretAccessDenied(ep.Namespace, ep.SigningSecretName()))
+			switchboardv1.SecretAccessDeniedMessage(ep.Namespace, ep.SigningSecretName()))
 	case secretErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretMissing, secretErr.Error())
 	case overLimit != "":

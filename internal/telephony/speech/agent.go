@@ -11,7 +11,6 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/egress"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 )
 
 // ForAgent returns the recognizer for an agent's calls: embedded when the
@@ -53,7 +52,7 @@ func apiKey(ctx context.Context, secrets client.Reader, ns, name string) (string
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("speech: the API key Secret %s/%s of spec.speech does not exist", ns, name)
 	case apierrors.IsForbidden(err):
-		return "", fmt.Errorf("speech: %s", organizations.SecretAccessDenied(ns, name))
+		return "", fmt.Errorf("speech: %s", switchboardv1.SecretAccessDeniedMessage(ns, name))
 	case err != nil:
 		return "", fmt.Errorf("speech: reading the API key Secret %s/%s: %w", ns, name, err)
 	case len(s.Data[switchboardv1.SpeechAPIKeyKey]) == 0:
