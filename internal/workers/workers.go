@@ -41,7 +41,7 @@ const (
 )
 
 // CallsPerCPU is the default capacity of a worker per CPU: recorded calls
-// with a scripted agent use a few percent of a core each (hack/README.md,
+// with a scripted agent use a few percent of a core each (hack/benchmarks.md,
 // the SIP benchmarks: 200 concurrent recorded calls on 2 cores), with room
 // left for the REST API and speech.
 const CallsPerCPU = 50

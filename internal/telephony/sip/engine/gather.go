@@ -295,7 +295,7 @@ func placeWords(words []speech.Word, start time.Duration) []speech.Word {
 // the vocabulary of a number or yes/no capture (nil, open recognition,
 // for the others). Constrained to them, the embedded recognizer is both
 // more accurate and an order of magnitude faster than open recognition
-// (hack/README.md).
+// (hack/benchmarks.md).
 func (g *Gather) hints() []string {
 	if g.Choices == nil {
 		return speech.CaptureHints(g.Capture)
