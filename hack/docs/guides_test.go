@@ -48,3 +48,21 @@ func TestPackagesTableNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// A path the guides name in code (`internal/phone`, `controllers/doc.go`)
+// exists, so a package that moves takes its mentions with it.
+func TestNamedPathsExist(t *testing.T) {
+	path := regexp.MustCompile("`((?:internal|controllers|cmd|hack|api|config)/[A-Za-z0-9_./-]*)")
+	for _, f := range markdownFiles(t) {
+		for _, m := range path.FindAllStringSubmatch(read(t, f), -1) {
+			name := strings.TrimSuffix(m[1], ".")
+			if i := strings.LastIndex(name, "."); i > strings.LastIndex(name, "/") && i+1 < len(name) &&
+				name[i+1] >= 'A' && name[i+1] <= 'Z' {
+				name = name[:i] // a Go name in its package: internal/analysis.Analyzer
+			}
+			if _, err := os.Stat(filepath.Join(repoRoot, name)); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel(f), name)
+			}
+		}
+	}
+}
