@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/internal/egress"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 const (
@@ -153,7 +154,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message) (*http.Request, erro
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	signature, err := Sign(m.Secrets, m.DeliveryID, ts, m.Body)
+	signature, err := signing.Sign(m.Secrets, m.DeliveryID, ts, m.Body)
 	if err != nil {
 		return nil, err
 	}

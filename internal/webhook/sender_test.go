@@ -19,6 +19,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/switchboard-dev/switchboard/internal/egress"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -376,4 +377,17 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 		addrs[i] = netip.MustParseAddr(ip)
 	}
 	return addrs, nil
+}
+
+func newSecrets(t *testing.T, n int) []string {
+	t.Helper()
+	secrets := make([]string, n)
+	for i := range secrets {
+		s, err := signing.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets[i] = s
+	}
+	return secrets
 }

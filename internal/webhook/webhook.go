@@ -1,7 +1,7 @@
 // Package webhook is the sending side of Switchboard's webhooks: event
-// kinds and the envelope, signing secrets and Standard Webhooks signatures,
-// the HTTP sender and the retry schedule. The receiver URL guard it sends
-// through is internal/egress, shared with telephony and analysis. It knows
+// kinds and the envelope, the HTTP sender and the retry schedule. It signs
+// with internal/signing (Standard Webhooks signatures) and sends through
+// the URL guard of internal/egress, both shared with telephony. It knows
 // nothing about Kubernetes. Its sub-packages are the rest of the webhook
 // family: deliveries decides what to send when, endpoints holds the
 // operations the REST API and the dashboard call.

@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/switchboard-dev/switchboard/internal/egress"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 // Disconnection reasons of a call whose stream failed.
@@ -169,7 +169,7 @@ func upgradeHeader(cfg Config, now time.Time) (http.Header, error) {
 		h.Set("Authorization", "Bearer "+cfg.Token)
 	}
 	if cfg.SigningSecret != "" {
-		sig, err := webhook.Sign([]string{cfg.SigningSecret}, cfg.CallID, now, nil)
+		sig, err := signing.Sign([]string{cfg.SigningSecret}, cfg.CallID, now, nil)
 		if err != nil {
 			return nil, fmt.Errorf("stream signing secret: %w", err)
 		}
