@@ -1,4 +1,3 @@
-// Package controllers holds one thin reconciler per Switchboard kind.
 package controllers
 
 import (

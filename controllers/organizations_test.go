@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
@@ -89,7 +88,7 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 	g.Expect(k8s.Create(ctx, ep)).To(Succeed())
 	agent := testsupport.CreateAgent(t, k8s, ns, "reminder", func(*switchboardv1.AgentSpec) {})
 	notAnOrganization := notReady(switchboardv1.ReasonNotAnOrganization, "is not an organization",
-		organizations.RoleBindingCommand(ns), organizations.LabelCommand(ns))
+		switchboardv1.OrganizationRoleBindingCommand(ns), switchboardv1.OrganizationLabelCommand(ns))
 	g.Eventually(readyOf(agent, &agent.Status.Conditions), resWait, resPoll).Should(notAnOrganization)
 	g.Eventually(readyOf(ep, &ep.Status.Conditions), resWait, resPoll).Should(notAnOrganization)
 	g.Eventually(warnings("Agent", agent), resWait, resPoll).Should(ContainElement(switchboardv1.ReasonNotAnOrganization))
@@ -100,13 +99,13 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 	testsupport.CreateTrunk(t, k8s, ns, "carrier", "sip:127.0.0.1:5999", "carrier")
 	trunk := &switchboardv1.SIPTrunk{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carrier"}}
 	g.Eventually(readyOf(trunk, &trunk.Status.Conditions), resWait, resPoll).Should(notReady(
-		switchboardv1.ReasonSecretAccessDenied, organizations.RoleBindingCommand(ns), organizations.LabelCommand(ns)))
+		switchboardv1.ReasonSecretAccessDenied, switchboardv1.OrganizationRoleBindingCommand(ns), switchboardv1.OrganizationLabelCommand(ns)))
 
 	kc := controlPlane.Kubectl(t)
 	cmds := commandsIn(t, readyOf(agent, &agent.Status.Conditions)(g).Message)
 	g.Expect(cmds).To(HaveLen(2))
 	kc.MustRun(t, cmds[1]...) // the label alone
-	noRoleBinding := notReady(switchboardv1.ReasonSecretAccessDenied, organizations.RoleBindingCommand(ns))
+	noRoleBinding := notReady(switchboardv1.ReasonSecretAccessDenied, switchboardv1.OrganizationRoleBindingCommand(ns))
 	g.Eventually(readyOf(agent, &agent.Status.Conditions), resWait, resPoll).Should(noRoleBinding)
 	g.Eventually(readyOf(ep, &ep.Status.Conditions), resWait, resPoll).Should(noRoleBinding)
 	g.Eventually(warnings("Agent", agent), resWait, resPoll).Should(ContainElement(switchboardv1.ReasonSecretAccessDenied))
@@ -139,7 +138,7 @@ func TestOrganizationLabelTurnsResourcesReady(t *testing.T) {
 			client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
 	}
 	label("null")
-	notAnOrganization := notReady(switchboardv1.ReasonNotAnOrganization, organizations.LabelCommand(ns))
+	notAnOrganization := notReady(switchboardv1.ReasonNotAnOrganization, switchboardv1.OrganizationLabelCommand(ns))
 	g.Eventually(readyOf(agent, &agent.Status.Conditions), 5*time.Second, resPoll).Should(notAnOrganization)
 	g.Eventually(readyOf(ep, &ep.Status.Conditions), 5*time.Second, resPoll).Should(notAnOrganization)
 	label(`"true"`)

@@ -31,6 +31,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
@@ -207,7 +208,7 @@ func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *org
 func addWebhookReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
 	recordings recording.Store) (*controllers.WebhookDeliveryWorker, error) {
 	recorder := mgr.GetEventRecorder("switchboard")
-	policy := webhook.URLPolicy{AllowInsecure: true}
+	policy := egress.URLPolicy{AllowInsecure: true}
 	health := deliveries.NewHealth()
 	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{}, Organizations: orgs}).SetupWithManager(mgr); err != nil {

@@ -23,9 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/quota"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
@@ -48,7 +47,7 @@ type WebhookEndpointReconciler struct {
 	client.Client
 	// Live reads Secrets, which the cache does not hold.
 	Live   client.Reader
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 	Health *deliveries.Health
 	Events events.EventRecorder
 	Clock  clock.PassiveClock
@@ -159,7 +158,7 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		return err
 	}
 	urlErr := r.Policy.Check(ctx, ep.Spec.URL)
-	var uerr *webhook.URLError
+	var uerr *egress.URLError
 	switch {
 	case errors.As(urlErr, &uerr):
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, uerr.Reason)
@@ -167,7 +166,7 @@ func (r *WebhookEndpointReconciler) checkConfig(ctx context.Context, ep *switchb
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonURLNotAllowed, urlErr.Error())
 	case errors.Is(secretErr, errSecretAccessDenied):
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretAccessDenied,
-			organizations.SecretAccessDenied(ep.Namespace, ep.SigningSecretName()))
+			switchboardv1.SecretAccessDeniedMessage(ep.Namespace, ep.SigningSecretName()))
 	case secretErr != nil:
 		r.setCondition(ep, switchboardv1.ReadyCondition, metav1.ConditionFalse, switchboardv1.ReasonSecretMissing, secretErr.Error())
 	case overLimit != "":

@@ -350,7 +350,7 @@ type GatherStep struct {
 	// percentage) for the gather to take it: an answer heard with less is
 	// no match, and noMatch asks again rather than keep a value the
 	// recognizer doubts. 0 takes every answer. Defaults to 60 for a number
-	// capture and 0 otherwise (hack/README.md gives the figures they were
+	// capture and 0 otherwise (hack/benchmarks.md gives the figures they were
 	// chosen on). Keyed answers are always taken.
 	// +optional
 	// +kubebuilder:validation:Minimum=0

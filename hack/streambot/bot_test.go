@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 func dial(t *testing.T, token string) (*stream.Session, error) {
@@ -18,7 +18,7 @@ func dial(t *testing.T, token string) (*stream.Session, error) {
 	srv := httptest.NewServer(Handler{Token: "s3cret"})
 	t.Cleanup(srv.Close)
 	return stream.Dial(context.Background(), stream.Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Token: token,
-		CallID: "call_1", Namespace: "demo", Policy: webhook.URLPolicy{AllowInsecure: true}})
+		CallID: "call_1", Namespace: "demo", Policy: egress.URLPolicy{AllowInsecure: true}})
 }
 
 // The bot echoes the callee and hangs up on #.

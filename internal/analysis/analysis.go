@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/internal/phonezones"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/understand"
 )
@@ -296,7 +296,7 @@ func keyed(typ, digits string) any {
 // the callee's time zone (from their number, as the call's gathers read
 // them), so that "tomorrow" is tomorrow where they are.
 func at(req telephony.Request, p telephony.Progress) time.Time {
-	zone := phonezones.Callee(req.To)
+	zone := phone.CalleeZone(req.To)
 	if p.EndedAt != nil {
 		return p.EndedAt.In(zone)
 	}

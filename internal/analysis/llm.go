@@ -18,8 +18,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callview"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 const (
@@ -45,8 +45,8 @@ type LLM struct {
 	Secrets client.Reader
 	// Policy guards the endpoint URL as webhook URLs are guarded: https
 	// and public addresses only, unless AllowInsecure (--dev).
-	Policy webhook.URLPolicy
-	// Transport carries the requests; nil: webhook.GuardedTransport(Policy).
+	Policy egress.URLPolicy
+	// Transport carries the requests; nil: egress.GuardedTransport(Policy).
 	Transport http.RoundTripper
 }
 
@@ -127,7 +127,7 @@ func (l *LLM) ask(ctx context.Context, req telephony.Request, cfg *switchboardv1
 func (l *LLM) options(ctx context.Context, namespace string, cfg *switchboardv1.AgentAnalysis) ([]option.RequestOption, error) {
 	transport := l.Transport
 	if transport == nil {
-		transport = webhook.GuardedTransport(l.Policy)
+		transport = egress.GuardedTransport(l.Policy)
 	}
 	key := ""
 	if ref := cfg.APIKeySecretRef; ref != nil {

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // No language-model server can run on this machine, so these tests run a
@@ -87,7 +87,7 @@ func newLLM(secrets ...*corev1.Secret) *LLM {
 	for _, s := range secrets {
 		b = b.WithObjects(s)
 	}
-	return &LLM{Secrets: b.Build(), Policy: webhook.URLPolicy{AllowInsecure: true}}
+	return &LLM{Secrets: b.Build(), Policy: egress.URLPolicy{AllowInsecure: true}}
 }
 
 var orgKey = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "org-a", Name: "llm-key"},

@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
@@ -182,13 +183,13 @@ type WebhookOptions struct {
 	// ModelHosts are the private networks and host names agents' speech
 	// recognition and language-model servers may be at
 	// (--allow-private-model-hosts): never the webhooks'.
-	ModelHosts webhook.TrustedHosts
+	ModelHosts egress.TrustedHosts
 }
 
 // modelPolicy guards the URLs of agents' speech recognition and language
 // model servers: the webhooks' rules, and the trusted private networks.
-func (o WebhookOptions) modelPolicy() webhook.URLPolicy {
-	return webhook.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelHosts}
+func (o WebhookOptions) modelPolicy() egress.URLPolicy {
+	return egress.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelHosts}
 }
 
 // inFlight is the bounds per organization and endpoint.
@@ -237,7 +238,7 @@ func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
 		"comma-separated: host names (an in-cluster Whisper or vLLM Service's, whisper.speech.svc.cluster.local) and networks "+
 		"in CIDR notation (10.100.0.0/16); every organization's agents may use them (default none: public addresses only).",
 		func(v string) error {
-			h, err := webhook.ParseTrustedHosts(v)
+			h, err := egress.ParseTrustedHosts(v)
 			o.ModelHosts = h
 			return err
 		})
@@ -403,7 +404,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, err
 	}
 	opts.Webhooks = opts.Webhooks.withDefaults()
-	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
+	policy := egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
 	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
 		TLSConfig: opts.Webhooks.TLSConfig})
 	// The other workers' calls are not in this replica's cache: their
@@ -604,7 +605,7 @@ func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs 
 // setupWebhookDelivery registers the endpoint reconciler and the worker
 // that sends the deliveries queued in the history store.
 func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
-	policy webhook.URLPolicy, sender *webhook.Sender, store recording.Store, admission *quota.Admission,
+	policy egress.URLPolicy, sender *webhook.Sender, store recording.Store, admission *quota.Admission,
 	opts Options) (*controllers.WebhookDeliveryWorker, error) {
 	hooks := opts.Webhooks
 	health := deliveries.NewHealth()
@@ -724,7 +725,7 @@ func dialSweeper(store history.Dials, log logr.Logger) manager.Runnable {
 // enabled; sipCalls is nil when SIP is off.
 func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts Options) (*telephony.Router, *sipStack, error) {
 	dialer := &telephony.Router{}
-	streams := sip.StreamSource{Secrets: mgr.GetAPIReader(), Policy: webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}
+	streams := sip.StreamSource{Secrets: mgr.GetAPIReader(), Policy: egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}
 	if !opts.DisableSimulator {
 		carrier := sim.New(opts.SimTimings)
 		carrier.EnableStreams(streams.Config)
@@ -736,7 +737,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
 	opts.SIP.RecordingMaxBytes = opts.RecordingMaxBytes
-	opts.SIP.AddressPolicy = webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure, Trusted: opts.SIP.PrivateNetworks}
+	opts.SIP.AddressPolicy = egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure, Trusted: opts.SIP.PrivateNetworks}
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
 	if err != nil {
 		return nil, nil, err

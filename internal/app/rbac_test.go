@@ -173,7 +173,7 @@ func TestNewNamespaceSaysWhyItsKeyFails(t *testing.T) {
 			return testsupport.Ready(g, *conds)
 		}
 	}
-	makeIt := organizations.RoleBindingCommand(ns) + " && " + organizations.LabelCommand(ns)
+	makeIt := switchboardv1.OrganizationRoleBindingCommand(ns) + " && " + switchboardv1.OrganizationLabelCommand(ns)
 	notAnOrganization := And(HaveField("Status", metav1.ConditionFalse),
 		HaveField("Reason", switchboardv1.ReasonNotAnOrganization), HaveField("Message", HaveSuffix(makeIt)))
 	g.Eventually(ready(agent, &agent.Status.Conditions), resWait, resPoll).Should(notAnOrganization)

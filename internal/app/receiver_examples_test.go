@@ -19,8 +19,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/switchboard-dev/switchboard/internal/signing"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // repoRoot is the module root, seen from this package's directory (where
@@ -80,7 +80,7 @@ func testReceiverExample(t *testing.T, argv ...string) {
 		return postSigned(t, base+"/webhooks/switchboard", secret, id, at, []byte(signed), []byte(sent))
 	}
 	forged := `{"event":"call.ended","call":{"call_id":"call_forged","status":"ended"}}`
-	otherSecret, err := webhook.NewSecret()
+	otherSecret, err := signing.NewSecret()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(post(otherSecret, "dlv_wrong_secret", time.Now(), forged, forged)).
 		To(Equal(http.StatusUnauthorized), "wrong secret")
@@ -173,7 +173,7 @@ func startReceiver(t *testing.T, port int, secret string, argv ...string) *tests
 // for signed under secret, and returns the status code.
 func postSigned(t *testing.T, url, secret, id string, at time.Time, signed, sent []byte) int {
 	t.Helper()
-	signature, err := webhook.Sign([]string{secret}, id, at, signed)
+	signature, err := signing.Sign([]string{secret}, id, at, signed)
 	if err != nil {
 		t.Fatal(err)
 	}

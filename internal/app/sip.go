@@ -23,6 +23,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
@@ -31,7 +32,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // SIPOptions configure real telephony over SIP trunks.
@@ -77,15 +77,15 @@ type SIPOptions struct {
 	Speech speech.EmbeddedOptions
 	// ModelPolicy guards agents' speech servers' URLs (set from the
 	// webhook options: private addresses only in trusted networks).
-	ModelPolicy webhook.URLPolicy
+	ModelPolicy egress.URLPolicy
 	// PrivateNetworks are the private networks trunks (and their media)
 	// may be in: the operator's own PBXs (--sip-private-networks). Other
 	// trunks must be public, unless AddressPolicy allows any address.
-	PrivateNetworks webhook.TrustedHosts
+	PrivateNetworks egress.TrustedHosts
 	// AddressPolicy decides where SIP and RTP may go (set from the webhook
 	// options, as every outbound address is: any address with --dev, and
 	// PrivateNetworks).
-	AddressPolicy webhook.URLPolicy
+	AddressPolicy egress.URLPolicy
 }
 
 // DefaultSIPOptions are the SIP settings of the binary's flags.
@@ -110,7 +110,7 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.Func("sip-private-networks", "Private networks, in CIDR notation and comma-separated (10.20.0.0/16), where SIPTrunks and "+
 		"their media may be: the operator's own PBXs (default none: trunks must be public, unless --dev). Every organization's trunks may use them.",
 		func(v string) error {
-			h, err := webhook.ParseTrustedHosts(v)
+			h, err := egress.ParseTrustedHosts(v)
 			if err == nil && len(h.Names) > 0 {
 				err = fmt.Errorf("--sip-private-networks takes networks in CIDR notation, not host names (%s): a trunk's address is checked after DNS", strings.Join(h.Names, ", "))
 			}

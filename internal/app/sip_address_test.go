@@ -13,8 +13,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // TestSIPTrunkAddressPolicyInProduction: outside development mode, a trunk
@@ -28,7 +28,7 @@ import (
 func TestSIPTrunkAddressPolicyInProduction(t *testing.T) {
 	withOperator(t, func(o *app.Options) {
 		o.Webhooks.AllowInsecure = false
-		o.SIP.PrivateNetworks = webhook.TrustedHosts{Networks: []netip.Prefix{netip.MustParsePrefix("10.255.0.0/16")}}
+		o.SIP.PrivateNetworks = egress.TrustedHosts{Networks: []netip.Prefix{netip.MustParsePrefix("10.255.0.0/16")}}
 		o.SIP.ProbeInterval = longProbeInterval
 	})
 	g := NewWithT(t)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -116,15 +117,15 @@ func (d *decoder) agentID() string {
 	return id.String()
 }
 
-// phone validates a number with NormalizePhone and returns it in E.164.
+// phone validates a number with phone.Normalize and returns it in E.164.
 func (d *decoder) phone(field string, required bool) string {
 	name, s, ok := d.str([]string{field}, required)
 	if !ok {
 		return ""
 	}
-	e164, ok := NormalizePhone(s, d.region)
+	e164, ok := phone.Normalize(s, d.region)
 	if !ok {
-		d.FailField("value_error", name, PhoneError(name), mustJSON(s))
+		d.FailField("value_error", name, phone.Invalid(name), mustJSON(s))
 	}
 	return e164
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -77,9 +78,9 @@ func (d *queryDecoder) phone(field, region string) string {
 		return ""
 	}
 	s := d.values.Get(field)
-	e164, ok := NormalizePhone(s, region)
+	e164, ok := phone.Normalize(s, region)
 	if !ok {
-		d.Fail("value_error", []any{"query", field}, PhoneError(field), s, nil)
+		d.Fail("value_error", []any{"query", field}, phone.Invalid(field), s, nil)
 	}
 	return e164
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/callinput"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -115,10 +116,10 @@ func checkAll(in []ContactInput, region string) []checked {
 }
 
 func check(c ContactInput, region string) checked {
-	num, number, ok := callinput.ParsePhone(c.ToNumber, region)
+	num, number, ok := phone.Parse(c.ToNumber, region)
 	if !ok {
 		return problem(validation.Item{Type: "value_error", Loc: []any{"to_number"},
-			Msg: callinput.PhoneError("to_number"), Input: c.ToNumber})
+			Msg: phone.Invalid("to_number"), Input: c.ToNumber})
 	}
 	var zones []string
 	var err error

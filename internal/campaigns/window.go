@@ -1,9 +1,3 @@
-// Package campaigns runs campaigns: many calls declared once, each contact
-// called inside its own calling window, paced, and redialed by policy. The
-// contacts live in the history store (package history); this package
-// decides which of them to dial when, and places their calls through the
-// same path as the REST API (package calls), so that a campaign's call is
-// admitted, checked and recorded like any other.
 package campaigns
 
 import (

@@ -6,12 +6,12 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
-	"github.com/switchboard-dev/switchboard/internal/phonezones"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 )
 
 // ZonesOf returns the time zones a contact's calling window is evaluated
 // in: tz when given (an IANA name), else every zone the number's prefix
-// maps to (package phonezones), else an error: calling hours cannot be
+// maps to (package phone), else an error: calling hours cannot be
 // honored blind.
 func ZonesOf(e164, tz string) ([]string, error) {
 	if tz != "" {
@@ -29,14 +29,14 @@ func ZonesOf(e164, tz string) ([]string, error) {
 
 // zonesOfNumber is the zones of a parsed number (e164 names it in errors).
 func zonesOfNumber(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
-	zones, err := phonezones.OfNumber(num, e164)
+	zones, err := phone.NumberZones(num, e164)
 	if err != nil {
 		return nil, fmt.Errorf("%w: give the contact a timezone", err)
 	}
 	return zones, nil
 }
 
-var loadZone = phonezones.Load
+var loadZone = phone.LoadZone
 
 // locations loads zones; a name that no longer loads (the zone database
 // changed) is left out rather than blocking the contact forever.

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -107,7 +108,7 @@ func endpointChange(form url.Values) (*endpoints.Change, map[string]string) {
 // ok is false when it is no refusal but a failure to show on its own.
 func endpointProblems(err error) (map[string]string, bool) {
 	var (
-		urlRefused *webhook.URLError
+		urlRefused *egress.URLError
 		refused    *endpoints.Refused
 	)
 	switch {

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"net/url"
@@ -16,9 +15,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callinput"
-	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
-	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -110,8 +107,8 @@ func (d *dashboard) placeCall(w http.ResponseWriter, r *http.Request) {
 				seeOther(w, r, Prefix+"/calls/"+callid.Of(placed.Call))
 				return
 			}
-			if busy := new(calls.Busy); errors.As(err, &busy) {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(busy.RetryAfter.Seconds()))))
+			if f := calls.Failed(err); f.Code == calls.CodeServerBusy {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
 				d.problem(w, r, http.StatusServiceUnavailable,
 					"This replica is placing as many calls as it can at once; nothing was placed. Go back and send the form again in a moment.")
 				return
@@ -172,48 +169,23 @@ func formProblems(items []validation.Item) map[string]string {
 }
 
 // placementProblems says why a call was not placed, beside the field it is
-// about, and names the failed call that was recorded, if any.
+// about (calls.Failed), and names the failed call that was recorded, if any.
 func (d *dashboard) placementProblems(err error) (map[string]string, string) {
-	var (
-		exceeded    *quota.Exceeded
-		unknown     *calls.AgentUnknown
-		refused     *calls.Refused
-		dispatch    *calls.DispatchFailed
-		unavailable *calls.Unavailable
-	)
-	switch {
-	case errors.As(err, &exceeded):
-		return map[string]string{"form": exceeded.Message}, ""
-	case errors.As(err, &unknown):
-		return map[string]string{"agent_id": unknown.Message}, ""
-	case errors.As(err, &refused):
-		return refusalProblems(refused.Rejection), refused.CallID
-	case errors.As(err, &dispatch):
-		return map[string]string{"form": dispatch.Message}, dispatch.CallID
-	case errors.As(err, &unavailable):
-		d.cfg.Log.Error(unavailable.Err, "placing call from the dashboard")
-		return map[string]string{"form": unavailable.Message}, ""
+	f := calls.Failed(err)
+	if f.Err != nil {
+		d.cfg.Log.Error(f.Err, "placing call from the dashboard")
 	}
-	d.cfg.Log.Error(err, "placing call from the dashboard")
-	return map[string]string{"form": "The call could not be queued; it is safe to retry."}, ""
-}
-
-func refusalProblems(rej *callpolicy.Rejection) map[string]string {
 	out := map[string]string{}
-	switch rej.Code {
-	case callpolicy.CodeMissingVariables:
-		out["variables_json"] = rej.Message
-		for _, name := range rej.MissingVariables {
+	switch f.Field {
+	case "":
+		out["form"] = f.Message
+	case "variables":
+		out["variables_json"] = f.Message
+		for _, name := range f.MissingVariables {
 			out["var."+name] = "Required by this agent."
 		}
-	case callpolicy.CodeDNCBlocked, callpolicy.CodeNumberBlocked:
-		out["to_number"] = rej.Message
-	case callpolicy.CodeFromNumberMismatch:
-		out["from_number"] = rej.Message
-	case callpolicy.CodeAgentInactive, callpolicy.CodeAgentNotOutbound:
-		out["agent_id"] = rej.Message
 	default:
-		out["form"] = rej.Message
+		out[f.Field] = f.Message
 	}
-	return out
+	return out, f.CallID
 }

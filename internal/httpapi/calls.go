@@ -11,11 +11,9 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callinput"
-	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -128,70 +126,31 @@ func (a *api) placeRequest(ctx context.Context, ns string, req *calls.Request, c
 	}}
 }
 
-// placementFailed is the reply for a call that was not placed: 429 for a
-// limit (with Retry-After, whole seconds rounded up), 503 server_busy for
-// a replica with no room (Retry-After too), 404 for an unknown agent,
-// 400/422 for the call policy, 502 for the carrier, 503 otherwise.
-// Refusals that recorded a failed call name it and count as placed.
+// placementFailed is the reply for a call that was not placed, as
+// calls.Failed maps it. Refusals that recorded a failed call name it and
+// count as placed.
 func (a *api) placementFailed(err error) reply {
-	var (
-		exceeded    *quota.Exceeded
-		busy        *calls.Busy
-		unknown     *calls.AgentUnknown
-		refused     *calls.Refused
-		dispatch    *calls.DispatchFailed
-		unavailable *calls.Unavailable
-	)
-	switch {
-	case errors.As(err, &exceeded):
-		res := errorReply(http.StatusTooManyRequests, ErrorDetail{Error: exceeded.Message, ErrorCode: exceeded.Code})
-		res.retryAfter = retryAfterSeconds(exceeded.RetryAfter)
-		return res
-	case errors.As(err, &busy):
-		res := errorReply(http.StatusServiceUnavailable, ErrorDetail{ErrorCode: CodeServerBusy,
-			Error: "This replica is placing as many calls as it can at once; nothing was created. Retry after the " +
-				"Retry-After header's seconds (with the same Idempotency-Key, if you sent one)."})
-		res.retryAfter = retryAfterSeconds(busy.RetryAfter)
-		return res
-	case errors.As(err, &unknown):
-		return errorReply(http.StatusNotFound, ErrorDetail{Error: unknown.Message, ErrorCode: callpolicy.CodeAgentNotFound})
-	case errors.As(err, &refused):
-		return refusedReply(refused)
-	case errors.As(err, &dispatch):
-		res := errorReply(http.StatusBadGateway, ErrorDetail{Error: dispatch.Message, ErrorCode: dispatch.Code,
-			CallID: ptr(dispatch.CallID)})
-		res.placed = true
-		return res
-	case errors.As(err, &unavailable):
-		a.cfg.Log.Error(unavailable.Err, "placing call")
-		res := unavailableReply(unavailable.Message)
-		res.uncertain = unavailable.Uncertain
+	f := calls.Failed(err)
+	if f.Err != nil {
+		a.cfg.Log.Error(f.Err, "placing call")
+	}
+	if f.Status == http.StatusServiceUnavailable && f.Code == "" {
+		res := unavailableReply(f.Message)
+		res.uncertain = f.Uncertain
 		return res
 	}
-	a.cfg.Log.Error(err, "placing call")
-	return unavailableReply("The call could not be queued; it is safe to retry.")
-}
-
-// CodeServerBusy is the error_code of a placement the replica had no room
-// for (package placementgate).
-const CodeServerBusy = "server_busy"
-
-func refusedReply(refused *calls.Refused) reply {
-	rej := refused.Rejection
-	d := ErrorDetail{Error: rej.Message, ErrorCode: rej.Code, MissingVariables: rej.MissingVariables}
-	if rej.ExpectedFromNumber != "" {
-		d.ExpectedFromNumber = ptr(rej.ExpectedFromNumber)
+	d := ErrorDetail{Error: f.Message, ErrorCode: f.Code, MissingVariables: f.MissingVariables}
+	if f.ExpectedFromNumber != "" {
+		d.ExpectedFromNumber = ptr(f.ExpectedFromNumber)
 	}
-	status := http.StatusUnprocessableEntity
-	if rej.Code == callpolicy.CodeAgentNotOutbound || rej.Code == callpolicy.CodeAgentInactive {
-		status = http.StatusBadRequest
+	if f.CallID != "" {
+		d.CallID = ptr(f.CallID)
 	}
-	if refused.CallID == "" {
-		return errorReply(status, d)
+	res := errorReply(f.Status, d)
+	res.placed = f.CallID != ""
+	if f.RetryAfter > 0 {
+		res.retryAfter = retryAfterSeconds(f.RetryAfter)
 	}
-	d.CallID = ptr(refused.CallID)
-	res := errorReply(status, d)
-	res.placed = true
 	return res
 }
 

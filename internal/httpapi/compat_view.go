@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
 
@@ -417,9 +418,9 @@ func (l *sdkListDecoder) toNumberFilter(loc []any, raw json.RawMessage) {
 	}
 	var s string
 	_ = json.Unmarshal(f.Value, &s)
-	e164, ok := callinput.NormalizePhone(s, l.region)
+	e164, ok := phone.Normalize(s, l.region)
 	if !ok {
-		l.Fail("value_error", append(loc, "value"), callinput.PhoneError("to_number"), decodeAny(f.Value), nil)
+		l.Fail("value_error", append(loc, "value"), phone.Invalid("to_number"), decodeAny(f.Value), nil)
 		return
 	}
 	l.q.ToNumber = e164

@@ -81,9 +81,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/validation"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
 
@@ -168,7 +168,7 @@ func endpointFrom(ctx context.Context) *switchboardv1.WebhookEndpoint {
 func (a *api) endpointFailed(w http.ResponseWriter, err error) {
 	var (
 		refused     *endpoints.Refused
-		urlRefused  *webhook.URLError
+		urlRefused  *egress.URLError
 		unavailable *endpoints.Unavailable
 	)
 	switch {
@@ -224,7 +224,7 @@ func invalidItems(err error) []validation.Item {
 // savedEndpoint answers a create or update: a URL the policy refuses is a
 // validation item on body.url, as the body's other problems are.
 func (a *api) savedEndpointFailed(w http.ResponseWriter, req *endpointRequest, err error) {
-	var refused *webhook.URLError
+	var refused *egress.URLError
 	if errors.As(err, &refused) {
 		writeValidation(w, []validation.Item{{Type: CodeURLNotAllowed, Loc: []any{"body", "url"},
 			Msg: refused.Reason, Input: req.URL}})

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 )
 
 // The commands a resource outside an organization gives are the
@@ -15,7 +17,7 @@ func TestCommandsAreTheREADMEs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{RoleBindingCommand("acme"), LabelCommand("acme")} {
+	for _, cmd := range []string{switchboardv1.OrganizationRoleBindingCommand("acme"), switchboardv1.OrganizationLabelCommand("acme")} {
 		if !strings.Contains(string(readme), "\n"+cmd+"\n") {
 			t.Errorf("config/README.md does not document the command %q", cmd)
 		}

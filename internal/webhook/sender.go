@@ -7,15 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/internal/egress"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 const (
@@ -31,7 +31,7 @@ const (
 
 // SenderConfig configures a Sender.
 type SenderConfig struct {
-	Policy    URLPolicy
+	Policy    egress.URLPolicy
 	Timeout   time.Duration // per attempt; 0 means 10 s
 	TLSConfig *tls.Config   // nil means system roots
 	UserAgent string        // "" means "Switchboard-Webhooks/1.0"
@@ -40,7 +40,7 @@ type SenderConfig struct {
 // Sender posts signed messages to receivers. It is safe for concurrent use
 // and keeps connections alive between messages.
 type Sender struct {
-	policy    URLPolicy
+	policy    egress.URLPolicy
 	timeout   time.Duration
 	userAgent string
 	client    *http.Client
@@ -95,77 +95,12 @@ func NewSender(cfg SenderConfig) *Sender {
 		timeout:   cfg.Timeout,
 		userAgent: cfg.UserAgent,
 		client: &http.Client{
-			Transport: newTransport(cfg),
+			Transport: egress.Transport(cfg.Policy, cfg.TLSConfig),
 			// A redirect is the receiver's answer, recorded as a failure:
 			// following it would post the event somewhere the customer did
 			// not configure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-	}
-}
-
-// GuardedTransport is an HTTP transport that dials only addresses policy
-// allows, checked after DNS, with no proxy: for other outbound calls to
-// URLs an organization configures (a language model's endpoint, say).
-func GuardedTransport(policy URLPolicy) *http.Transport {
-	return newTransport(SenderConfig{Policy: policy})
-}
-
-func newTransport(cfg SenderConfig) *http.Transport {
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		// No proxy, whatever the environment says: a proxy would connect on
-		// our behalf, past the address guard.
-		Proxy:               nil,
-		DialContext:         cfg.Policy.DialContext(dialer),
-		TLSClientConfig:     tlsConfig(cfg.TLSConfig),
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-	}
-}
-
-func tlsConfig(base *tls.Config) *tls.Config {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if base != nil {
-		cfg = base.Clone()
-		cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
-	}
-	return cfg
-}
-
-// refusedAddrError is a connection the address guard stopped.
-type refusedAddrError struct {
-	addr   string
-	reason string
-}
-
-func (e *refusedAddrError) Error() string {
-	return "refused to connect to " + e.addr + ": " + e.reason
-}
-
-// DialControl is the address guard for another client that connects where
-// an organization says (a bot's media stream, a speech recognition server):
-// a net.Dialer's Control, refusing what AllowedAddr refuses, as webhook
-// deliveries do.
-func (p URLPolicy) DialControl() func(network, address string, c syscall.RawConn) error {
-	return addressGuard(p)
-}
-
-// addressGuard checks the address actually being dialed, after DNS. Check
-// ran when the URL was saved, but the name may resolve elsewhere now (DNS
-// rebinding), so this is the check that protects the network.
-func addressGuard(p URLPolicy) func(network, address string, _ syscall.RawConn) error {
-	return func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return &refusedAddrError{addr: address, reason: "not an IP address"}
-		}
-		if err := p.AllowedAddr(ap.Addr()); err != nil {
-			return &refusedAddrError{addr: ap.Addr().Unmap().String(), reason: err.Error()}
-		}
-		return nil
 	}
 }
 
@@ -212,14 +147,14 @@ func (s *Sender) do(ctx context.Context, req *http.Request) (*http.Response, err
 }
 
 func (s *Sender) newRequest(ctx context.Context, m Message) (*http.Request, error) {
-	if _, reason := s.policy.parseURL(m.URL); reason != "" {
+	if reason := s.policy.Refusal(m.URL); reason != "" {
 		return nil, errors.New(reason)
 	}
 	ts := m.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	signature, err := Sign(m.Secrets, m.DeliveryID, ts, m.Body)
+	signature, err := signing.Sign(m.Secrets, m.DeliveryID, ts, m.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +185,7 @@ func setHeaders(h http.Header, m Message, signature, unix, userAgent string) {
 
 // describe turns a failed request into a short reason for the delivery log.
 func (s *Sender) describe(attempt context.Context, err error) string {
-	var refused *refusedAddrError
+	var refused *egress.RefusedAddrError
 	switch {
 	case errors.As(err, &refused):
 		return refused.Error()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -88,14 +91,14 @@ func (r *receiver) checkRequest(req *http.Request, body []byte) {
 
 // senderFor trusts r's certificate. Test servers listen on loopback, so
 // the policy must allow it.
-func senderFor(r *receiver, policy webhook.URLPolicy, timeout time.Duration) *webhook.Sender {
+func senderFor(r *receiver, policy egress.URLPolicy, timeout time.Duration) *webhook.Sender {
 	roots := x509.NewCertPool()
 	roots.AddCert(r.Certificate())
 	return webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: timeout,
 		TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
 }
 
-var insecure = webhook.URLPolicy{AllowInsecure: true}
+var insecure = egress.URLPolicy{AllowInsecure: true}
 
 func message(url string, secrets []string) webhook.Message {
 	return webhook.Message{URL: url, DeliveryID: "dlv_0123", Event: webhook.EventCallEnded,
@@ -244,7 +247,7 @@ func TestSendConnectionRefused(t *testing.T) {
 func TestSendRefusesLoopbackAtConnect(t *testing.T) {
 	secrets := newSecrets(t, 1)
 	r := startReceiver(t, secrets, respondWith(200, nil, ""))
-	res := senderFor(r, webhook.URLPolicy{}, 0).Send(context.Background(), message(r.URL, secrets))
+	res := senderFor(r, egress.URLPolicy{}, 0).Send(context.Background(), message(r.URL, secrets))
 	if res.StatusCode != 0 || !strings.Contains(res.Err, "refused to connect to 127.0.0.1: a loopback address") {
 		t.Fatalf("got %+v", res)
 	}
@@ -263,7 +266,7 @@ func TestSendGuardIsIndependentOfCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "https://localhost:" + port + "/hook"
-	policy := webhook.URLPolicy{Resolver: fakeResolver{"localhost": {"93.184.216.34"}}}
+	policy := egress.URLPolicy{Resolver: fakeResolver{"localhost": {"93.184.216.34"}}}
 	if err := policy.Check(context.Background(), url); err != nil {
 		t.Fatalf("Check(%s) = %v; the fake resolver should make it pass", url, err)
 	}
@@ -353,10 +356,38 @@ func TestSendRefusesSpecialPurposeAtConnect(t *testing.T) {
 		"https://[64:ff9b::a9fe:a9fe]/hook":  "refused to connect to 64:ff9b::a9fe:a9fe: a NAT64 address for 169.254.169.254, the cloud metadata address",
 		"https://[2001:0:4136:e378::1]/hook": "refused to connect to 2001:0:4136:e378::1: a Teredo address",
 	} {
-		res := webhook.NewSender(webhook.SenderConfig{Policy: webhook.URLPolicy{}, Timeout: 2 * time.Second}).
+		res := webhook.NewSender(webhook.SenderConfig{Policy: egress.URLPolicy{}, Timeout: 2 * time.Second}).
 			Send(context.Background(), message(url, newSecrets(t, 1)))
 		if res.StatusCode != 0 || !strings.Contains(res.Err, want) {
 			t.Errorf("Send(%s) = %+v; want an error containing %q", url, res, want)
 		}
 	}
+}
+
+// fakeResolver answers from a map, so the policy's Check needs no network.
+type fakeResolver map[string][]string
+
+func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	ips, ok := f[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	addrs := make([]netip.Addr, len(ips))
+	for i, ip := range ips {
+		addrs[i] = netip.MustParseAddr(ip)
+	}
+	return addrs, nil
+}
+
+func newSecrets(t *testing.T, n int) []string {
+	t.Helper()
+	secrets := make([]string, n)
+	for i := range secrets {
+		s, err := signing.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets[i] = s
+	}
+	return secrets
 }

@@ -1,6 +1,7 @@
 // Package webhook is the sending side of Switchboard's webhooks: event
-// kinds and the envelope, signing secrets and Standard Webhooks signatures,
-// the receiver URL guard, the HTTP sender and the retry schedule. It knows
+// kinds and the envelope, the HTTP sender and the retry schedule. It signs
+// with internal/signing (Standard Webhooks signatures) and sends through
+// the URL guard of internal/egress, both shared with telephony. It knows
 // nothing about Kubernetes. Its sub-packages are the rest of the webhook
 // family: deliveries decides what to send when, endpoints holds the
 // operations the REST API and the dashboard call.

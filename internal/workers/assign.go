@@ -23,7 +23,7 @@ import (
 // Assigners is how many calls the leader assigns at once. Each assignment
 // is one patch, a few ms on an idle apiserver and far more on a loaded
 // one: at 100 calls/s with every call's life on the same two cores, one at
-// a time fell 5 s behind at p99 and 16 at once 1.7 s (hack/README.md,
+// a time fell 5 s behind at p99 and 16 at once 1.7 s (hack/benchmarks.md,
 // "Assigning calls to workers"). The Pool reserves each worker's room as
 // it picks, so they never overfill one.
 const Assigners = 16

@@ -10,6 +10,12 @@
 // node heartbeats and leader election use them); nothing here is a cluster
 // protocol of its own. The apiserver sees one small write per worker per
 // renewal, never one per call.
+//
+// Where each part runs: every replica runs its Heartbeat (its Lease) and
+// its Drainer (finishing its calls when it stops); the Assigner (a controller of unassigned Calls) and the
+// Sweeper of lost workers are leader-only jobs. The Calls themselves are
+// reconciled by controllers.CallReconciler on the worker they are assigned
+// to.
 package workers
 
 import (
@@ -35,7 +41,7 @@ const (
 )
 
 // CallsPerCPU is the default capacity of a worker per CPU: recorded calls
-// with a scripted agent use a few percent of a core each (hack/README.md,
+// with a scripted agent use a few percent of a core each (hack/benchmarks.md,
 // the SIP benchmarks: 200 concurrent recorded calls on 2 cores), with room
 // left for the REST API and speech.
 const CallsPerCPU = 50

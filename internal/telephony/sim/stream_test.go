@@ -17,10 +17,10 @@ import (
 	"github.com/zaf/g711"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // streamBot is a real WebSocket bot; run serves each connection.
@@ -40,7 +40,7 @@ func streamBot(t *testing.T, run func(c *websocket.Conn)) (*Carrier, telephony.R
 	c := New(Timings{Ring: 0, Talk: 2 * time.Second})
 	c.EnableStreams(func(_ context.Context, req telephony.Request) (*stream.Config, error) {
 		return &stream.Config{URL: req.Agent.Spec.Stream.URL, CallID: req.CallID, Namespace: req.Namespace,
-			Policy: webhook.URLPolicy{AllowInsecure: true}}, nil
+			Policy: egress.URLPolicy{AllowInsecure: true}}, nil
 	})
 	req := telephony.Request{CallID: "call_5151", Namespace: "demo", To: "+14155551234",
 		Agent: &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Stream: &switchboardv1.StreamSpec{URL: "ws" + strings.TrimPrefix(srv.URL, "http")}}}}

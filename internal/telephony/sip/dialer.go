@@ -36,7 +36,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/switchboard-dev/switchboard/internal/phonezones"
+	"github.com/switchboard-dev/switchboard/internal/phone"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
@@ -284,7 +284,7 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 		spec.CallID, spec.From, spec.To = req.CallID, req.From, req.To
 		spec.RecordPath, spec.RecordMaxBytes, spec.Stop = s.recordPath, d.cfg.RecordingMaxBytes, s.stop
 		spec.Recognizer = d.recognizer(req)
-		spec.Zone = phonezones.Callee(req.To)
+		spec.Zone = phone.CalleeZone(req.To)
 		s.mu.Lock()
 		s.script = spec.Script
 		s.mu.Unlock()

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 )
 
@@ -97,7 +96,7 @@ func credentials(ctx context.Context, secrets client.Reader, ns, name string) (s
 	}
 	if apierrors.IsForbidden(err) {
 		return "", "", &ConfigError{Reason: switchboardv1.ReasonSecretAccessDenied,
-			Message: organizations.SecretAccessDenied(ns, name)}
+			Message: switchboardv1.SecretAccessDeniedMessage(ns, name)}
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, name, err)

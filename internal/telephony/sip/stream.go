@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // Keys of an agent's stream authSecretRef Secret.
@@ -28,7 +28,7 @@ type StreamSource struct {
 	// caches no Secrets of organizations).
 	Secrets client.Reader
 	// Policy guards stream URLs as webhook URLs are guarded.
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 }
 
 // Config is the call's stream to its agent's bot: the URL, parameters

@@ -12,8 +12,7 @@ import (
 func transcript(res engine.Result) []telephony.Turn {
 	turns := make([]telephony.Turn, 0, len(res.Events))
 	for _, e := range res.Events {
-		turns = append(turns, telephony.Turn{Speaker: e.Speaker, Text: e.Text, Field: e.Field, Digits: e.Digits,
-			Start: e.Start, End: e.End, Confidence: e.Confidence, Recognizer: e.Recognizer, Branch: e.Branch, Next: e.Next, Mark: e.Mark, Words: e.Words, Note: e.Note})
+		turns = append(turns, e.Turn)
 	}
 	return turns
 }

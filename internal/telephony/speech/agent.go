@@ -10,8 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 // ForAgent returns the recognizer for an agent's calls: embedded when the
@@ -20,7 +19,7 @@ import (
 // through secrets. embedded may be nil (a binary built without it); then an
 // agent without a server gets an error saying so.
 func ForAgent(ctx context.Context, secrets client.Reader, agent *switchboardv1.Agent,
-	policy webhook.URLPolicy, embedded Recognizer) (Recognizer, error) {
+	policy egress.URLPolicy, embedded Recognizer) (Recognizer, error) {
 	spec := agent.Spec.Speech
 	if spec == nil {
 		if embedded == nil {
@@ -53,7 +52,7 @@ func apiKey(ctx context.Context, secrets client.Reader, ns, name string) (string
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("speech: the API key Secret %s/%s of spec.speech does not exist", ns, name)
 	case apierrors.IsForbidden(err):
-		return "", fmt.Errorf("speech: %s", organizations.SecretAccessDenied(ns, name))
+		return "", fmt.Errorf("speech: %s", switchboardv1.SecretAccessDeniedMessage(ns, name))
 	case err != nil:
 		return "", fmt.Errorf("speech: reading the API key Secret %s/%s: %w", ns, name, err)
 	case len(s.Data[switchboardv1.SpeechAPIKeyKey]) == 0:

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 // Agents gives each agent's calls their recognizer (ForAgent), built once
@@ -21,7 +21,7 @@ type Agents struct {
 	// Secrets reads the API keys of spec.speech (a live reader).
 	Secrets client.Reader
 	// Policy guards the servers' URLs as webhook URLs are guarded.
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 	// Embedded configures the embedded recognizer, loaded at the first
 	// call that needs it (each decoder holds its model in memory).
 	Embedded EmbeddedOptions

@@ -24,7 +24,7 @@ var numberWords = func() []string {
 // nil, open recognition: "digits" are a sequence the one-phrase grammar
 // cannot take (and are usually keyed), and for "date" and "time" a
 // vocabulary of days, months, ordinals and numbers was measured worse than
-// open recognition on the held-out set (hack/README.md).
+// open recognition on the held-out set (hack/benchmarks.md).
 func CaptureHints(kind string) []string {
 	switch kind {
 	case "number":

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 // ServerName is a server recognizer's name in the transcript.
@@ -44,7 +44,7 @@ type ServerOptions struct {
 	// Policy is the webhooks' URL policy: the URL must be https (wss) and
 	// public unless Policy.AllowInsecure, and every connection's address
 	// is checked when dialed.
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 	// OnPartial, when set, receives a streaming (Vosk) server's partial
 	// results as they arrive.
 	OnPartial func(text string)
@@ -91,7 +91,7 @@ func checkServerURL(ctx context.Context, opts ServerOptions) (string, error) {
 		return "", fmt.Errorf("speech: an openai server's url must start with https://, not %q", opts.URL)
 	}
 	if err := opts.Policy.Check(ctx, u); err != nil {
-		var ue *webhook.URLError
+		var ue *egress.URLError
 		if errors.As(err, &ue) {
 			return "", fmt.Errorf("speech: server url %s: %s", ue.URL, ue.Reason)
 		}
@@ -103,7 +103,7 @@ func checkServerURL(ctx context.Context, opts ServerOptions) (string, error) {
 // serverHTTPClient dials through the address guard and never through a
 // proxy (which would connect past it), and follows no redirect (which would
 // send the audio and the API key somewhere the agent does not name).
-func serverHTTPClient(p webhook.URLPolicy) *http.Client {
+func serverHTTPClient(p egress.URLPolicy) *http.Client {
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	return &http.Client{
 		Transport: &http.Transport{

@@ -16,8 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // No transcription server (whisper.cpp's server, faster-whisper, vLLM) and
@@ -29,7 +29,7 @@ import (
 
 const testKey = "sk-test-secret-key"
 
-var dev = webhook.URLPolicy{AllowInsecure: true} // http and loopback, as --dev allows
+var dev = egress.URLPolicy{AllowInsecure: true} // http and loopback, as --dev allows
 
 // fixed is a recognizer that always hears the same thing: the fallback,
 // standing in for the embedded recognizer (whose own tests are in

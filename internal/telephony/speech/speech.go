@@ -53,7 +53,7 @@ type Word = telephony.Word
 // sets none, by capture type ("" for choices): an answer recognized with
 // less is no match, and the step asks again rather than take a value it
 // is not sure of. Chosen on the embedded recognizer's held-out sets
-// (hack/README.md): for numbers 0.6, which only a sure answer passes
+// (hack/benchmarks.md): for numbers 0.6, which only a sure answer passes
 // (verified); for yes/no and choices 0, since the embedded recognizer's
 // check, which leaves no wrong number, also doubts most right yes/no
 // answers. A recognizer that reports no confidence gives 1.

@@ -34,7 +34,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 func BenchmarkAddedLatency(b *testing.B) {
@@ -109,7 +109,7 @@ func addedLatency(b *testing.B, seconds int, period time.Duration) {
 	}))
 	defer srv.Close()
 	s, err := Dial(context.Background(), Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), CallID: "call_bench",
-		Policy: webhook.URLPolicy{AllowInsecure: true}})
+		Policy: egress.URLPolicy{AllowInsecure: true}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 // Disconnection reasons of a call whose stream failed.
@@ -72,7 +73,7 @@ type Config struct {
 	// Parameters are the agent's customParameters, placeholders filled.
 	Parameters map[string]string
 	// Policy is the SSRF guard webhook deliveries go through.
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 	// Zero values take the defaults above.
 	ConnectTimeout time.Duration
 	ReadLimit      int64
@@ -86,7 +87,7 @@ type Config struct {
 // CheckURL says why raw cannot be a stream URL, or nil: wss (ws too with
 // AllowInsecure), then the webhook URL guard (no credentials, public
 // addresses only unless AllowInsecure).
-func CheckURL(ctx context.Context, p webhook.URLPolicy, raw string) error {
+func CheckURL(ctx context.Context, p egress.URLPolicy, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return errors.New("stream URL: this is not a valid URL")
@@ -104,7 +105,7 @@ func CheckURL(ctx context.Context, p webhook.URLPolicy, raw string) error {
 	}
 	u.Scheme = asHTTP
 	if err := p.Check(ctx, u.String()); err != nil {
-		var uerr *webhook.URLError
+		var uerr *egress.URLError
 		if errors.As(err, &uerr) {
 			return fmt.Errorf("stream URL %s: %s", raw, uerr.Reason)
 		}
@@ -168,7 +169,7 @@ func upgradeHeader(cfg Config, now time.Time) (http.Header, error) {
 		h.Set("Authorization", "Bearer "+cfg.Token)
 	}
 	if cfg.SigningSecret != "" {
-		sig, err := webhook.Sign([]string{cfg.SigningSecret}, cfg.CallID, now, nil)
+		sig, err := signing.Sign([]string{cfg.SigningSecret}, cfg.CallID, now, nil)
 		if err != nil {
 			return nil, fmt.Errorf("stream signing secret: %w", err)
 		}
@@ -181,7 +182,7 @@ func upgradeHeader(cfg Config, now time.Time) (http.Header, error) {
 
 // guardedClient dials through the webhook address guard (checked on the
 // address actually dialed, after DNS) and never through a proxy.
-func guardedClient(p webhook.URLPolicy) *http.Client {
+func guardedClient(p egress.URLPolicy) *http.Client {
 	dialer := &net.Dialer{Control: p.DialControl()}
 	return &http.Client{
 		Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: false},

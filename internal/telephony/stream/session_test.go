@@ -19,7 +19,7 @@ import (
 	"github.com/zaf/g711"
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,7 +59,7 @@ func (b *bot) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http")
 func (b *bot) config() Config {
 	return Config{URL: b.url(), Token: "bot-token", SigningSecret: testSecret, Namespace: "demo",
 		CallID: "call_00ff", From: "+14155550100", To: "+14155551234",
-		Parameters: map[string]string{"customer": "Ada"}, Policy: webhook.URLPolicy{AllowInsecure: true},
+		Parameters: map[string]string{"customer": "Ada"}, Policy: egress.URLPolicy{AllowInsecure: true},
 		ConnectTimeout: 2 * time.Second}
 }
 

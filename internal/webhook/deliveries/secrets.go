@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 // ErrNoSecret: the endpoint's Secret has no usable signing secret.
@@ -26,7 +26,7 @@ func SigningSecrets(s *corev1.Secret, now time.Time) ([]string, error) {
 	if current == "" {
 		return nil, fmt.Errorf("%w: Secret %s has no key %q", ErrNoSecret, s.Name, switchboardv1.WebhookSecretKey)
 	}
-	if _, err := webhook.ParseSecret(current); err != nil {
+	if _, err := signing.ParseSecret(current); err != nil {
 		return nil, fmt.Errorf("%w: Secret %s: %w", ErrNoSecret, s.Name, err)
 	}
 	secrets := []string{current}
@@ -50,7 +50,7 @@ func inOverlap(s *corev1.Secret, now time.Time) bool {
 // Rotate puts a new secret in s; the current one becomes the previous one
 // and keeps signing for overlap.
 func Rotate(s *corev1.Secret, now time.Time, overlap time.Duration) (string, error) {
-	fresh, err := webhook.NewSecret()
+	fresh, err := signing.NewSecret()
 	if err != nil {
 		return "", err
 	}
@@ -70,7 +70,7 @@ func Rotate(s *corev1.Secret, now time.Time, overlap time.Duration) (string, err
 
 // NewSecret is a generated signing Secret for ep.
 func NewSecret(ep *switchboardv1.WebhookEndpoint) (*corev1.Secret, string, error) {
-	value, err := webhook.NewSecret()
+	value, err := signing.NewSecret()
 	if err != nil {
 		return nil, "", err
 	}

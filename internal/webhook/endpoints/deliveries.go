@@ -29,7 +29,7 @@ type Tested struct {
 // secrets, and records it in the delivery log as a test delivery. It waits
 // for the receiver: at most the sender's timeout. Disabled endpoints can be
 // tested too (before re-enabling them, say). A refused URL is a
-// *webhook.URLError: nothing is sent or recorded.
+// *egress.URLError: nothing is sent or recorded.
 func (s *Service) Test(ctx context.Context, cached *switchboardv1.WebhookEndpoint, kind string) (*Tested, error) {
 	ep, err := s.live(ctx, cached)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
@@ -118,7 +119,7 @@ type Service struct {
 	// Sender sends test events (one attempt, no retries).
 	Sender *webhook.Sender
 	// Policy checks receiver URLs when endpoints are saved or tested.
-	Policy webhook.URLPolicy
+	Policy egress.URLPolicy
 	// RotationOverlap is how long a rotated-out secret keeps signing.
 	RotationOverlap time.Duration
 	// InFlight bounds the attempts in flight per organization and per
@@ -201,11 +202,11 @@ func SortOldestFirst(eps []switchboardv1.WebhookEndpoint) {
 	})
 }
 
-// CheckURL checks a receiver URL against the policy: a *webhook.URLError
+// CheckURL checks a receiver URL against the policy: a *egress.URLError
 // says why it is refused.
 func (s *Service) CheckURL(ctx context.Context, url string) error {
 	err := s.Policy.Check(ctx, url)
-	var refused *webhook.URLError
+	var refused *egress.URLError
 	if err != nil && !errors.As(err, &refused) {
 		return &Unavailable{What: "The URL could not be checked", Err: err}
 	}

@@ -22,8 +22,8 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/quota"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 )
 
@@ -43,7 +43,7 @@ func newService(t *testing.T, endpoints string) (*Service, client.Client) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build()
 	return &Service{Directory: &directory.Directory{Cache: c, Live: c}, Client: c, Live: c,
 		Quota:  &quota.Admission{Cache: c, Now: time.Now},
-		Policy: webhook.URLPolicy{AllowInsecure: false}, RotationOverlap: time.Hour,
+		Policy: egress.URLPolicy{AllowInsecure: false}, RotationOverlap: time.Hour,
 		Now: func() time.Time { return rotatedAt }}, c
 }
 
@@ -58,7 +58,7 @@ func create(t *testing.T, s *Service, url string) (*switchboardv1.WebhookEndpoin
 func TestCreate(t *testing.T) {
 	s, c := newService(t, "1")
 	ctx := context.Background()
-	if _, _, err := create(t, s, "http://127.0.0.1/hooks"); err == nil || !errors.As(err, new(*webhook.URLError)) {
+	if _, _, err := create(t, s, "http://127.0.0.1/hooks"); err == nil || !errors.As(err, new(*egress.URLError)) {
 		t.Fatalf("a loopback http URL: %v, want the URL guard's refusal", err)
 	}
 	ep, secret, err := create(t, s, "https://1.1.1.1/hooks")

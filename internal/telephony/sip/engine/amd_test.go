@@ -111,7 +111,7 @@ func TestMachineHangsUpAtOnce(t *testing.T) {
 	if d := res.EndedAt.Sub(res.AnsweredAt); d > 5*time.Second {
 		t.Errorf("connected for %s, want a hangup once detected (the greeting lasts 7 s)", d)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerCallee, Text: "(answering machine greeting)"}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "(answering machine greeting)"}}})
 }
 
 // With a message to leave, we wait for the greeting and its beep to end,
@@ -133,7 +133,7 @@ func TestMachineLeaveMessage(t *testing.T) {
 	if !res.Machine || res.HangupBy != HangupByVoicemail {
 		t.Fatalf("result %+v: want a machine, voicemail hangup", res)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerCallee, Text: "(answering machine greeting)"}, {Speaker: SpeakerAgent, Text: "Please call us back."}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "(answering machine greeting)"}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Please call us back."}}})
 
 	left, right := readRecording(t, rec)
 	greetingEnd, messageStart, messageEnd := lastVoiced(right), firstVoiced(left), lastVoiced(left)
@@ -170,7 +170,7 @@ func TestHumanRunsScript(t *testing.T) {
 	if res.AMDCause != amd.CauseAfterGreetingSilence {
 		t.Errorf("AMD cause %q, want %q", res.AMDCause, amd.CauseAfterGreetingSilence)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Hi, this is Switchboard."}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Hi, this is Switchboard."}}})
 	if got := res.Disposition(); got != telephony.Answered {
 		t.Errorf("disposition %q, want answered", got)
 	}
@@ -217,7 +217,7 @@ func TestNotSureRunsScript(t *testing.T) {
 	if res.Machine || res.AMDStatus != amd.NotSure || res.HangupBy != HangupByAgent {
 		t.Fatalf("result %+v: want NOTSURE, agent hangup after the script", res)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "a tone"}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "a tone"}}})
 }
 
 // The callee hangs up while the detector still listens: the call ends,

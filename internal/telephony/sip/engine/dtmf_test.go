@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 // te is one telephone-event packet: RTP timestamp, event code, end bit and
@@ -191,6 +193,6 @@ func TestGatherDigitsFromSippEvents(t *testing.T) {
 	if want := map[string]string{"code": "122", "again": "9"}; !maps.Equal(res.Digits, want) {
 		t.Errorf("digits %v, want %v", res.Digits, want)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Your code?"}, {Speaker: SpeakerCallee, Text: "pressed 122"},
-		{Speaker: SpeakerAgent, Text: "Again?"}, {Speaker: SpeakerCallee, Text: "pressed 9"}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Your code?"}}, {Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "pressed 122"}},
+		{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Again?"}}, {Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "pressed 9"}}})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/media"
@@ -225,39 +226,17 @@ const (
 	SpeakerCallee = "callee"
 )
 
-// Event is one line of the call's transcript.
+// Event is one line of the call's transcript: the transcript turn every
+// carrier reports (telephony.Turn, whose fields say what each holds) and
+// the moment it happened, which the engine orders lines by and places
+// those without audio of their own at (placeEvents). For the engine, Text
+// is a step's Text when it starts playing, the voicemail's MessageText,
+// "pressed 1234#" (every key of one gather, finish key included) or
+// "(answering machine greeting)"; Speaker is SpeakerAgent or
+// SpeakerCallee.
 type Event struct {
 	At time.Time
-	// Speaker is SpeakerAgent or SpeakerCallee.
-	Speaker string
-	// Text is a step's Text when it starts playing, the voicemail's
-	// MessageText, "pressed 1234#" (every key of one gather, finish key
-	// included) or "(answering machine greeting)".
-	Text string
-	// Field and Digits are set on a gather's answer: the Gather.Field it
-	// answered and the value it took: the digits kept (without the finish
-	// key), the choice's value or the captured value.
-	Field, Digits string
-	// Start and End place the event in the recording (offsets from the
-	// answer): an utterance from its start to its end, an agent's line
-	// from its first frame to the end of its last (where barge-in cut
-	// it), anything else at the moment it happened.
-	Start, End time.Duration
-	// Confidence and Recognizer are the recognizer's, on an utterance.
-	Confidence float64
-	Recognizer string
-	// Branch is what a gather decided (a choice's value, BranchNoInput,
-	// BranchNoMatch) and Next the ID of the step it went to ("" in order).
-	Branch, Next string
-	// Mark is set on a bot's mark, echoed once its audio played.
-	Mark string
-	// Words are an utterance's words placed as Start and End are, where
-	// the recognizer gives them.
-	Words []speech.Word
-	// Note marks an event whose Text is the engine's account of what
-	// happened ("(no answer)", "(not recognized: ...)"), not words
-	// anyone said (telephony.Turn.Note).
-	Note bool
+	telephony.Turn
 }
 
 // Result is how a placed call ended.

@@ -532,7 +532,7 @@ func TestCalleeHangsUp(t *testing.T) {
 	if m := meanAbs(left[200 : sampleRate*8/10]); m < 4000 {
 		t.Errorf("left channel: mean amplitude %.0f, want the prompt until the BYE", m)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "a tone"}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "a tone"}}})
 }
 
 func TestMaxDuration(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
@@ -99,7 +100,7 @@ func (g *Gather) keyedDigits() bool { return g.Choices == nil && g.Capture == ""
 // record puts the answer in the transcript and, when it is one, in
 // res.Digits.
 func (m *callMedia) record(res *Result, g Gather, a answer, d decision) {
-	ev := Event{Speaker: SpeakerCallee, Branch: d.branch, Next: d.next}
+	ev := Event{Turn: telephony.Turn{Speaker: SpeakerCallee, Branch: d.branch, Next: d.next}}
 	if d.matched {
 		ev.Field, ev.Digits = g.Field, d.value
 		if g.Field != "" {
@@ -294,7 +295,7 @@ func placeWords(words []speech.Word, start time.Duration) []speech.Word {
 // the vocabulary of a number or yes/no capture (nil, open recognition,
 // for the others). Constrained to them, the embedded recognizer is both
 // more accurate and an order of magnitude faster than open recognition
-// (hack/README.md).
+// (hack/benchmarks.md).
 func (g *Gather) hints() []string {
 	if g.Choices == nil {
 		return speech.CaptureHints(g.Capture)

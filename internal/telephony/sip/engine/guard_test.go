@@ -11,18 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // production is the policy of a replica without --dev or private networks.
-var production = AddressGuard{Allow: webhook.URLPolicy{}.AllowedAddr}
+var production = AddressGuard{Allow: egress.URLPolicy{}.AllowedAddr}
 
 // loopbackTrunks is a policy that allows 127.0.0.1, where the test's sipp
 // listens, as an operator's declared private network would, and refuses
 // every other address the production policy refuses.
-var loopbackTrunks = AddressGuard{Allow: webhook.URLPolicy{
-	Trusted: webhook.TrustedHosts{Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}.AllowedAddr}
+var loopbackTrunks = AddressGuard{Allow: egress.URLPolicy{
+	Trusted: egress.TrustedHosts{Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}.AllowedAddr}
 
 // udpCounter counts the datagrams sent to a UDP port on addr.
 type udpCounter struct {

@@ -37,7 +37,7 @@ import (
 // (reply_ms; the goal is a p95 under 700 ms), and the CPU: this process's
 // (cpu_%, 100 is one core; per listening call), sipp's apart, and the
 // whole machine's (machine_busy_%, of both cores). The number of calls at
-// which the reply p95 stays under the goal is the figure hack/README.md
+// which the reply p95 stays under the goal is the figure hack/benchmarks.md
 // reports.
 func BenchmarkConcurrentListeningCalls(b *testing.B) {
 	calls := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_LISTEN_CALLS", 50)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/media"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
@@ -156,7 +157,7 @@ func assertEvents(t *testing.T, res Result, want []wantEvent) {
 func toEvents(want []wantEvent) []Event {
 	var out []Event
 	for _, w := range want {
-		out = append(out, Event{Speaker: w.speaker, Text: w.text, Digits: w.value, Branch: w.branch, Next: w.next})
+		out = append(out, Event{Turn: telephony.Turn{Speaker: w.speaker, Text: w.text, Digits: w.value, Branch: w.branch, Next: w.next}})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 )
 
@@ -197,13 +198,13 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 
 // event appends a transcript event happening now.
 func (r *Result) event(speaker, text string) {
-	r.Events = append(r.Events, Event{At: time.Now(), Speaker: speaker, Text: text})
+	r.Events = append(r.Events, Event{At: time.Now(), Turn: telephony.Turn{Speaker: speaker, Text: text}})
 }
 
 // note appends an event happening now whose text is the engine's account
 // of it, not words anyone said (Event.Note).
 func (r *Result) note(speaker, text string) {
-	r.Events = append(r.Events, Event{At: time.Now(), Speaker: speaker, Text: text, Note: true})
+	r.Events = append(r.Events, Event{At: time.Now(), Turn: telephony.Turn{Speaker: speaker, Text: text, Note: true}})
 }
 
 // sleep waits for d; false when callCtx ended first.

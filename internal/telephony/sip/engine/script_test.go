@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
@@ -45,7 +46,7 @@ func TestGatherDigitsFromBaresip(t *testing.T) {
 	if got := res.Digits["pin"]; got != "1234" {
 		t.Errorf("pin %q, want 1234 (digits %v)", got, res.Digits)
 	}
-	want := []Event{{Speaker: SpeakerAgent, Text: "Enter your PIN, then hash."}, {Speaker: SpeakerCallee, Text: "pressed 1234#"}, {Speaker: SpeakerAgent, Text: "Thank you."}}
+	want := []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Enter your PIN, then hash."}}, {Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "pressed 1234#"}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Thank you."}}}
 	assertTranscript(t, res, want)
 	if ev := res.Events[1]; ev.Field != "pin" || ev.Digits != "1234" {
 		t.Errorf("the gather's event carries field %q digits %q, want pin 1234", ev.Field, ev.Digits)
@@ -96,7 +97,7 @@ func TestGatherTimesOut(t *testing.T) {
 	if d := res.EndedAt.Sub(res.AnsweredAt); d < 1500*time.Millisecond || d > 4*time.Second {
 		t.Errorf("connected for %s, want the 0.5 s prompt and the 1 s timeout", d)
 	}
-	assertTranscript(t, res, []Event{{Speaker: SpeakerAgent, Text: "Press 1."}, {Speaker: SpeakerAgent, Text: "Goodbye."}})
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Press 1."}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Goodbye."}}})
 }
 
 func TestGatherInput(t *testing.T) {
@@ -247,8 +248,8 @@ func TestRecognizerFailureIsNoMatch(t *testing.T) {
 	}
 	var res Result
 	(&callMedia{answeredAt: answeredAt}).record(&res, g, a, d)
-	want := Event{At: u.start, Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
-		Recognizer: "server", Branch: BranchNoMatch, Note: true}
+	want := Event{At: u.start, Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "(not recognized: timeout)", Start: time.Second, End: 2 * time.Second,
+		Recognizer: "server", Branch: BranchNoMatch, Note: true}}
 	if len(res.Events) != 1 || !reflect.DeepEqual(res.Events[0], want) || res.Digits != nil {
 		t.Errorf("recorded %+v, digits %v; want %+v and no digits", res.Events, res.Digits, want)
 	}

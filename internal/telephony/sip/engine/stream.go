@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 )
 
@@ -79,5 +80,5 @@ func streamEnd(err error, res *Result) string {
 }
 
 func markEvent(name string) Event {
-	return Event{At: time.Now(), Speaker: SpeakerAgent, Text: "(mark " + name + ")", Mark: name, Note: true}
+	return Event{At: time.Now(), Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "(mark " + name + ")", Mark: name, Note: true}}
 }

@@ -34,10 +34,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 func BenchmarkConcurrentStreamedCalls(b *testing.B) {
@@ -118,7 +118,7 @@ func benchStream(botURL string, i int) *stream.Config {
 		return nil
 	}
 	return &stream.Config{URL: botURL, Namespace: "bench", CallID: fmt.Sprintf("bench-%d", i),
-		Policy: webhook.URLPolicy{AllowInsecure: true}}
+		Policy: egress.URLPolicy{AllowInsecure: true}}
 }
 
 // reportBotGaps reports the gaps of our channel: the bot's echo as played.

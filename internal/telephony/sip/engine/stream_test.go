@@ -16,8 +16,8 @@ import (
 	"github.com/zaf/g711"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
 // These tests bridge real SIP calls (sipp callees) to a bot on a real
@@ -47,7 +47,7 @@ func testBot(t *testing.T, run func(c *websocket.Conn)) *stream.Config {
 	}))
 	t.Cleanup(srv.Close)
 	return &stream.Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Namespace: "demo", CallID: "call-stream",
-		Policy: webhook.URLPolicy{AllowInsecure: true}}
+		Policy: egress.URLPolicy{AllowInsecure: true}}
 }
 
 type botMsg struct {
@@ -287,7 +287,7 @@ func TestStreamConnectFailedEndsTheCall(t *testing.T) {
 		http.Error(w, "who are you", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	cfg := &stream.Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), CallID: "call-401", Policy: webhook.URLPolicy{AllowInsecure: true}}
+	cfg := &stream.Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), CallID: "call-401", Policy: egress.URLPolicy{AllowInsecure: true}}
 	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Stream: cfg})
 	s.wait(t)
 	if res.DisconnectionReason() != "stream_connect_failed" {

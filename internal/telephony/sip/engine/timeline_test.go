@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 // Every event of a SIP call's transcript is placed on the call's timeline,
@@ -23,9 +25,9 @@ func TestTranscriptTimeline(t *testing.T) {
 	}})
 	s.wait(t)
 	assertTranscript(t, res, []Event{
-		{Speaker: SpeakerAgent, Text: "Hello."}, {Speaker: SpeakerAgent, Text: "Press 1."},
-		{Speaker: SpeakerCallee, Text: "(no answer)"}, {Speaker: SpeakerAgent, Text: "Still there?"},
-		{Speaker: SpeakerCallee, Text: "(no answer)"}, {Speaker: SpeakerAgent, Text: "Goodbye."},
+		{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Hello."}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Press 1."}},
+		{Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "(no answer)"}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Still there?"}},
+		{Turn: telephony.Turn{Speaker: SpeakerCallee, Text: "(no answer)"}}, {Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "Goodbye."}},
 	})
 	var prev Event
 	for i, ev := range res.Events {

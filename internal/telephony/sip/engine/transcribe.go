@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 // transcribeQueue bounds the utterances waiting for the recognizer outside
@@ -66,8 +68,8 @@ func (t *transcriber) run(ctx context.Context) {
 }
 
 func (t *transcriber) event(ev speechEvent, text string) Event {
-	return Event{At: ev.start, Speaker: SpeakerCallee, Text: text, Recognizer: t.m.recognizer.Name(),
-		Start: ev.start.Sub(t.m.answeredAt), End: ev.end.Sub(t.m.answeredAt)}
+	return Event{At: ev.start, Turn: telephony.Turn{Speaker: SpeakerCallee, Text: text, Recognizer: t.m.recognizer.Name(),
+		Start: ev.start.Sub(t.m.answeredAt), End: ev.end.Sub(t.m.answeredAt)}}
 }
 
 // note is an event saying what became of an utterance whose words are

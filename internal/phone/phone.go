@@ -1,4 +1,9 @@
-package callinput
+// Package phone is Switchboard's one reading of phone numbers: what a
+// number may be written as and its E.164 form (the REST API, the dashboard
+// and campaign contacts parse with it), and the time zones of the people who
+// answer them (github.com/nyaruka/phonenumbers' table of prefixes), in which
+// campaigns evaluate calling windows and scripts read the dates callees say.
+package phone
 
 import (
 	"regexp"
@@ -23,17 +28,17 @@ var phoneSyntax = regexp.MustCompile(`^(\+ *)?(\([0-9]+\)|[0-9]+)( *[-.]? *(\([0
 // 422 here, not a failed create.
 var e164Syntax = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 
-// NormalizePhone validates a number written as phoneSyntax allows with
+// Normalize validates a number written as phoneSyntax allows with
 // libphonenumber's rules and returns it in E.164. A number without "+" is
 // read in region.
-func NormalizePhone(s, region string) (string, bool) {
-	_, e164, ok := ParsePhone(s, region)
+func Normalize(s, region string) (string, bool) {
+	_, e164, ok := Parse(s, region)
 	return e164, ok
 }
 
-// ParsePhone is NormalizePhone that also returns the parsed number, for a
+// Parse is Normalize that also returns the parsed number, for a
 // caller that asks more of it (its time zones) without parsing it again.
-func ParsePhone(s, region string) (*phonenumbers.PhoneNumber, string, bool) {
+func Parse(s, region string) (*phonenumbers.PhoneNumber, string, bool) {
 	if !phoneSyntax.MatchString(strings.TrimSpace(s)) {
 		return nil, "", false
 	}
@@ -45,8 +50,8 @@ func ParsePhone(s, region string) (*phonenumbers.PhoneNumber, string, bool) {
 	return num, e164, e164Syntax.MatchString(e164)
 }
 
-// PhoneError is the message of a field holding a number NormalizePhone
+// Invalid is the validation message of a field holding a number Normalize
 // refuses.
-func PhoneError(field string) string {
+func Invalid(field string) string {
 	return "Value error, " + field + " is not a valid phone number; use E.164, for example +14155551234"
 }

@@ -1,4 +1,4 @@
-package webhook_test
+package egress_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 )
 
 // fakeResolver answers from a map, so Check tests need no network.
@@ -90,7 +90,7 @@ func TestCheck(t *testing.T) {
 		{"https://[::127.0.0.1]/", "::127.0.0.1 is an IPv4-compatible address for 127.0.0.1, a loopback address"},
 		{"https://sixtofour.example/hook", "sixtofour.example resolves to 2002:a9fe:a9fe::1, a 6to4 address for 169.254.169.254, the cloud metadata address"},
 	} {
-		err := webhook.URLPolicy{Resolver: testResolver}.Check(context.Background(), tc.url)
+		err := egress.URLPolicy{Resolver: testResolver}.Check(context.Background(), tc.url)
 		checkURLError(t, tc.url, err, tc.wantReason)
 	}
 }
@@ -103,7 +103,7 @@ func checkURLError(t *testing.T, url string, err error, wantReason string) {
 		}
 		return
 	}
-	var ue *webhook.URLError
+	var ue *egress.URLError
 	if !errors.As(err, &ue) {
 		t.Errorf("Check(%q) = %#v; want a *URLError", url, err)
 		return
@@ -117,7 +117,7 @@ func checkURLError(t *testing.T, url string, err error, wantReason string) {
 }
 
 func TestCheckAllowInsecure(t *testing.T) {
-	p := webhook.URLPolicy{AllowInsecure: true, Resolver: testResolver}
+	p := egress.URLPolicy{AllowInsecure: true, Resolver: testResolver}
 	for _, url := range []string{
 		"http://127.0.0.1:8080/x",
 		"http://localhost:8080/x",
@@ -140,15 +140,15 @@ func TestCheckAllowInsecure(t *testing.T) {
 func TestCheckCanceledIsNotAURLError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := webhook.URLPolicy{}.Check(ctx, "https://hooks.example.com/x")
-	var ue *webhook.URLError
+	err := egress.URLPolicy{}.Check(ctx, "https://hooks.example.com/x")
+	var ue *egress.URLError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
 		t.Fatalf("Check with a canceled context = %v", err)
 	}
 }
 
 func TestURLErrorRedactsPassword(t *testing.T) {
-	err := webhook.URLPolicy{}.Check(context.Background(), "https://user:hunter2@hooks.example.com/x")
+	err := egress.URLPolicy{}.Check(context.Background(), "https://user:hunter2@hooks.example.com/x")
 	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "hooks.example.com") {
 		t.Fatalf("error = %v", err)
 	}
@@ -199,18 +199,18 @@ func TestAllowedAddr(t *testing.T) {
 		"fe80::a9fe:a9fe%somewhere": "a link-local address",
 	} {
 		addr := netip.MustParseAddr(ip)
-		err := webhook.URLPolicy{}.AllowedAddr(addr)
+		err := egress.URLPolicy{}.AllowedAddr(addr)
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("AllowedAddr(%s) = %v; want allowed", ip, err)
 		case want != "" && (err == nil || err.Error() != want):
 			t.Errorf("AllowedAddr(%s) = %v; want %q", ip, err, want)
 		}
-		if err := (webhook.URLPolicy{AllowInsecure: true}).AllowedAddr(addr); err != nil {
+		if err := (egress.URLPolicy{AllowInsecure: true}).AllowedAddr(addr); err != nil {
 			t.Errorf("AllowInsecure: AllowedAddr(%s) = %v", ip, err)
 		}
 	}
-	if err := (webhook.URLPolicy{}).AllowedAddr(netip.Addr{}); err == nil {
+	if err := (egress.URLPolicy{}).AllowedAddr(netip.Addr{}); err == nil {
 		t.Error("the zero Addr was allowed")
 	}
 }
@@ -294,7 +294,7 @@ func TestAllowedAddrSpecialPurpose(t *testing.T) {
 		{"2606:4700:4700::1111", "", "public (Cloudflare DNS)"},
 		{"2a00:1450:4001:80b::200e", "", "public"},
 	} {
-		err := webhook.URLPolicy{}.AllowedAddr(netip.MustParseAddr(tc.ip))
+		err := egress.URLPolicy{}.AllowedAddr(netip.MustParseAddr(tc.ip))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s (%s) = %v; want allowed", tc.ip, tc.entry, err)

@@ -1,4 +1,4 @@
-package webhook
+package egress
 
 import (
 	"context"
@@ -109,7 +109,7 @@ func TestTrustedHostsDial(t *testing.T) {
 		if c != nil {
 			_ = c.Close()
 		}
-		var refused *refusedAddrError
+		var refused *RefusedAddrError
 		if tc.ok && err != nil || !tc.ok && !errors.As(err, &refused) {
 			t.Errorf("%s: dialing %s: %v, want connected %v", tc.name, tc.address, err, tc.ok)
 		}

@@ -1,4 +1,4 @@
-package webhook_test
+package signing_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/switchboard-dev/switchboard/internal/webhook"
+	"github.com/switchboard-dev/switchboard/internal/signing"
 )
 
 // FuzzSignatureHeader fuzzes both ends of the webhook-signature header.
@@ -27,10 +27,10 @@ import (
 //     passes without the key.
 //
 // `make test` runs the seeds below and those in testdata/fuzz; explore with
-// go test -run '^$' -fuzz FuzzSignatureHeader -fuzztime 60s ./internal/webhook
+// go test -run '^$' -fuzz FuzzSignatureHeader -fuzztime 60s ./internal/signing
 func FuzzSignatureHeader(f *testing.F) {
 	key := bytes.Repeat([]byte{7}, 32)
-	good, err := webhook.Sign([]string{secretOf(key)}, "dlv_1", time.Unix(1795314871, 0), []byte(`{"event":"call.ended"}`))
+	good, err := signing.Sign([]string{secretOf(key)}, "dlv_1", time.Unix(1795314871, 0), []byte(`{"event":"call.ended"}`))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func FuzzSignatureHeader(f *testing.F) {
 			return // the parser requires an id; two equal keys are one
 		}
 		ts := time.Unix(unix, 0)
-		signed, err := webhook.Sign([]string{secretOf(keys[0]), secretOf(keys[1])}, id, ts, body)
+		signed, err := signing.Sign([]string{secretOf(keys[0]), secretOf(keys[1])}, id, ts, body)
 		if err != nil {
 			t.Fatalf("Sign: %v", err)
 		}
@@ -73,7 +73,7 @@ func FuzzSignatureHeader(f *testing.F) {
 			t.Fatalf("header %q verified for another delivery", signed)
 		}
 
-		own, _ := webhook.Sign([]string{secretOf(keys[0])}, id, ts, body)
+		own, _ := signing.Sign([]string{secretOf(keys[0])}, id, ts, body)
 		if verifyIgnoringTime(keys[0], id, unix, body, header) == nil && !strings.Contains(header, strings.TrimPrefix(own, "v1,")) {
 			t.Fatalf("header %q verified without the signature %q", header, own)
 		}

@@ -1,8 +1,8 @@
-package phonezones
+package phone
 
 import "testing"
 
-func TestCallee(t *testing.T) {
+func TestCalleeZone(t *testing.T) {
 	for _, tc := range []struct{ to, want string }{
 		{"+12125550100", "America/New_York"},
 		{"+13105550100", "America/Los_Angeles"},
@@ -11,8 +11,8 @@ func TestCallee(t *testing.T) {
 		{"+999123", "UTC"}, // no such country
 		{"not a number", "UTC"},
 	} {
-		if got := Callee(tc.to).String(); got != tc.want {
-			t.Errorf("Callee(%q) = %s, want %s", tc.to, got, tc.want)
+		if got := CalleeZone(tc.to).String(); got != tc.want {
+			t.Errorf("CalleeZone(%q) = %s, want %s", tc.to, got, tc.want)
 		}
 	}
 }

@@ -1,8 +1,4 @@
-// Package phonezones maps phone numbers to the time zones of the people
-// who answer them (github.com/nyaruka/phonenumbers' table of prefixes):
-// campaigns evaluate calling windows in them, and scripts read the dates
-// callees say in them.
-package phonezones
+package phone
 
 import (
 	"fmt"
@@ -12,18 +8,18 @@ import (
 	"github.com/nyaruka/phonenumbers"
 )
 
-// Of returns every zone the number's prefix maps to, in the table's
+// Zones returns every zone the number's prefix maps to, in the table's
 // order; an error when the number does not parse or maps to none.
-func Of(e164 string) ([]string, error) {
+func Zones(e164 string) ([]string, error) {
 	num, err := phonenumbers.Parse(e164, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a valid phone number", e164)
 	}
-	return OfNumber(num, e164)
+	return NumberZones(num, e164)
 }
 
-// OfNumber is Of for a parsed number (e164 names it in errors).
-func OfNumber(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
+// NumberZones is Zones for a parsed number (e164 names it in errors).
+func NumberZones(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
 	zones, err := phonenumbers.GetTimezonesForNumber(num)
 	if err != nil || len(zones) == 0 || (len(zones) == 1 && zones[0] == phonenumbers.UNKNOWN_TIMEZONE) {
 		return nil, fmt.Errorf("the time zone of %s is unknown", e164)
@@ -35,8 +31,8 @@ func OfNumber(num *phonenumbers.PhoneNumber, e164 string) ([]string, error) {
 // time, and calls share a few dozen zones.
 var cache sync.Map // name -> *time.Location
 
-// Load is time.LoadLocation, cached.
-func Load(name string) (*time.Location, error) {
+// LoadZone is time.LoadLocation, cached.
+func LoadZone(name string) (*time.Location, error) {
 	if z, ok := cache.Load(name); ok {
 		return z.(*time.Location), nil
 	}
@@ -48,16 +44,16 @@ func Load(name string) (*time.Location, error) {
 	return z, nil
 }
 
-// Callee is the time zone the dates a callee says are read in ("tomorrow"
+// CalleeZone is the time zone the dates a callee says are read in ("tomorrow"
 // is tomorrow where they are): the zone their number's prefix maps to, the
 // first listed where it maps to several (a country or area code across
 // zones), and UTC where it maps to none.
-func Callee(e164 string) *time.Location {
-	zones, err := Of(e164)
+func CalleeZone(e164 string) *time.Location {
+	zones, err := Zones(e164)
 	if err != nil {
 		return time.UTC
 	}
-	loc, err := Load(zones[0])
+	loc, err := LoadZone(zones[0])
 	if err != nil {
 		return time.UTC
 	}

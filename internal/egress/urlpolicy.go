@@ -1,4 +1,4 @@
-package webhook
+package egress
 
 import (
 	"context"
@@ -65,9 +65,14 @@ func (p URLPolicy) Check(ctx context.Context, raw string) error {
 	return &URLError{URL: redacted(raw, u), Reason: reason}
 }
 
-// parseURL applies the checks that need no network and returns why raw is
-// refused, or "". Send repeats them: userinfo in particular would make the
+// Refusal applies the checks of Check that need no network and returns why
+// raw is refused, or "". The webhook sender repeats them before each send: userinfo in particular would make the
 // HTTP client send an Authorization header.
+func (p URLPolicy) Refusal(raw string) string {
+	_, reason := p.parseURL(raw)
+	return reason
+}
+
 func (p URLPolicy) parseURL(raw string) (*url.URL, string) {
 	u, err := url.Parse(raw)
 	switch {

@@ -1,4 +1,4 @@
-package webhook
+package egress
 
 import (
 	"context"
@@ -132,10 +132,10 @@ func (p URLPolicy) DialContext(base *net.Dialer) func(ctx context.Context, netwo
 	named.Control = func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
-			return &refusedAddrError{addr: address, reason: "not an IP address"}
+			return &RefusedAddrError{addr: address, reason: "not an IP address"}
 		}
 		if err := allowedForName(ap.Addr()); err != nil && !p.AllowInsecure {
-			return &refusedAddrError{addr: ap.Addr().Unmap().String(), reason: err.Error()}
+			return &RefusedAddrError{addr: ap.Addr().Unmap().String(), reason: err.Error()}
 		}
 		return nil
 	}

@@ -1,4 +1,10 @@
-package webhook
+// Package signing is the Standard Webhooks signature scheme: signing
+// secrets ("whsec_" and base64) and the webhook-signature header value,
+// HMAC-SHA256 over "{id}.{timestamp}.{body}". Webhook deliveries are signed
+// with it, and so is a bot stream's upgrade request, so that a receiver
+// verifies both with the same library. It is a leaf that imports nothing of
+// Switchboard's.
+package signing
 
 import (
 	"crypto/hmac"
