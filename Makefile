@@ -178,6 +178,13 @@ bench-saturation: ## POST /v1/calls under a burst from 32, then 64, clients for 
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	SWITCHBOARD_SATURATION_GATE=$(SATURATION_GATE) go test ./internal/app/ -run '^$$' -bench 'Saturation' -benchtime 1x -count 1 -timeout 30m
 
+PACED_GATE ?= 8
+
+.PHONY: bench-paced
+bench-paced: ## POST /v1/calls at half the ceiling measured in the same run (the apiserver's four writes per call alone), for 10 s: p50/p90/p99 (PACED_GATE=-1: without the gate).
+	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
+	SWITCHBOARD_PACED_GATE=$(PACED_GATE) go test ./internal/app/ -run '^$$' -bench 'Paced' -benchtime 1x -count 1 -timeout 30m
+
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 50
 SOAK_RETENTION ?= 5m

@@ -77,7 +77,7 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.publicURL, "public-url", "", "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
 	flag.StringVar(&f.region, "default-region", "US", "Region for phone numbers sent without +.")
 	flag.DurationVar(&f.apiTimeout, "api-request-timeout", httpapi.DefaultRequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
-	flag.IntVar(&f.placements, "max-placements-in-flight", placementgate.DefaultInFlight, "Call creations (POST /v1/calls, the SDK's create-phone-call, the dashboard's form) a replica has in progress at once, fewer while creates take over 100 ms, shared fairly between organizations; one more waits for a slot while it can still be placed within 1 s, else is answered 503 server_busy with Retry-After: 1 and nothing created (negative: no bound).")
+	flag.IntVar(&f.placements, "max-placements-in-flight", placementgate.DefaultInFlight, "Call creations (POST /v1/calls, the SDK's create-phone-call, the dashboard's form) a replica has in progress at once, fewer while creates take over 100 ms on average, shared fairly between organizations; one more waits for a slot while it can still be placed within 200 ms, else is answered 503 server_busy with Retry-After: 1 and nothing created (negative: no bound).")
 	f.authFailures.BindFlags(flag.CommandLine)
 	f.reads.BindFlags(flag.CommandLine)
 

@@ -69,9 +69,10 @@ func TestGateQueuesWithinBudget(t *testing.T) {
 // A backlog the replica cannot place within the budget is refused at once,
 // not after a wait: with placements taking 80 ms and 2 slots, a slot frees
 // every 40 ms, so the 23rd waiting placement has its slot at 920 ms and is
-// placed within the budget of 1 s; the 24th would not be.
+// placed within a budget of 1 s; the 24th would not be. Placements slower
+// than the whole budget (the default's here) wait for nothing.
 func TestGateRefusesABacklogPastTheBudgetAtOnce(t *testing.T) {
-	g := New(2, 0)
+	g := New(2, time.Second)
 	fill(g, "acme")
 	g.estimate = 80 * time.Millisecond
 	var waited int
@@ -80,8 +81,8 @@ func TestGateRefusesABacklogPastTheBudgetAtOnce(t *testing.T) {
 		if !ok {
 			break
 		}
-		if wait != Budget-g.estimate {
-			t.Fatalf("a waiter may wait %v, want the budget less a placement's time, %v", wait, Budget-g.estimate)
+		if wait != time.Second-g.estimate {
+			t.Fatalf("a waiter may wait %v, want the budget less a placement's time, %v", wait, time.Second-g.estimate)
 		}
 		waited++
 		if w == nil || waited > 100 {
@@ -182,9 +183,10 @@ func TestGateWaiterThatLeavesHoldsNothing(t *testing.T) {
 	}
 }
 
-// Placements slower than the target halve the bound, once per target's
-// time, down to one; faster ones raise it back to the maximum, a slot per
-// bound's worth of placements.
+// Placements slower than the target on average halve the bound, once per
+// target's time, down to one; once they are faster on average, each
+// raises it back towards the maximum, a slot per bound's worth of
+// placements.
 func TestGateAdaptsToCreateLatency(t *testing.T) {
 	g := New(8, 0)
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
@@ -228,5 +230,23 @@ func TestGateAdaptsToCreateLatency(t *testing.T) {
 	}
 	if fast < 20 {
 		t.Fatalf("back to 8 after %d fast placements: it should take about 1+2+...+7", fast)
+	}
+}
+
+// One slow placement among fast ones, the tail every load has, leaves the
+// bound as it is: only placements slow on average cut it.
+func TestGateKeepsItsBoundThroughALoneSlowPlacement(t *testing.T) {
+	g := New(8, 0)
+	for range 20 {
+		fill(g, "acme")
+		g.release("acme", 10*time.Millisecond)
+	}
+	fill(g, "acme")
+	g.release("acme", 400*time.Millisecond)
+	if n := fill(g, "acme"); n != 1 {
+		t.Fatalf("after one slow placement the full gate admitted %d, want the 1 it freed", n)
+	}
+	if g.limit() != 8 {
+		t.Fatalf("bound %d after one slow placement among fast ones, want 8", g.limit())
 	}
 }
