@@ -22,7 +22,7 @@ import (
 // apiserver, and a saturated apiserver answers creates about as fast
 // whether 8 or 32 wait on it: what more of them in flight add is queueing.
 // 8 admitted about twice the calls per second 4 did, with a lower p99, in
-// the bursts measured so far (hack/README.md, "Saturation").
+// the bursts measured so far (hack/benchmarks.md, "Saturation").
 const DefaultInFlight = 8
 
 // Budget is how long a placement may take by default, its wait for a slot
@@ -82,7 +82,7 @@ func init() { metrics.Registry.MustRegister(refused, boundGauge) }
 // every load has (a garbage collection, a busy core), and halving the
 // bound for it queued the placements behind it, which at a paced half of
 // the ceiling raised the POSTs' p90 from tens to hundreds of
-// milliseconds (hack/README.md, "Paced placements").
+// milliseconds (hack/benchmarks.md, "Paced placements").
 type Gate struct {
 	max    int
 	budget time.Duration
