@@ -17,5 +17,5 @@
 // Other leader-only jobs live with their concern: the worker assigner and
 // the sweep of lost workers in internal/workers, the campaign runner in
 // internal/campaigns, the idempotency-key sweeper in internal/idempotency.
-// hack/README.md ("Where things run") maps them all.
+// hack/README.md ("What runs where") maps them all.
 package controllers
