@@ -151,6 +151,13 @@ type WebhookOptions struct {
 	// AllowInsecure permits http and loopback or private receivers: local
 	// development only.
 	AllowInsecure bool
+	// AllowInsecureMode is --webhook-allow-insecure: "true", "false" or
+	// "auto" (true with --dev only); the process resolves it into
+	// AllowInsecure.
+	AllowInsecureMode string
+	// CAFile is a PEM file of extra CAs trusted for receivers; the process
+	// reads it into TLSConfig.
+	CAFile string
 	// TLSConfig for connections to receivers; nil trusts the system roots.
 	TLSConfig *tls.Config
 	// Timeout per attempt (default 10 s, the receiver timeout the API promises).
@@ -199,6 +206,7 @@ func (o WebhookOptions) lease() time.Duration { return 2*o.Timeout + 30*time.Sec
 // DefaultWebhookOptions are the delivery settings of the binary's flags,
 // and of a program that leaves a setting zero: defined once, here.
 var DefaultWebhookOptions = WebhookOptions{
+	AllowInsecureMode:            "auto",
 	Timeout:                      10 * time.Second,
 	Schedule:                     webhook.DefaultSchedule,
 	Retention:                    7 * 24 * time.Hour,
@@ -212,6 +220,8 @@ var DefaultWebhookOptions = WebhookOptions{
 // BindFlags binds the delivery settings to fs, each defaulting to its
 // value in o (DefaultWebhookOptions for the binary).
 func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.AllowInsecureMode, "webhook-allow-insecure", o.AllowInsecureMode, "Allow http and loopback/private webhook receivers: true, false, or auto (true with --dev only). Never in production.")
+	fs.StringVar(&o.CAFile, "webhook-ca-file", o.CAFile, "PEM file of extra CAs trusted for webhook receivers (besides the system roots).")
 	fs.DurationVar(&o.Timeout, "webhook-timeout", o.Timeout, "Time a receiver has to answer an attempt (more than 0).")
 	fs.Func("webhook-retry-schedule", "Delays before each attempt (default "+o.Schedule.String()+").", func(v string) error {
 		s, err := webhook.ParseSchedule(v)
@@ -263,6 +273,9 @@ func (o WebhookOptions) Validate() error {
 	}
 	if len(o.Schedule) == 0 {
 		errs = append(errs, errors.New("--webhook-retry-schedule must hold at least one attempt"))
+	}
+	if _, err := ResolveAuto("webhook-allow-insecure", o.AllowInsecureMode, false); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

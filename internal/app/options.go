@@ -126,3 +126,75 @@ func positive(name string, ok bool) error {
 	}
 	return fmt.Errorf("--%s must be more than 0", name)
 }
+
+// CallOptions configure how calls are carried.
+type CallOptions struct {
+	// MaxConcurrent bounds the Call reconciles in progress at once.
+	MaxConcurrent int
+	// NormalEvents is "true", "false" or "auto" (true with --dev only):
+	// whether calls' Normal Events are recorded, an apiserver write each.
+	NormalEvents string
+	// Simulator places the calls of agents without a trunkRef on the
+	// simulated carrier; off, they fail with dispatch_failed.
+	Simulator bool
+}
+
+// DefaultCallOptions are the binary's call settings.
+var DefaultCallOptions = CallOptions{MaxConcurrent: 64, NormalEvents: "auto", Simulator: true}
+
+// BindFlags binds the call settings to fs, each defaulting to its value in o.
+func (o *CallOptions) BindFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-calls", o.MaxConcurrent, "Calls reconciled at once.")
+	fs.StringVar(&o.NormalEvents, "call-normal-events", o.NormalEvents, "Record the Normal Events of calls (Dialing, Answered, Ended, Analyzed), an apiserver write each: true, false, or auto (true with --dev only). Warnings are always recorded.")
+	fs.BoolVar(&o.Simulator, "simulated-carrier", o.Simulator, "Place the calls of agents without a trunkRef on the simulated carrier; false fails them with dispatch_failed.")
+}
+
+// Validate refuses a zero bound and a switch that is not true, false or auto.
+func (o CallOptions) Validate() error {
+	_, err := ResolveAuto("call-normal-events", o.NormalEvents, false)
+	return errors.Join(positive("max-concurrent-calls", o.MaxConcurrent > 0), err)
+}
+
+// MetricsOptions say where the metrics and the health probes are served.
+type MetricsOptions struct {
+	// Addr serves Prometheus metrics ("0": nowhere; empty: the process's
+	// default, :8082, or 127.0.0.1:8082 with --dev).
+	Addr string
+	// Secure is "true", "false" or "auto" (true unless --dev): HTTPS to
+	// clients the apiserver authenticates and authorizes.
+	Secure string
+	// ProbeAddr serves the health probes ("0": nowhere).
+	ProbeAddr string
+}
+
+// DefaultProbeAddr is where the health probes are served in production.
+const DefaultProbeAddr = ":8081"
+
+// DefaultMetricsOptions are the binary's metrics and probe settings.
+var DefaultMetricsOptions = MetricsOptions{Secure: "auto", ProbeAddr: DefaultProbeAddr}
+
+// BindFlags binds the metrics and probe settings to fs, each defaulting to
+// its value in o.
+func (o *MetricsOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Addr, "metrics-bind-address", o.Addr, "Prometheus metrics address (default :8082; 127.0.0.1:8082 with --dev); 0 disables.")
+	fs.StringVar(&o.Secure, "metrics-secure", o.Secure, "Serve metrics over HTTPS to clients the apiserver authenticates and authorizes (the metrics-reader ClusterRole): true, false, or auto (true unless --dev).")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health probe address; 0 disables (default 0 with --dev).")
+}
+
+// Validate refuses a switch that is not true, false or auto.
+func (o MetricsOptions) Validate() error {
+	_, err := ResolveAuto("metrics-secure", o.Secure, false)
+	return err
+}
+
+// ResolveAuto reads a switch flag: "true", "false", or "auto" for the
+// value auto stands for (which depends on --dev).
+func ResolveAuto(name, v string, auto bool) (bool, error) {
+	switch v {
+	case "auto":
+		return auto, nil
+	case "true", "false":
+		return v == "true", nil
+	}
+	return false, fmt.Errorf("--%s: want true, false or auto, got %q", name, v)
+}

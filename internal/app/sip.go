@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,8 +94,10 @@ var DefaultSIPOptions = SIPOptions{Flite: "flite", TTSTimeout: tts.DefaultTimeou
 	Speech: speech.EmbeddedOptions{ModelDir: speech.DefaultModelDir, Decoders: runtime.NumCPU()}}
 
 // BindFlags binds the SIP settings to fs, each defaulting to its value in o
-// (DefaultSIPOptions for the binary, with BindHost from env POD_IP).
+// (DefaultSIPOptions for the binary; the process resolves an empty
+// BindHost: 127.0.0.1 with --dev, else env POD_IP, else the first IPv4 address).
 func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
+	fs.Var(enabled{&o.Disabled}, "sip", "Place the calls of agents with a trunkRef over their SIP trunk.")
 	fs.StringVar(&o.BindHost, "sip-bind-host", o.BindHost, "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
 	fs.StringVar(&o.ExternalHost, "sip-external-host", o.ExternalHost, "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
 	fs.IntVar(&o.BindPort, "sip-port", o.BindPort, "SIP port (UDP and TCP) on --sip-bind-host, also announced with --sip-external-host; 0: an ephemeral port.")
@@ -123,6 +126,24 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Speech.Decoders, "speech-decoders", o.Speech.Decoders,
 		"Utterances the embedded recognizer hears at once; each decoder holds the model in memory, about 90 MB (at least 1).")
 }
+
+// enabled is a boolean flag that says "on" for a field that says "off".
+type enabled struct{ disabled *bool }
+
+func (e enabled) String() string {
+	if e.disabled == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*e.disabled)
+}
+
+func (e enabled) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	*e.disabled = !on
+	return err
+}
+
+func (enabled) IsBoolFlag() bool { return true }
 
 // Validate refuses durations of zero, which would fail every script or
 // probe trunks without pause.
