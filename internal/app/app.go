@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,19 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/controllers"
-	"github.com/switchboard-dev/switchboard/internal/analysis"
-	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
@@ -42,9 +35,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
-	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/numberlists"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/shard"
@@ -382,91 +372,43 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, errors.New("no history store")
 	}
 	opts.Worker = workerDefaults(opts.Worker)
-	mgr, pool, worker, err := newWorkerManager(ctx, cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
-	secrets := organizations.New(mgr, mgr.GetEventRecorder("switchboard"), opts.Log.WithName("organizations"))
-	if err := mgr.Add(secrets); err != nil {
-		return nil, err
-	}
-	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
-	synced, err := feedIndexes(ctx, mgr.GetCache(), secrets, numbers, keys)
-	if err != nil {
-		return nil, err
-	}
-	store, files, err := recordingStore(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("recording store: %w", err)
-	}
-	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir,
-		Worker: opts.Worker.ID, Leader: mgr.Elected()})
-	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
-	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
-	if err != nil {
-		return nil, err
-	}
 	opts.Webhooks = opts.Webhooks.withDefaults()
-	policy := webhook.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
-	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
-		TLSConfig: opts.Webhooks.TLSConfig})
-	// The other workers' calls are not in this replica's cache: their
-	// Leases say how many each carries per organization.
-	admission := &quota.Admission{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
-		Elsewhere: &workers.Elsewhere{Reader: mgr.GetClient(), Namespace: workerNamespace(opts), Self: opts.Worker.ID,
-			Clock: clock.RealClock{}}}
-	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}
-	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
-		Dialer: dialer, Quota: admission, Workers: pool}
-	var wakeDeliveries func() // nil: this process sends no deliveries
-	if opts.Reconcilers {
-		orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Events: mgr.GetEventRecorder("switchboard"), Log: opts.Log.WithName("organizations")}
-		worker, err := setupWebhookDelivery(mgr, secrets, orgs, policy, sender, store, admission, opts)
-		if err != nil {
-			return nil, err
-		}
-		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, secrets, orgs, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission,
-			placer, opts); err != nil {
-			return nil, err
-		}
-	}
-	keysOnce, err := idempotencyKeys(mgr, opts)
+	p, err := newProcess(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.addRunnables(); err != nil {
+		return nil, err
+	}
+	return p.worker.drained(p.mgr, opts.Worker), nil
+}
+
+// serving builds the REST API and the dashboard beside it, over the same
+// operations.
+func (p *process) serving() error {
+	opts, mgr := p.opts, p.mgr
 	reads := opts.Reads.withDefaults()
-	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
+	apiCfg := httpapi.Config{Keys: p.keys, AuthFailures: authFailures(opts), Calls: p.book, Quota: p.admission,
 		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: placer,
+		Placer: p.placer,
 		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
-		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
-		Endpoints: &endpoints.Service{Directory: dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Quota: admission, DeliveryLog: opts.History, Wake: wakeDeliveries, Sender: sender, Policy: policy,
+			Directory: p.dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
+		Idempotency: p.idempotent, Stopper: &calls.Stopper{Book: p.book, Client: mgr.GetClient()},
+		Endpoints: &endpoints.Service{Directory: p.dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Quota: p.admission, DeliveryLog: opts.History, Wake: p.wakeDeliveries(), Sender: p.sender, Policy: p.policy,
 			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
-		Recordings: store, RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
+		Recordings: p.recordings, RecordingFiles: p.recordingFiles, DefaultRegion: opts.DefaultRegion,
 		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api"),
 		Placements: httpapi.NewPlacementGate(cmp.Or(opts.MaxPlacementsInFlight, httpapi.DefaultPlacementsInFlight))}
-	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
-		return nil, err
+	var err error
+	if p.dashboard, err = newDashboard(mgr, apiCfg, p.pool, opts); err != nil {
+		return err
 	}
-	router := httpapi.NewRouter(apiCfg)
-	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
-		log: opts.Log.WithName("api"), onServing: opts.OnServing}
-	if err := mgr.Add(api); err != nil {
-		return nil, err
-	}
-	if err := addHousekeeping(mgr, opts); err != nil {
-		return nil, err
-	}
-	return worker.drained(mgr, opts.Worker), mgr.AddReadyzCheck("api", api.ready)
+	apiCfg.Dashboard = p.dashboard
+	p.api = &httpapi.Server{Listener: opts.APIListener, Handler: httpapi.NewRouter(apiCfg), Cache: mgr.GetCache(),
+		Synced: p.synced, Log: opts.Log.WithName("api"), OnServing: opts.OnServing}
+	return nil
 }
 
 // newManager builds the manager: caches, clients, metrics, probes and
@@ -514,19 +456,6 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// addHousekeeping adds what runs beside the reconcilers and the API: the
-// history store's health check, the sweep of old dial records, liveness.
-func addHousekeeping(mgr manager.Manager, opts Options) error {
-	if err := mgr.Add(&history.HealthCheck{Store: opts.History, Interval: 10 * time.Second,
-		Log: opts.Log.WithName("history")}); err != nil {
-		return err
-	}
-	if err := mgr.Add(dialSweeper(opts.History, opts.Log.WithName("dials"))); err != nil {
-		return err
-	}
-	return mgr.AddHealthzCheck("ping", healthz.Ping)
-}
-
 // recordingStore builds the S3 store when configured, else the local-files
 // store and the handler serving its links (nil for S3: links go to S3).
 func recordingStore(ctx context.Context, opts Options) (recording.Store, http.Handler, error) {
@@ -561,172 +490,12 @@ func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
-func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
-	dir *directory.Directory, numbers *numberlists.Index,
-	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
-	admission *quota.Admission, placer *calls.Placer, opts Options) error {
-	if err := setupCampaigns(mgr, placer, admission, deliveriesQueued, opts); err != nil {
-		return err
-	}
-	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("agent controller: %w", err)
-	}
-	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("numberlist controller: %w", err)
-	}
-	// The reconcilers record through client-go's interface; the manager's
-	// recorder also offers annotated Events, which nothing here sends.
-	var recorder events.EventRecorder = mgr.GetEventRecorder("switchboard")
-	if !opts.CallNormalEvents {
-		recorder = controllers.WarningsOnly{EventRecorder: recorder}
-	}
-	retention := cmp.Or(opts.Retention.Calls, DefaultCallRetention)
-	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
-		Dialer: dialer, Recordings: store, RecordingMaxBytes: opts.RecordingMaxBytes,
-		RecordingQuota: quota.RecordingStorage{Limits: admission.Limits, Stored: opts.History.RecordingBytes},
-		Events:         recorder, History: opts.History, Retention: retention,
-		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
-			Queued: deliveriesQueued, Clock: clock.RealClock{}},
-		Quota: admission,
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(), Worker: opts.Worker.ID,
-		// Agents with spec.analysis add their language model, its URL
-		// guarded as webhook URLs are (http and private addresses: --dev).
-		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
-	if opts.Retention.Recordings > 0 {
-		// Whether a call is still in the cluster is read live: this
-		// replica's cache holds only its own share of the Calls.
-		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
-			Client: mgr.GetAPIReader(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
-			Log: opts.Log.WithName("recording-retention")}); err != nil {
-			return fmt.Errorf("recording retention: %w", err)
-		}
-	}
-	if sipCalls != nil {
-		callReconciler.Wake = sipCalls.callWake
-		if err := setupTrunkReconciler(mgr, secrets, sipCalls, opts.SIP); err != nil {
-			return err
-		}
-	}
-	return callReconciler.SetupWithManager(mgr)
-}
-
-// setupWebhookDelivery registers the endpoint reconciler and the worker
-// that sends the deliveries queued in the history store.
-func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
-	policy webhook.URLPolicy, sender *webhook.Sender, store recording.Store, admission *quota.Admission,
-	opts Options) (*controllers.WebhookDeliveryWorker, error) {
-	hooks := opts.Webhooks
-	health := deliveries.NewHealth()
-	recorder := mgr.GetEventRecorder("switchboard")
-	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
-		DisableAfter: hooks.DisableAfter, Quota: admission, Organizations: orgs}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
-	}
-	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
-		Sender:  sender, Recordings: store, Store: opts.History, Schedule: hooks.Schedule, Retention: hooks.Retention,
-		Health: health, Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: hooks.MaxConcurrent,
-		InFlight: hooks.inFlight(), Lease: hooks.lease(), Log: opts.Log.WithName("webhook-delivery")}
-	return worker, mgr.Add(worker)
-}
-
-// apiServer serves the REST API on every replica (not only the leader),
-// once the caches and indexes it reads are filled.
-type apiServer struct {
-	listener  net.Listener
-	handler   http.Handler
-	cache     cache.Cache
-	synced    []func() bool
-	log       logr.Logger
-	onServing func()
-	serving   atomic.Bool
-}
-
-func (s *apiServer) NeedLeaderElection() bool { return false }
-
-func (s *apiServer) ready(*http.Request) error {
-	if !s.serving.Load() {
-		return fmt.Errorf("REST API not serving yet")
-	}
-	return nil
-}
-
-func (s *apiServer) Start(ctx context.Context) error {
-	if !s.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("caches did not sync")
-	}
-	for _, synced := range s.synced {
-		for !synced() {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.listener) }()
-	s.serving.Store(true)
-	s.log.Info("REST API serving", "addr", s.listener.Addr().String())
-	if s.onServing != nil {
-		s.onServing()
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdownCtx)
-}
-
 // indexFields registers the cache indexes the REST API reads.
 func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := directory.IndexFields(ctx, indexer); err != nil {
 		return err
 	}
 	return indexer.IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase)
-}
-
-// idempotencyKeys makes POST /v1/calls idempotent per key, and sweeps
-// expired keys on the leader.
-func idempotencyKeys(mgr manager.Manager, opts Options) (*idempotency.Keys, error) {
-	log := opts.Log.WithName("idempotency")
-	keys := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
-		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
-		OnError: func(err error) { log.Error(err, "storing the response of an idempotent create") }}
-	err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
-		OnError: func(err error) { log.Error(err, "removing expired idempotency keys") }})
-	return keys, err
-}
-
-// dialSweeper removes, on the leader, the records of dials older than a
-// day: they guard a call only between its dial and its status write.
-func dialSweeper(store history.Dials, log logr.Logger) manager.Runnable {
-	return manager.RunnableFunc(func(ctx context.Context) error {
-		t := time.NewTicker(10 * time.Minute)
-		defer t.Stop()
-		for {
-			if _, err := store.DeleteDialsBefore(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
-				log.Error(err, "removing old dial records")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
-	})
 }
 
 // newDialer routes each call to the simulated carrier or a SIP trunk, as
@@ -767,14 +536,10 @@ func authFailures(opts Options) *authlimit.Limiter {
 // newDashboard builds the dashboard over the REST API's dependencies, so
 // that both run the same operations on the same state (the quota's
 // counters, the key index).
-func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
-	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
-		Reads: api.Reads, Workers: api.Placer.Workers,
+func newDashboard(mgr manager.Manager, api httpapi.Config, pool *workers.Pool, opts Options) (*dashboard.Handler, error) {
+	return dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
+		Reads: api.Reads, Workers: pool,
 		Placer: api.Placer, Placements: api.Placements, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
 		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
-	if err != nil {
-		return nil, err
-	}
-	return d, mgr.Add(d) // its sessions' sweeper
 }

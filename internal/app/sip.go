@@ -16,19 +16,15 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/directory"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
@@ -187,7 +183,7 @@ type sipStack struct {
 func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Directory, worker string, opts SIPOptions,
 	log logr.Logger) (*sipStack, error) {
 	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
-	// it, and engineCloser closes it once they have.
+	// it, and sip.EngineCloser (the sip-engine runnable) closes it once they have.
 	external, err := externalHost(ctx, mgr, opts, log)
 	if err != nil {
 		return nil, err
@@ -209,20 +205,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
 		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
 			Streams: opts.Streams},
-		Backlog: func(ctx context.Context, ns, trunk string) ([]gate.Waiter, error) {
-			calls, err := dir.QueuedOnTrunk(ctx, ns, trunk)
-			waiters := make([]gate.Waiter, 0, len(calls))
-			for i := range calls {
-				// The gate is this worker's: a call queued for another
-				// worker's, or not assigned yet, never comes to it.
-				if calls[i].Labels[switchboardv1.WorkerLabel] != worker {
-					continue
-				}
-				waiters = append(waiters, gate.Waiter{Order: calls[i].QueueOrder(),
-					Call: types.NamespacedName{Namespace: calls[i].Namespace, Name: calls[i].Name}})
-			}
-			return waiters, err
-		},
+		Backlog:           sip.WorkerBacklog(dir.QueuedOnTrunk, worker),
 		SpoolDir:          spool,
 		RecordingMaxBytes: opts.RecordingMaxBytes,
 		Recognizer:        recognizers(ctx, mgr, opts, log),
@@ -233,10 +216,6 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	if err != nil {
 		_ = eng.Close()
 		return nil, fmt.Errorf("SIP dialer: %w", err)
-	}
-	if err := mgr.Add(engineCloser{engine: eng, dialer: s.dialer}); err != nil {
-		_ = eng.Close()
-		return nil, err
 	}
 	return s, nil
 }
@@ -287,36 +266,6 @@ func wake(ch chan event.GenericEvent, o client.Object) {
 			}
 		}()
 	}
-}
-
-// setupTrunkReconciler registers the SIPTrunk controller, which probes
-// trunks through the engine that places the calls (same socket, same Via)
-// and shows the dialer's usage.
-func setupTrunkReconciler(mgr manager.Manager, secrets *organizations.Secrets, s *sipStack, opts SIPOptions) error {
-	err := (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(),
-		SecretChanges: secrets, Prober: s.engine,
-		Usage: s.dialer, UsageChanged: s.trunkWake, Events: mgr.GetEventRecorder("switchboard"),
-		Clock: clock.RealClock{}, ProbeInterval: opts.ProbeInterval}).SetupWithManager(context.Background(), mgr)
-	if err != nil {
-		return fmt.Errorf("siptrunk controller: %w", err)
-	}
-	return nil
-}
-
-// engineCloser closes the SIP engine when the manager stops, on every
-// replica (the engine listens on all of them), once the calls in progress
-// have hung up and closed their recordings.
-type engineCloser struct {
-	engine *engine.Engine
-	dialer *sip.Dialer
-}
-
-func (c engineCloser) NeedLeaderElection() bool { return false }
-
-func (c engineCloser) Start(ctx context.Context) error {
-	<-ctx.Done()
-	c.dialer.Wait()
-	return c.engine.Close()
 }
 
 // recognizers chooses each call's speech recognizer: the agent's server,
