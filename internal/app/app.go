@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
@@ -383,30 +384,31 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 	return p.worker.drained(p.mgr, opts.Worker), nil
 }
 
-// serving builds the REST API and the dashboard beside it, over the same
-// operations.
+// serving builds the REST API and the dashboard beside it, over one
+// value of services: both run the same operations on the same state.
 func (p *process) serving() error {
 	opts, mgr := p.opts, p.mgr
 	reads := opts.Reads.withDefaults()
-	apiCfg := httpapi.Config{Keys: p.keys, AuthFailures: authFailures(opts), Calls: p.book, Quota: p.admission,
-		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: p.placer,
+	svc := services.Services{Keys: p.keys, AuthFailures: authFailures(opts), Calls: p.book, Placer: p.placer,
+		Stopper: &calls.Stopper{Book: p.book, Client: mgr.GetClient()}, Quota: p.admission,
+		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization},
 		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Directory: p.dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
-		Idempotency: p.idempotent, Stopper: &calls.Stopper{Book: p.book, Client: mgr.GetClient()},
 		Endpoints: &endpoints.Service{Directory: p.dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
 			Quota: p.admission, DeliveryLog: opts.History, Wake: p.wakeDeliveries(), Sender: p.sender, Policy: p.policy,
 			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
-		Recordings: p.recordings, RecordingFiles: p.recordingFiles, DefaultRegion: opts.DefaultRegion,
-		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api"),
-		Placements: httpapi.NewPlacementGate(cmp.Or(opts.MaxPlacementsInFlight, httpapi.DefaultPlacementsInFlight))}
+		Recordings: p.recordings, Workers: p.pool, DefaultRegion: opts.DefaultRegion}
+	placements := httpapi.NewPlacementGate(cmp.Or(opts.MaxPlacementsInFlight, httpapi.DefaultPlacementsInFlight))
 	var err error
-	if p.dashboard, err = newDashboard(mgr, apiCfg, p.pool, opts); err != nil {
+	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Placements: placements, Cache: mgr.GetClient(),
+		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")}); err != nil {
 		return err
 	}
-	apiCfg.Dashboard = p.dashboard
-	p.api = &httpapi.Server{Listener: opts.APIListener, Handler: httpapi.NewRouter(apiCfg), Cache: mgr.GetCache(),
+	router := httpapi.NewRouter(httpapi.Config{Services: svc, Placements: placements, PageBytes: reads.PageBytes,
+		Idempotency: p.idempotent, RecordingFiles: p.recordingFiles, Dashboard: p.dashboard,
+		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")})
+	p.api = &httpapi.Server{Listener: opts.APIListener, Handler: router, Cache: mgr.GetCache(),
 		Synced: p.synced, Log: opts.Log.WithName("api"), OnServing: opts.OnServing}
 	return nil
 }
@@ -531,15 +533,4 @@ func authFailures(opts Options) *authlimit.Limiter {
 		budget.Burst, budget.Rate = authlimit.Defaults.Burst, authlimit.Defaults.Rate
 	}
 	return authlimit.New(budget, time.Now)
-}
-
-// newDashboard builds the dashboard over the REST API's dependencies, so
-// that both run the same operations on the same state (the quota's
-// counters, the key index).
-func newDashboard(mgr manager.Manager, api httpapi.Config, pool *workers.Pool, opts Options) (*dashboard.Handler, error) {
-	return dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
-		Reads: api.Reads, Workers: pool,
-		Placer: api.Placer, Placements: api.Placements, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
-		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
-		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -137,7 +138,7 @@ func signInFrom(t *testing.T, h http.Handler, key, addr string) *httptest.Respon
 // burst, then 429 with Retry-After; the valid key signs in all the same,
 // from that address (another client behind the same ingress) and others.
 func TestSignInFailuresAreThrottled(t *testing.T) {
-	h := newTestHandler(t, Config{AuthFailures: authlimit.New(authlimit.Options{Burst: 3, Rate: 0.1}, nil)})
+	h := newTestHandler(t, Config{Services: services.Services{AuthFailures: authlimit.New(authlimit.Options{Burst: 3, Rate: 0.1}, nil)}})
 	wrong := "sk_live_wrong_0123456789abcdef0123456789"
 	for i := range 3 {
 		if rec := signInFrom(t, h, wrong, "203.0.113.7:5000"); rec.Code != http.StatusUnauthorized {
@@ -232,7 +233,7 @@ func TestContentSecurityPolicy(t *testing.T) {
 		nil:   "media-src 'self';",
 		local: "media-src 'self' https://voice.example:8443;",
 	} {
-		h := newTestHandler(t, Config{Recordings: store})
+		h := newTestHandler(t, Config{Services: services.Services{Recordings: store}})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
 		csp := rec.Header().Get("Content-Security-Policy")
