@@ -184,7 +184,8 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	log logr.Logger) (*sipStack, error) {
 	// The engine outlives ctx: on shutdown the calls hang up (BYE) through
 	// it, and sip.EngineCloser (the sip-engine runnable) closes it once they have.
-	external, err := externalHost(ctx, mgr, opts, log)
+	external, err := publicaddr.Announced(ctx, mgr.GetAPIReader(),
+		publicaddr.Sources{Host: opts.ExternalHost, Service: opts.ExternalService, Node: opts.ExternalNode}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -218,32 +219,6 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		return nil, fmt.Errorf("SIP dialer: %w", err)
 	}
 	return s, nil
-}
-
-// externalHost is the address announced in SIP and SDP: the flag's, or
-// the pod's own Service's once its load balancer has one.
-func externalHost(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) (string, error) {
-	if opts.ExternalNode != "" {
-		addr, err := publicaddr.FromNode(ctx, mgr.GetAPIReader(), opts.ExternalNode)
-		if err == nil && addr != "" {
-			log.Info("announcing this node's external address", "node", opts.ExternalNode, "address", addr)
-		}
-		return addr, err
-	}
-	if opts.ExternalService == "" {
-		return opts.ExternalHost, nil
-	}
-	key, err := publicaddr.ParseService(opts.ExternalService)
-	if err != nil {
-		return "", err
-	}
-	log.Info("waiting for the address of this pod's SIP Service", "service", key)
-	addr, err := publicaddr.FromService(ctx, mgr.GetAPIReader(), key, publicaddr.Wait)
-	if err != nil {
-		return "", err
-	}
-	log.Info("announcing this pod's SIP Service address", "service", key, "address", addr)
-	return addr, nil
 }
 
 func meta(n types.NamespacedName) metav1.ObjectMeta {
