@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
@@ -30,7 +29,7 @@ func localControlPlane(ctx context.Context, set settings, log logr.Logger) (*res
 		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
 	}
 	log.Info("starting embedded control plane")
-	addrs := devenv.SampleAddrsFromEnv(os.Getenv)
+	addrs := devenv.SampleAddrsFromEnv(set.getenv)
 	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: set.dev.dir,
 		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
 		Namespace: "demo", URL: "http://" + set.apiAddr, SampleAddrs: addrs})

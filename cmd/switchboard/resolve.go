@@ -21,6 +21,10 @@ import (
 type settings struct {
 	dev    devOptions
 	assets string // with --dev: envtest's binaries (env SWITCHBOARD_ASSETS)
+	// getenv is the environment, for the embedded control plane's sample
+	// addresses (devenv.SampleAddrsFromEnv: SWITCHBOARD_SAMPLE_TRUNK_ADDR,
+	// SWITCHBOARD_STREAMBOT_ADDR), which only the development binary has.
+	getenv func(string) string
 	// app is the operator's configuration, but for what only exists once
 	// the process has opened it (listener, history store, signing key, log).
 	app        app.Options
@@ -48,7 +52,7 @@ const devProbeInterval = 15 * time.Minute
 // or production. Every setting is checked before anything starts.
 func resolve(o options, getenv func(string) string, given map[string]bool) (settings, error) {
 	dev := o.dev.enabled
-	set := settings{dev: o.dev}
+	set := settings{dev: o.dev, getenv: getenv}
 	s3, err := o.environment(&set, getenv, given)
 	if err != nil {
 		return set, err
