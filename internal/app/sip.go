@@ -17,7 +17,6 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/directory"
-	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
@@ -64,10 +63,11 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Backlog:           sip.WorkerBacklog(dir.QueuedOnTrunk, worker),
 		SpoolDir:          spool,
 		RecordingMaxBytes: opts.RecordingMaxBytes,
-		Recognizer:        recognizers(ctx, mgr, opts, log),
-		WakeCall:          func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
-		TrunkChanged:      func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
-		Log:               log.WithName("sip-dialer"),
+		Recognizer: (&speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: opts.Speech,
+			Log: log.WithName("speech")}).PerCall(ctx),
+		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
+		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
+		Log:          log.WithName("sip-dialer"),
 	})
 	if err != nil {
 		_ = eng.Close()
@@ -96,11 +96,4 @@ func wake(ch chan event.GenericEvent, o client.Object) {
 			}
 		}()
 	}
-}
-
-// recognizers chooses each call's speech recognizer: the agent's server,
-// else the embedded one (loaded at the first call that needs it).
-func recognizers(ctx context.Context, mgr manager.Manager, opts SIPOptions, log logr.Logger) func(telephony.Request) speech.Recognizer {
-	agents := &speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: opts.Speech, Log: log.WithName("speech")}
-	return func(req telephony.Request) speech.Recognizer { return agents.For(ctx, req.Agent) }
 }
