@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
@@ -24,16 +23,16 @@ import (
 const devLeaderElectionNamespace = devenv.LeaderElectionNamespace
 
 // localControlPlane starts the embedded control plane of `make run`.
-func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Config, func(), error) {
-	assets := os.Getenv("SWITCHBOARD_ASSETS")
+func localControlPlane(ctx context.Context, set settings, log logr.Logger) (*rest.Config, func(), error) {
+	assets := set.assets
 	if assets == "" {
 		return nil, nil, errors.New("--dev needs SWITCHBOARD_ASSETS (the folder hack/setup-envtest.sh prints); use `make run`")
 	}
 	log.Info("starting embedded control plane")
-	addrs := devenv.SampleAddrsFromEnv(os.Getenv)
-	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: f.devDir,
+	addrs := devenv.SampleAddrsFromEnv(set.getenv)
+	env, err := devenv.Start(ctx, devenv.Options{AssetsDir: assets, StateDir: set.dev.dir,
 		CRDDir: "config/crd/bases", SamplesDir: "config/samples", RBACDir: "config/rbac", PolicyDir: "config/policy",
-		Namespace: "demo", URL: "http://" + f.apiAddr, SampleAddrs: addrs})
+		Namespace: "demo", URL: "http://" + set.apiAddr, SampleAddrs: addrs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,12 +40,12 @@ func localControlPlane(ctx context.Context, f *flags, log logr.Logger) (*rest.Co
 		log.Info("ended the control plane left running by an earlier instance that was killed before it could stop it",
 			"processes", fmt.Sprint(env.Ended))
 	}
-	log.Info("control plane ready", "kubeconfig", filepath.Join(f.devDir, "kubeconfig"),
-		"apiKeyFile", filepath.Join(f.devDir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
+	log.Info("control plane ready", "kubeconfig", filepath.Join(set.dev.dir, "kubeconfig"),
+		"apiKeyFile", filepath.Join(set.dev.dir, "api-key"), "namespace", "demo", "runningAs", devenv.ManagerUser.Name)
 	if env.Fresh {
-		log.Info("new local state (cluster data, history store, recordings) in " + f.devDir + "; demo samples applied")
+		log.Info("new local state (cluster data, history store, recordings) in " + set.dev.dir + "; demo samples applied")
 	} else {
-		log.Info("resuming the local state kept in " + f.devDir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + f.devDir)
+		log.Info("resuming the local state kept in " + set.dev.dir + " (cluster data, history store, recordings); to start from scratch, stop and remove " + set.dev.dir)
 	}
 	log.Info("sample SIP trunk (SIPTrunk local-pbx): start a callee there to try it", "address", "sip:"+addrs.SIPTrunk,
 		"moveWith", devenv.SampleTrunkAddrEnv)

@@ -15,7 +15,7 @@ import (
 const devLeaderElectionNamespace = ""
 
 // localControlPlane: this build carries no embedded control plane.
-func localControlPlane(context.Context, *flags, logr.Logger) (*rest.Config, func(), error) {
+func localControlPlane(context.Context, settings, logr.Logger) (*rest.Config, func(), error) {
 	return nil, nil, errors.New("--dev needs the development binary, which embeds a control plane: use `make run` " +
 		"(or go build -tags dev ./cmd/switchboard)")
 }

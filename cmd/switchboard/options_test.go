@@ -10,7 +10,6 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
-	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/workers"
@@ -77,7 +76,7 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 	}
 	groups := func() []group {
 		client, election, retention := app.DefaultClientOptions, app.DefaultLeaderElectionOptions, app.DefaultRetentionOptions
-		own := flags{apiTimeout: httpapi.DefaultRequestTimeout, maxCalls: 64, placements: placementgate.DefaultInFlight}
+		api, calls := httpapi.DefaultOptions, app.DefaultCallOptions
 		worker := workers.DefaultOptions()
 		return []group{
 			// Validate reads the options when called, after parsing (a
@@ -86,11 +85,8 @@ func TestOptionGroupsRefuseMeaninglessZero(t *testing.T) {
 			{election.BindFlags, func() error { return election.Validate() }},
 			{retention.BindFlags, func() error { return retention.Validate() }},
 			{worker.BindFlags, func() error { return worker.Validate() }},
-			{func(fs *flag.FlagSet) {
-				fs.DurationVar(&own.apiTimeout, "api-request-timeout", own.apiTimeout, "")
-				fs.IntVar(&own.maxCalls, "max-concurrent-calls", own.maxCalls, "")
-				fs.IntVar(&own.placements, "max-placements-in-flight", own.placements, "")
-			}, func() error { return own.validateOwn() }},
+			{api.BindFlags, func() error { return api.Validate() }},
+			{calls.BindFlags, func() error { return calls.Validate() }},
 		}
 	}
 	parse := func(args ...string) error {
@@ -257,10 +253,14 @@ func TestProbeIntervalDefaults(t *testing.T) {
 		{name: "--dev with the flag given", dev: true, given: map[string]bool{"sip-probe-interval": true},
 			want: app.DefaultSIPOptions.ProbeInterval},
 	} {
-		f := &flags{dev: tc.dev, sip: app.DefaultSIPOptions}
-		f.probeDefault(tc.given)
-		if f.sip.ProbeInterval != tc.want {
-			t.Errorf("%s: the probe interval is %s, want %s", tc.name, f.sip.ProbeInterval, tc.want)
+		o := defaultOptions()
+		o.dev.enabled = tc.dev
+		set, err := resolve(o, noEnv, tc.given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set.app.SIP.ProbeInterval != tc.want {
+			t.Errorf("%s: the probe interval is %s, want %s", tc.name, set.app.SIP.ProbeInterval, tc.want)
 		}
 	}
 }

@@ -24,17 +24,21 @@ func TestQuotaDefaults(t *testing.T) {
 		{name: "0 is unlimited in production", set: quota.Limits{}, want: quota.Limits{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &flags{dev: tc.dev, quota: tc.set}
-			if err := f.quotaDefaults(tc.given); err != nil {
+			o := defaultOptions()
+			o.dev.enabled, o.quota = tc.dev, tc.set
+			set, err := resolve(o, noEnv, tc.given)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if f.quota != tc.want {
-				t.Errorf("limits = %+v, want %+v", f.quota, tc.want)
+			if set.app.Quota != tc.want {
+				t.Errorf("limits = %+v, want %+v", set.app.Quota, tc.want)
 			}
 		})
 	}
 	for _, bad := range []quota.Limits{{CreateRate: -1}, {ActiveCalls: -5}, {WebhookEndpoints: -1}, {CreateBurst: -2}} {
-		if err := (&flags{quota: bad}).quotaDefaults(nil); err == nil {
+		o := defaultOptions()
+		o.quota = bad
+		if _, err := resolve(o, noEnv, nil); err == nil {
 			t.Errorf("%+v accepted, want an error", bad)
 		}
 	}

@@ -7,13 +7,10 @@ package app
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,39 +19,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
-	"github.com/switchboard-dev/switchboard/controllers"
-	"github.com/switchboard-dev/switchboard/internal/analysis"
-	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/calls"
+	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
-	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/numberlists"
-	"github.com/switchboard-dev/switchboard/internal/organizations"
-	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/shard"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
-	"github.com/switchboard-dev/switchboard/internal/webhook"
-	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
@@ -150,211 +137,6 @@ type Options struct {
 	Log           logr.Logger
 }
 
-// WebhookOptions configure event delivery. A program that builds them
-// may leave settings zero for DefaultWebhookOptions's; the binary's flags
-// (BindFlags) start from those and Validate refuses a zero that means nothing.
-type WebhookOptions struct {
-	// AllowInsecure permits http and loopback or private receivers: local
-	// development only.
-	AllowInsecure bool
-	// TLSConfig for connections to receivers; nil trusts the system roots.
-	TLSConfig *tls.Config
-	// Timeout per attempt (default 10 s, the receiver timeout the API promises).
-	Timeout time.Duration
-	// Schedule of attempts (default webhook.DefaultSchedule).
-	Schedule webhook.Schedule
-	// Retention of finished deliveries (default 7 days).
-	Retention time.Duration
-	// RotationOverlap is how long a rotated-out secret keeps signing
-	// (default 24 h).
-	RotationOverlap time.Duration
-	// DisableAfter disables an endpoint that has failed this long (default
-	// 5 days; negative: never).
-	DisableAfter time.Duration
-	// MaxConcurrent bounds attempts in flight (default 128).
-	MaxConcurrent int
-	// MaxConcurrentPerOrganization and MaxConcurrentPerEndpoint bound the
-	// attempts in flight, test sends included, of one organization
-	// (default 32) and of one endpoint (default 16), so that one
-	// organization's slow receivers hold only its share of MaxConcurrent
-	// and delay only its own events; negative: no bound.
-	MaxConcurrentPerOrganization int
-	MaxConcurrentPerEndpoint     int
-	// ModelHosts are the private networks and host names agents' speech
-	// recognition and language-model servers may be at
-	// (--allow-private-model-hosts): never the webhooks'.
-	ModelHosts egress.TrustedHosts
-}
-
-// modelPolicy guards the URLs of agents' speech recognition and language
-// model servers: the webhooks' rules, and the trusted private networks.
-func (o WebhookOptions) modelPolicy() egress.URLPolicy {
-	return egress.URLPolicy{AllowInsecure: o.AllowInsecure, Trusted: o.ModelHosts}
-}
-
-// inFlight is the bounds per organization and endpoint.
-func (o WebhookOptions) inFlight() history.InFlightLimits {
-	return history.InFlightLimits{PerOrganization: o.MaxConcurrentPerOrganization, PerEndpoint: o.MaxConcurrentPerEndpoint}
-}
-
-// lease is how long a claimed delivery or a test send holds its slot: an
-// attempt takes at most the timeout; the lease covers it with room for the
-// save that follows.
-func (o WebhookOptions) lease() time.Duration { return 2*o.Timeout + 30*time.Second }
-
-// DefaultWebhookOptions are the delivery settings of the binary's flags,
-// and of a program that leaves a setting zero: defined once, here.
-var DefaultWebhookOptions = WebhookOptions{
-	Timeout:                      10 * time.Second,
-	Schedule:                     webhook.DefaultSchedule,
-	Retention:                    7 * 24 * time.Hour,
-	RotationOverlap:              deliveries.DefaultRotationOverlap,
-	DisableAfter:                 5 * 24 * time.Hour,
-	MaxConcurrent:                128,
-	MaxConcurrentPerOrganization: 32,
-	MaxConcurrentPerEndpoint:     16,
-}
-
-// BindFlags binds the delivery settings to fs, each defaulting to its
-// value in o (DefaultWebhookOptions for the binary).
-func (o *WebhookOptions) BindFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&o.Timeout, "webhook-timeout", o.Timeout, "Time a receiver has to answer an attempt (more than 0).")
-	fs.Func("webhook-retry-schedule", "Delays before each attempt (default "+o.Schedule.String()+").", func(v string) error {
-		s, err := webhook.ParseSchedule(v)
-		o.Schedule = s
-		return err
-	})
-	fs.DurationVar(&o.Retention, "webhook-delivery-retention", o.Retention, "How long finished deliveries are kept (more than 0).")
-	fs.DurationVar(&o.RotationOverlap, "webhook-rotation-overlap", o.RotationOverlap,
-		"How long a rotated-out signing secret keeps signing (more than 0).")
-	fs.DurationVar(&o.DisableAfter, "webhook-disable-after", o.DisableAfter,
-		"Disable an endpoint whose deliveries have all failed this long (negative: never).")
-	fs.IntVar(&o.MaxConcurrent, "max-concurrent-deliveries", o.MaxConcurrent, "Webhook attempts in flight (at least 1).")
-	fs.IntVar(&o.MaxConcurrentPerOrganization, "max-concurrent-deliveries-per-organization", o.MaxConcurrentPerOrganization,
-		"Webhook attempts in flight of one organization, its test sends included (at least 1; negative: no bound).")
-	fs.IntVar(&o.MaxConcurrentPerEndpoint, "max-concurrent-deliveries-per-endpoint", o.MaxConcurrentPerEndpoint,
-		"Webhook attempts in flight to one endpoint, its test sends included (at least 1; negative: no bound).")
-	fs.Func("allow-private-model-hosts", "Private hosts where agents' speech recognition and analysis servers may be, "+
-		"comma-separated: host names (an in-cluster Whisper or vLLM Service's, whisper.speech.svc.cluster.local) and networks "+
-		"in CIDR notation (10.100.0.0/16); every organization's agents may use them (default none: public addresses only).",
-		func(v string) error {
-			h, err := egress.ParseTrustedHosts(v)
-			o.ModelHosts = h
-			return err
-		})
-}
-
-// Validate refuses the settings that have no meaning (a zero timeout
-// would fail every attempt; zero attempts in flight would deliver
-// nothing), rather than read them as "the default".
-func (o WebhookOptions) Validate() error {
-	var errs []error
-	positive := func(name string, ok bool) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("--%s must be more than 0", name))
-		}
-	}
-	positive("webhook-timeout", o.Timeout > 0)
-	positive("webhook-delivery-retention", o.Retention > 0)
-	positive("max-concurrent-deliveries", o.MaxConcurrent > 0)
-	positive("webhook-rotation-overlap", o.RotationOverlap > 0)
-	if o.DisableAfter == 0 {
-		errs = append(errs, errors.New("--webhook-disable-after must not be 0 (negative: never disable)"))
-	}
-	for name, n := range map[string]int{"max-concurrent-deliveries-per-organization": o.MaxConcurrentPerOrganization,
-		"max-concurrent-deliveries-per-endpoint": o.MaxConcurrentPerEndpoint} {
-		if n == 0 {
-			errs = append(errs, fmt.Errorf("--%s must not be 0 (negative: no bound)", name))
-		}
-	}
-	if len(o.Schedule) == 0 {
-		errs = append(errs, errors.New("--webhook-retry-schedule must hold at least one attempt"))
-	}
-	return errors.Join(errs...)
-}
-
-// withDefaults fills what a program (a test, say) left zero with
-// DefaultWebhookOptions; the binary's flags never leave them zero.
-func (o WebhookOptions) withDefaults() WebhookOptions {
-	d := DefaultWebhookOptions
-	if o.Timeout <= 0 {
-		o.Timeout = d.Timeout
-	}
-	if len(o.Schedule) == 0 {
-		o.Schedule = d.Schedule
-	}
-	if o.Retention <= 0 {
-		o.Retention = d.Retention
-	}
-	if o.RotationOverlap <= 0 {
-		o.RotationOverlap = d.RotationOverlap
-	}
-	if o.DisableAfter == 0 {
-		o.DisableAfter = d.DisableAfter
-	}
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = d.MaxConcurrent
-	}
-	if o.MaxConcurrentPerOrganization == 0 {
-		o.MaxConcurrentPerOrganization = d.MaxConcurrentPerOrganization
-	}
-	if o.MaxConcurrentPerEndpoint == 0 {
-		o.MaxConcurrentPerEndpoint = d.MaxConcurrentPerEndpoint
-	}
-	return o
-}
-
-// ReadOptions bound the memory and connections one organization's reads of
-// calls (lists of the REST API, the dashboard's lists and overview) take.
-// A program may leave them zero for DefaultReadOptions's.
-type ReadOptions struct {
-	// MaxConcurrentPerOrganization bounds the reads of one organization in
-	// progress at once on a replica (default 4; negative: no bound);
-	// beyond it they are answered 429 rate_limited.
-	MaxConcurrentPerOrganization int
-	// PageBytes bounds the JSON of the calls in one page of GET /v1/calls
-	// (default httpapi.DefaultPageBytes); a fuller page ends early.
-	PageBytes int
-}
-
-// DefaultReadsPerOrganization: four reads at once serve a dashboard and a
-// backend paging through its calls; with each read holding one chunk of
-// the store and one call's JSON, they stay within the budget hack/README.md states.
-const DefaultReadsPerOrganization = 4
-
-// DefaultReadOptions are the read bounds of the binary's flags.
-var DefaultReadOptions = ReadOptions{MaxConcurrentPerOrganization: DefaultReadsPerOrganization, PageBytes: httpapi.DefaultPageBytes}
-
-// BindFlags binds the read bounds to fs, each defaulting to its value in o
-// (DefaultReadOptions for the binary).
-func (o *ReadOptions) BindFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.MaxConcurrentPerOrganization, "max-concurrent-reads-per-organization", o.MaxConcurrentPerOrganization,
-		"Reads of calls (GET /v1/calls, the SDK's list-calls, the dashboard's overview and calls list) one organization may have "+
-			"in progress at once on a replica; beyond it, 429 rate_limited with Retry-After (at least 1; negative: no bound).")
-	fs.IntVar(&o.PageBytes, "list-page-max-bytes", o.PageBytes,
-		"Bytes of JSON the calls of one page of GET /v1/calls may take; a page that would take more ends early with has_more and a next_cursor (more than 0).")
-}
-
-// Validate refuses bounds that would refuse every read.
-func (o ReadOptions) Validate() error {
-	if o.MaxConcurrentPerOrganization == 0 || o.PageBytes <= 0 {
-		return fmt.Errorf("--max-concurrent-reads-per-organization must not be 0 (negative: no bound) and --list-page-max-bytes "+
-			"must be more than 0, got %d and %d", o.MaxConcurrentPerOrganization, o.PageBytes)
-	}
-	return nil
-}
-
-// withDefaults fills what a program (a test, say) left zero.
-func (o ReadOptions) withDefaults() ReadOptions {
-	if o.MaxConcurrentPerOrganization == 0 {
-		o.MaxConcurrentPerOrganization = DefaultReadOptions.MaxConcurrentPerOrganization
-	}
-	if o.PageBytes <= 0 {
-		o.PageBytes = DefaultReadOptions.PageBytes
-	}
-	return o
-}
-
 // NewScheme returns the scheme with Kubernetes' and Switchboard's types.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -375,90 +157,56 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, 
 		return nil, errors.New("no history store")
 	}
 	opts.Worker = workerDefaults(opts.Worker)
-	mgr, pool, worker, err := newWorkerManager(ctx, cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
-	secrets := organizations.New(mgr, mgr.GetEventRecorder("switchboard"), opts.Log.WithName("organizations"))
-	if err := mgr.Add(secrets); err != nil {
-		return nil, err
-	}
-	numbers, keys := numberlists.NewIndex(), apikeys.NewIndex()
-	synced, err := feedIndexes(ctx, mgr.GetCache(), secrets, numbers, keys)
-	if err != nil {
-		return nil, err
-	}
-	store, files, err := recordingStore(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("recording store: %w", err)
-	}
-	dir := &directory.Directory{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: dir,
-		Worker: opts.Worker.ID, Leader: mgr.Elected()})
-	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
-	dialer, sipCalls, err := newDialer(ctx, mgr, dir, opts)
-	if err != nil {
-		return nil, err
-	}
 	opts.Webhooks = opts.Webhooks.withDefaults()
-	policy := egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}
-	sender := webhook.NewSender(webhook.SenderConfig{Policy: policy, Timeout: opts.Webhooks.Timeout,
-		TLSConfig: opts.Webhooks.TLSConfig})
-	// The other workers' calls are not in this replica's cache: their
-	// Leases say how many each carries per organization.
-	admission := &quota.Admission{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Now: time.Now, Defaults: opts.Quota, Self: opts.Worker.ID,
-		Elsewhere: &workers.Elsewhere{Reader: mgr.GetClient(), Namespace: workerNamespace(opts), Self: opts.Worker.ID,
-			Clock: clock.RealClock{}}}
-	book := &calls.Book{Directory: dir, Live: mgr.GetAPIReader(), History: opts.History}
-	placer := &calls.Placer{Directory: dir, Book: book, Client: mgr.GetClient(), Numbers: numbers,
-		Dialer: dialer, Quota: admission, Workers: pool}
-	var wakeDeliveries func() // nil: this process sends no deliveries
-	if opts.Reconcilers {
-		orgs := &controllers.OrganizationCheck{Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Events: mgr.GetEventRecorder("switchboard"), Log: opts.Log.WithName("organizations")}
-		worker, err := setupWebhookDelivery(mgr, secrets, orgs, policy, sender, store, admission, opts)
-		if err != nil {
-			return nil, err
-		}
-		wakeDeliveries = worker.Wake
-		if err := setupReconcilers(mgr, secrets, orgs, dir, numbers, dialer, sipCalls, store, wakeDeliveries, admission,
-			placer, opts); err != nil {
-			return nil, err
-		}
-	}
-	keysOnce, err := idempotencyKeys(mgr, opts)
+	p, err := newProcess(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.addRunnables(); err != nil {
+		return nil, err
+	}
+	return p.worker.drained(p.mgr, opts.Worker), nil
+}
+
+// serving builds the REST API and the dashboard beside it, over one
+// value of services: both run the same operations on the same state.
+func (p *process) serving() error {
+	opts, mgr := p.opts, p.mgr
 	reads := opts.Reads.withDefaults()
-	apiCfg := httpapi.Config{Keys: keys, AuthFailures: authFailures(opts), Calls: book, Quota: admission,
-		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization}, PageBytes: reads.PageBytes,
-		Placer: gated(placer, opts.MaxPlacementsInFlight, opts.PlacementBudget),
+	svc := services.Services{Keys: p.keys, AuthFailures: authFailures(opts), Calls: p.book,
+		Placer:  gated(p.placer, opts.MaxPlacementsInFlight, opts.PlacementBudget),
+		Stopper: &calls.Stopper{Book: p.book, Client: mgr.GetClient()}, Quota: p.admission,
+		Reads: &quota.Reads{PerOrganization: reads.MaxConcurrentPerOrganization},
 		Campaigns: &campaigns.Service{Client: mgr.GetClient(), Cache: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Directory: dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
-		Idempotency: keysOnce, Stopper: &calls.Stopper{Book: book, Client: mgr.GetClient()},
-		Endpoints: &endpoints.Service{Directory: dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-			Quota: admission, DeliveryLog: opts.History, Wake: wakeDeliveries, Sender: sender, Policy: policy,
+			Directory: p.dir, Contacts: opts.History, Region: opts.DefaultRegion, Now: time.Now},
+		Endpoints: &endpoints.Service{Directory: p.dir, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Quota: p.admission, DeliveryLog: opts.History, Wake: p.wakeDeliveries(), Sender: p.sender, Policy: p.policy,
 			RotationOverlap: opts.Webhooks.RotationOverlap, InFlight: opts.Webhooks.inFlight(),
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
-		Recordings: store, RecordingFiles: files, DefaultRegion: opts.DefaultRegion,
-		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")}
-	if apiCfg.Dashboard, err = newDashboard(mgr, apiCfg, opts); err != nil {
-		return nil, err
+		Recordings: p.recordings, Workers: p.pool, DefaultRegion: opts.DefaultRegion}
+	var err error
+	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Cache: mgr.GetClient(),
+		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")}); err != nil {
+		return err
 	}
-	router := httpapi.NewRouter(apiCfg)
-	api := &apiServer{listener: opts.APIListener, handler: router, cache: mgr.GetCache(), synced: synced,
-		log: opts.Log.WithName("api"), onServing: opts.OnServing}
-	if err := mgr.Add(api); err != nil {
-		return nil, err
+	router := httpapi.NewRouter(httpapi.Config{Services: svc, PageBytes: reads.PageBytes,
+		Idempotency: p.idempotent, RecordingFiles: p.recordingFiles, Dashboard: p.dashboard,
+		RequestTimeout: opts.APIRequestTimeout, Log: opts.Log.WithName("api")})
+	p.api = &httpapi.Server{Listener: opts.APIListener, Handler: router, Cache: mgr.GetCache(),
+		Synced: p.synced, Log: opts.Log.WithName("api"), OnServing: opts.OnServing}
+	return nil
+}
+
+// gated is placer with the replica's placement gate of n slots
+// (placementgate.DefaultInFlight when zero; negative: none), each
+// placement within budget: the REST API's and the dashboard's, not the
+// campaigns'.
+func gated(placer *calls.Placer, n int, budget time.Duration) *calls.Placer {
+	withGate := *placer
+	if gate := placementgate.New(cmp.Or(n, placementgate.DefaultInFlight), budget); gate != nil {
+		withGate.Gate = gate
 	}
-	if err := addHousekeeping(mgr, opts); err != nil {
-		return nil, err
-	}
-	return worker.drained(mgr, opts.Worker), mgr.AddReadyzCheck("api", api.ready)
+	return &withGate
 }
 
 // newManager builds the manager: caches, clients, metrics, probes and
@@ -506,19 +254,6 @@ func newManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// addHousekeeping adds what runs beside the reconcilers and the API: the
-// history store's health check, the sweep of old dial records, liveness.
-func addHousekeeping(mgr manager.Manager, opts Options) error {
-	if err := mgr.Add(&history.HealthCheck{Store: opts.History, Interval: 10 * time.Second,
-		Log: opts.Log.WithName("history")}); err != nil {
-		return err
-	}
-	if err := mgr.Add(dialSweeper(opts.History, opts.Log.WithName("dials"))); err != nil {
-		return err
-	}
-	return mgr.AddHealthzCheck("ping", healthz.Ping)
-}
-
 // recordingStore builds the S3 store when configured, else the local-files
 // store and the handler serving its links (nil for S3: links go to S3).
 func recordingStore(ctx context.Context, opts Options) (recording.Store, http.Handler, error) {
@@ -553,172 +288,12 @@ func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
-func setupReconcilers(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
-	dir *directory.Directory, numbers *numberlists.Index,
-	dialer telephony.Dialer, sipCalls *sipStack, store recording.Store, deliveriesQueued func(),
-	admission *quota.Admission, placer *calls.Placer, opts Options) error {
-	if err := setupCampaigns(mgr, placer, admission, deliveriesQueued, opts); err != nil {
-		return err
-	}
-	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("agent controller: %w", err)
-	}
-	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("numberlist controller: %w", err)
-	}
-	// The reconcilers record through client-go's interface; the manager's
-	// recorder also offers annotated Events, which nothing here sends.
-	var recorder events.EventRecorder = mgr.GetEventRecorder("switchboard")
-	if !opts.CallNormalEvents {
-		recorder = controllers.WarningsOnly{EventRecorder: recorder}
-	}
-	retention := cmp.Or(opts.Retention.Calls, DefaultCallRetention)
-	callReconciler := &controllers.CallReconciler{Client: mgr.GetClient(), Directory: dir, Numbers: numbers,
-		Dialer: dialer, Recordings: store, RecordingMaxBytes: opts.RecordingMaxBytes,
-		RecordingQuota: quota.RecordingStorage{Limits: admission.Limits, Stored: opts.History.RecordingBytes},
-		Events:         recorder, History: opts.History, Retention: retention,
-		Webhooks: &deliveries.Emitter{Endpoints: mgr.GetClient(), Limits: admission, Queue: opts.History,
-			Queued: deliveriesQueued, Clock: clock.RealClock{}},
-		Quota: admission,
-		Clock: clock.RealClock{}, MaxConcurrent: opts.MaxConcurrentCalls, Live: mgr.GetAPIReader(), Worker: opts.Worker.ID,
-		// Agents with spec.analysis add their language model, its URL
-		// guarded as webhook URLs are (http and private addresses: --dev).
-		Analyzer: &analysis.LLM{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy()}}
-	if opts.Retention.Recordings > 0 {
-		// Whether a call is still in the cluster is read live: this
-		// replica's cache holds only its own share of the Calls.
-		if err := mgr.Add(&controllers.RecordingRetention{History: opts.History, Recordings: store,
-			Client: mgr.GetAPIReader(), Retention: opts.Retention.Recordings, Clock: clock.RealClock{},
-			Log: opts.Log.WithName("recording-retention")}); err != nil {
-			return fmt.Errorf("recording retention: %w", err)
-		}
-	}
-	if sipCalls != nil {
-		callReconciler.Wake = sipCalls.callWake
-		if err := setupTrunkReconciler(mgr, secrets, sipCalls, opts.SIP); err != nil {
-			return err
-		}
-	}
-	return callReconciler.SetupWithManager(mgr)
-}
-
-// setupWebhookDelivery registers the endpoint reconciler and the worker
-// that sends the deliveries queued in the history store.
-func setupWebhookDelivery(mgr manager.Manager, secrets *organizations.Secrets, orgs *controllers.OrganizationCheck,
-	policy egress.URLPolicy, sender *webhook.Sender, store recording.Store, admission *quota.Admission,
-	opts Options) (*controllers.WebhookDeliveryWorker, error) {
-	hooks := opts.Webhooks
-	health := deliveries.NewHealth()
-	recorder := mgr.GetEventRecorder("switchboard")
-	if err := (&controllers.WebhookEndpointReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Policy: policy, Health: health, Events: recorder, Clock: clock.RealClock{},
-		DisableAfter: hooks.DisableAfter, Quota: admission, Organizations: orgs}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("webhook endpoint controller: %w", err)
-	}
-	worker := &controllers.WebhookDeliveryWorker{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
-		Secrets: deliveries.SecretReader{Cache: secrets, Live: mgr.GetAPIReader()},
-		Sender:  sender, Recordings: store, Store: opts.History, Schedule: hooks.Schedule, Retention: hooks.Retention,
-		Health: health, Events: recorder, Clock: clock.RealClock{}, MaxConcurrent: hooks.MaxConcurrent,
-		InFlight: hooks.inFlight(), Lease: hooks.lease(), Log: opts.Log.WithName("webhook-delivery")}
-	return worker, mgr.Add(worker)
-}
-
-// apiServer serves the REST API on every replica (not only the leader),
-// once the caches and indexes it reads are filled.
-type apiServer struct {
-	listener  net.Listener
-	handler   http.Handler
-	cache     cache.Cache
-	synced    []func() bool
-	log       logr.Logger
-	onServing func()
-	serving   atomic.Bool
-}
-
-func (s *apiServer) NeedLeaderElection() bool { return false }
-
-func (s *apiServer) ready(*http.Request) error {
-	if !s.serving.Load() {
-		return fmt.Errorf("REST API not serving yet")
-	}
-	return nil
-}
-
-func (s *apiServer) Start(ctx context.Context) error {
-	if !s.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("caches did not sync")
-	}
-	for _, synced := range s.synced {
-		for !synced() {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.listener) }()
-	s.serving.Store(true)
-	s.log.Info("REST API serving", "addr", s.listener.Addr().String())
-	if s.onServing != nil {
-		s.onServing()
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdownCtx)
-}
-
 // indexFields registers the cache indexes the REST API reads.
 func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := directory.IndexFields(ctx, indexer); err != nil {
 		return err
 	}
 	return indexer.IndexField(ctx, &switchboardv1.Call{}, quota.LivePhaseIndex, quota.LivePhase)
-}
-
-// idempotencyKeys makes POST /v1/calls idempotent per key, and sweeps
-// expired keys on the leader.
-func idempotencyKeys(mgr manager.Manager, opts Options) (*idempotency.Keys, error) {
-	log := opts.Log.WithName("idempotency")
-	keys := &idempotency.Keys{Store: opts.History, TTL: idempotency.DefaultTTL, Lease: idempotency.DefaultLease,
-		Wait: idempotency.DefaultWait, Poll: 50 * time.Millisecond, Now: time.Now,
-		OnError: func(err error) { log.Error(err, "storing the response of an idempotent create") }}
-	err := mgr.Add(&idempotency.Sweeper{Store: opts.History, Interval: 10 * time.Minute, Now: time.Now,
-		OnError: func(err error) { log.Error(err, "removing expired idempotency keys") }})
-	return keys, err
-}
-
-// dialSweeper removes, on the leader, the records of dials older than a
-// day: they guard a call only between its dial and its status write.
-func dialSweeper(store history.Dials, log logr.Logger) manager.Runnable {
-	return manager.RunnableFunc(func(ctx context.Context) error {
-		t := time.NewTicker(10 * time.Minute)
-		defer t.Stop()
-		for {
-			if _, err := store.DeleteDialsBefore(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
-				log.Error(err, "removing old dial records")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
-	})
 }
 
 // newDialer routes each call to the simulated carrier or a SIP trunk, as
@@ -754,31 +329,4 @@ func authFailures(opts Options) *authlimit.Limiter {
 		budget.Burst, budget.Rate = authlimit.Defaults.Burst, authlimit.Defaults.Rate
 	}
 	return authlimit.New(budget, time.Now)
-}
-
-// gated is placer with the replica's placement gate of n slots
-// (placementgate.DefaultInFlight when zero; negative: none), each
-// placement within budget: the REST API's and the dashboard's, not the
-// campaigns'.
-func gated(placer *calls.Placer, n int, budget time.Duration) *calls.Placer {
-	withGate := *placer
-	if gate := placementgate.New(cmp.Or(n, placementgate.DefaultInFlight), budget); gate != nil {
-		withGate.Gate = gate
-	}
-	return &withGate
-}
-
-// newDashboard builds the dashboard over the REST API's dependencies, so
-// that both run the same operations on the same state (the quota's
-// counters, the key index).
-func newDashboard(mgr manager.Manager, api httpapi.Config, opts Options) (http.Handler, error) {
-	d, err := dashboard.New(dashboard.Config{Keys: api.Keys, AuthFailures: api.AuthFailures, Calls: api.Calls, Stopper: api.Stopper, Quota: api.Quota,
-		Reads: api.Reads, Workers: api.Placer.Workers,
-		Placer: api.Placer, Endpoints: api.Endpoints, Campaigns: api.Campaigns,
-		Recordings: api.Recordings, Cache: mgr.GetClient(), DefaultRegion: api.DefaultRegion,
-		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")})
-	if err != nil {
-		return nil, err
-	}
-	return d, mgr.Add(d) // its sessions' sweeper
 }

@@ -24,8 +24,8 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
 	"github.com/switchboard-dev/switchboard/internal/callid"
-	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
+	"github.com/switchboard-dev/switchboard/internal/devenv"
 )
 
 // ceilingWriters is how many clients write at once in both stages: the

@@ -30,15 +30,11 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
-	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/campaigninput"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
-	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
-	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
-	"github.com/switchboard-dev/switchboard/internal/workers"
+	"github.com/switchboard-dev/switchboard/internal/services"
 )
 
 // Prefix is where the dashboard is served.
@@ -55,29 +51,10 @@ var staticFiles embed.FS
 
 // Config is what the dashboard needs; the operations are the REST API's.
 type Config struct {
-	Keys *apikeys.Index
-	// AuthFailures throttles failed sign-ins; the REST API shares it. Nil:
-	// one of the dashboard's own.
-	AuthFailures *authlimit.Limiter
-	Calls        *calls.Book
-	Placer       *calls.Placer
-	Stopper      *calls.Stopper
-	Endpoints    *endpoints.Service
-	// Campaigns is the campaign operations (the campaigns page).
-	Campaigns *campaigns.Service
-	Quota     *quota.Admission
-	// Reads bounds an organization's lists and overviews in progress at
-	// once (shared with the REST API); nil bounds nothing.
-	Reads *quota.Reads
-	// Workers lists the replicas that carry calls (the overview); nil
-	// lists none.
-	Workers *workers.Pool
-	// Recordings signs a fresh recording link each time a call is shown.
-	Recordings recording.Store
+	// Services are the operations, shared with the REST API.
+	services.Services
 	// Cache reads agents, SIP trunks and number lists.
 	Cache client.Reader
-	// DefaultRegion reads numbers typed without "+".
-	DefaultRegion string
 	// InsecureCookies drops the Secure attribute of the session cookie:
 	// development over plain http only (--dev).
 	InsecureCookies bool

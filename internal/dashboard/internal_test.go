@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
@@ -141,7 +142,7 @@ func signInFrom(t *testing.T, h http.Handler, key, addr string) *httptest.Respon
 // burst, then 429 with Retry-After; the valid key signs in all the same,
 // from that address (another client behind the same ingress) and others.
 func TestSignInFailuresAreThrottled(t *testing.T) {
-	h := newTestHandler(t, Config{AuthFailures: authlimit.New(authlimit.Options{Burst: 3, Rate: 0.1}, nil)})
+	h := newTestHandler(t, Config{Services: services.Services{AuthFailures: authlimit.New(authlimit.Options{Burst: 3, Rate: 0.1}, nil)}})
 	wrong := "sk_live_wrong_0123456789abcdef0123456789"
 	for i := range 3 {
 		if rec := signInFrom(t, h, wrong, "203.0.113.7:5000"); rec.Code != http.StatusUnauthorized {
@@ -236,7 +237,7 @@ func TestContentSecurityPolicy(t *testing.T) {
 		nil:   "media-src 'self';",
 		local: "media-src 'self' https://voice.example:8443;",
 	} {
-		h := newTestHandler(t, Config{Recordings: store})
+		h := newTestHandler(t, Config{Services: services.Services{Recordings: store}})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sign-in", nil))
 		csp := rec.Header().Get("Content-Security-Policy")
@@ -282,7 +283,7 @@ func TestPlacingFromTheFormWaitsForTheGate(t *testing.T) {
 		}
 	}
 	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}).Build()
-	h := newTestHandler(t, Config{Cache: cache, Placer: &calls.Placer{Quota: &quota.Admission{Cache: cache, Now: time.Now}, Gate: fullGate{}}})
+	h := newTestHandler(t, Config{Cache: cache, Services: services.Services{Placer: &calls.Placer{Quota: &quota.Admission{Cache: cache, Now: time.Now}, Gate: fullGate{}}}})
 	session := sessionOf(t, signInRecorder(t, h, testKey))
 	form := url.Values{"csrf_token": {h.sessions.get(session.Value).CSRF}, "agent_id": {"6f1c7a8e-0000-4000-8000-000000000001"},
 		"to_number": {"+14155550142"}}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 )
@@ -29,7 +30,7 @@ func TestReadsBeyondTheBoundAre429(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := &quota.Reads{PerOrganization: 1}
-	d := &dashboard{cfg: Config{Reads: reads, Log: logr.Discard()}, pages: pages}
+	d := &dashboard{cfg: Config{Services: services.Services{Reads: reads}, Log: logr.Discard()}, pages: pages}
 	ran := false
 	h := d.boundReads(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }))
 	serve := func() *httptest.ResponseRecorder {
@@ -88,10 +89,10 @@ func TestOverviewCountsWithoutReadingCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := func() time.Time { return time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC) }
-	d := &dashboard{pages: pages, cfg: Config{Now: now, Log: logr.Discard(),
+	d := &dashboard{pages: pages, cfg: Config{Services: services.Services{
 		Calls:     &calls.Book{Live: cache, History: noCallObjects{Store: store, t: t}},
 		Quota:     &quota.Admission{Cache: cache, Now: now},
-		Endpoints: &endpoints.Service{DeliveryLog: store}}}
+		Endpoints: &endpoints.Service{DeliveryLog: store}}, Now: now, Log: logr.Discard()}}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	rec := httptest.NewRecorder()
 	d.overview(rec, req.WithContext(context.WithValue(req.Context(), sessionKey{}, &session{Namespace: "acme"})))

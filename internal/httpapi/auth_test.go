@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/services"
 )
 
 const (
@@ -36,8 +37,8 @@ func keyedRouter(burst int, trusted ...netip.Prefix) http.Handler {
 		}
 		keys.Upsert(s)
 	}
-	return httpapi.NewRouter(httpapi.Config{Keys: keys, Log: logr.Discard(),
-		AuthFailures: authlimit.New(authlimit.Options{Burst: burst, Rate: 0.1, TrustedProxies: trusted}, nil)})
+	return httpapi.NewRouter(httpapi.Config{Log: logr.Discard(), Services: services.Services{Keys: keys,
+		AuthFailures: authlimit.New(authlimit.Options{Burst: burst, Rate: 0.1, TrustedProxies: trusted}, nil)}})
 }
 
 // send asks for a path no route holds: 404 once authenticated.
@@ -160,8 +161,8 @@ func TestExpiredKeyFailuresCountAgainstTheOrganization(t *testing.T) {
 func TestThrottledAddressMayTryAgainLater(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	keys := apikeys.NewIndex()
-	h := httpapi.NewRouter(httpapi.Config{Keys: keys, Log: logr.Discard(),
-		AuthFailures: authlimit.New(authlimit.Options{Burst: 1, Rate: 1}, func() time.Time { return now })})
+	h := httpapi.NewRouter(httpapi.Config{Log: logr.Discard(), Services: services.Services{Keys: keys,
+		AuthFailures: authlimit.New(authlimit.Options{Burst: 1, Rate: 1}, func() time.Time { return now })}})
 	send(h, "203.0.113.7", "sk_live_guess_0123456789abcdef0123456789")
 	if rec := send(h, "203.0.113.7", "sk_live_guess_0123456789abcdef0123456789"); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("over the burst: %d, want 429", rec.Code)

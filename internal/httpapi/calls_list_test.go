@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
@@ -197,7 +198,7 @@ func TestListPageUnderTheBudgetIsUnchanged(t *testing.T) {
 // Retry-After, in the shape of the create-call limits.
 func TestListBeyondTheReadBound(t *testing.T) {
 	reads := &quota.Reads{PerOrganization: 1}
-	srv := listServer(t, 1, 0, Config{Reads: reads}, same)
+	srv := listServer(t, 1, 0, Config{Services: services.Services{Reads: reads}}, same)
 	release, refused := reads.Begin("org")
 	if refused != nil {
 		t.Fatal(refused)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 	"github.com/switchboard-dev/switchboard/internal/httpapi/openapitest"
+	"github.com/switchboard-dev/switchboard/internal/services"
 )
 
 // testRouter is the API's router with nothing behind it: enough to walk
@@ -24,7 +25,7 @@ import (
 // RecordingFiles is set so that the /recordings/ route exists, as it does
 // with local recordings.
 func testRouter() http.Handler {
-	return httpapi.NewRouter(httpapi.Config{Keys: apikeys.NewIndex(), Log: logr.Discard(),
+	return httpapi.NewRouter(httpapi.Config{Services: services.Services{Keys: apikeys.NewIndex()}, Log: logr.Discard(),
 		RecordingFiles: http.NotFoundHandler()})
 }
 

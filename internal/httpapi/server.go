@@ -12,51 +12,25 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
 
-	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/authlimit"
-	"github.com/switchboard-dev/switchboard/internal/calls"
-	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
-	"github.com/switchboard-dev/switchboard/internal/quota"
-	"github.com/switchboard-dev/switchboard/internal/recording"
-	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
+	"github.com/switchboard-dev/switchboard/internal/services"
 )
 
 // Config is what the API needs: the domain operations its handlers call
 // (built by the application's wiring, which hands the same ones to the
 // dashboard) and what it renders with.
 type Config struct {
-	Keys *apikeys.Index
-	// AuthFailures throttles failed authentications; the dashboard's
-	// sign-in shares it. Nil: one of the API's own.
-	AuthFailures *authlimit.Limiter
-	// Calls reads calls, live or archived.
-	Calls *calls.Book
-	// Placer places calls (POST /v1/calls and the SDK's create-phone-call),
-	// through the replica's placement gate (its Gate).
-	Placer *calls.Placer
-	// Quota reports an organization's usage (GET /v1/concurrency).
-	Quota *quota.Admission
-	// Reads bounds an organization's lists in progress at once (shared
-	// with the dashboard); nil bounds nothing.
-	Reads *quota.Reads
+	// Services are the operations, shared with the dashboard.
+	services.Services
 	// PageBytes bounds the JSON of the calls in one page of a list
 	// (DefaultPageBytes when zero); a fuller page ends early with has_more.
 	PageBytes int
-	// Stopper stops calls (POST /v1/calls/{call_id}/stop).
-	Stopper *calls.Stopper
-	// Campaigns is the campaign operations (/v1/campaigns).
-	Campaigns *campaigns.Service
 	// Idempotency runs a create-call request once per Idempotency-Key.
 	Idempotency *idempotency.Keys
-	// Endpoints is the webhook-endpoint and delivery-log operations.
-	Endpoints  *endpoints.Service
-	Recordings recording.Store
 	// RecordingFiles serves signed recording links under /recordings/; nil
 	// when the store serves its own links (S3).
 	RecordingFiles http.Handler
-	// DefaultRegion reads numbers sent without "+" (ISO 3166 code, e.g. US).
-	DefaultRegion string
 	// Dashboard, if set, is served under /dashboard (its own sessions; no
 	// API key).
 	Dashboard http.Handler

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/services"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
@@ -377,7 +378,7 @@ func TestMalformedEndpointIDIs404(t *testing.T) {
 // with a reason the caller can act on; nothing reaches the cluster (the
 // client is nil here: touching it would panic).
 func TestCreateEndpointRefusesURL(t *testing.T) {
-	a := &api{cfg: Config{Endpoints: &endpoints.Service{Policy: egress.URLPolicy{}, Now: time.Now}}}
+	a := &api{cfg: Config{Services: services.Services{Endpoints: &endpoints.Service{Policy: egress.URLPolicy{}, Now: time.Now}}}}
 	tests := []struct{ url, reason string }{ // reason is a regular expression
 		{"https://localhost/hooks", `^localhost resolves to (127\.0\.0\.1|::1), a loopback address; receivers must be publicly reachable$`},
 		{"https://10.1.2.3/hooks", `^10\.1\.2\.3 is a private address; receivers must be publicly reachable$`},

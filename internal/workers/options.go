@@ -41,11 +41,10 @@ func DefaultOptions() Options {
 	return Options{ID: defaultID(), Capacity: DefaultCapacity(), Lease: DefaultLease, DrainTimeout: DefaultDrainTimeout}
 }
 
-// defaultID is the pod's name, else the host's (one process per host).
+// defaultID is the host's name (one process per host; a pod's is its
+// name). The binary prefers env POD_NAME, which it reads with the rest of
+// its environment (cmd/switchboard, resolve).
 func defaultID() string {
-	if name := os.Getenv("POD_NAME"); name != "" {
-		return name
-	}
 	host, _ := os.Hostname()
 	return host
 }
