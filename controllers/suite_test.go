@@ -5,7 +5,7 @@ package controllers_test
 // the simulated carrier for calls. Tests drive the reconcilers through
 // resources, as kubectl does, and read what the cluster really holds with
 // a client that has no cache. The REST API and the whole operator are
-// tested end to end in internal/app.
+// tested end to end in internal/app/e2e.
 
 import (
 	"context"
@@ -190,7 +190,7 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 
 // addConfigReconcilers registers the reconcilers of the configuration
 // kinds. SIPTrunks are probed by prober, not over the network: the SIP
-// engine meets real peers in its own tests and in internal/app's.
+// engine meets real peers in its own tests and in internal/app/e2e/sip's.
 func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets,
 	orgs *controllers.OrganizationCheck) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
