@@ -22,11 +22,11 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 )
 
-// TestReceiverExample starts an example receiver (argv) for a new
+// CheckReceiverExample starts an example receiver (argv) for a new
 // WebhookEndpoint and checks that it rejects forged requests, logs each
 // event of a real call once, and that Switchboard records every delivery
 // as succeeded on the first attempt.
-func TestReceiverExample(t *testing.T, argv ...string) {
+func CheckReceiverExample(t *testing.T, argv ...string) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	// The receiver needs the endpoint's secret to start, and the endpoint

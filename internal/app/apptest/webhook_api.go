@@ -167,8 +167,8 @@ func ExpectCodeDetail(t *testing.T, r Response, status int, code string) string 
 	return msg
 }
 
-// TestEvent posts a test event and checks the response's shape.
-func TestEvent(t *testing.T, key, id string, body any) map[string]any {
+// SendTestEvent posts a test event and checks the response's shape.
+func SendTestEvent(t *testing.T, key, id string, body any) map[string]any {
 	t.Helper()
 	r := Do(t, "POST", EndpointPath(id, "/test"), key, body)
 	ExpectStatusJSON(t, r, http.StatusOK)

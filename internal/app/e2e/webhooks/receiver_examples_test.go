@@ -26,7 +26,7 @@ func TestReceiverExampleGo(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./hack/receivers/go: %v\n%s", err, out)
 	}
-	TestReceiverExample(t, bin)
+	CheckReceiverExample(t, bin)
 }
 
 // TestReceiverExampleNode runs hack/receivers/node/server.js against
@@ -42,5 +42,5 @@ func TestReceiverExampleNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is not on PATH (the Node example needs Node.js 18 or later): %v", err)
 	}
-	TestReceiverExample(t, node, filepath.Join(dir, "server.js"))
+	CheckReceiverExample(t, node, filepath.Join(dir, "server.js"))
 }

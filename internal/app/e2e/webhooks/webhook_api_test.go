@@ -538,7 +538,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	created := CreateEndpoint(t, o.Key, map[string]any{"url": sink.Url(), "events": []string{"call.started"}})
 	id, secret := created["id"].(string), created["secret"].(string)
 
-	res := TestEvent(t, o.Key, id, nil)
+	res := SendTestEvent(t, o.Key, id, nil)
 	g.Expect(res).To(HaveKeyWithValue("status", "succeeded"))
 	g.Expect(res).To(HaveKeyWithValue("status_code", 200.0))
 	g.Expect(res).To(HaveKeyWithValue("error", BeNil()))
@@ -618,7 +618,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 		for _, kind := range []string{"call.started", "call.ended", "call.analyzed"} {
 			g := NewWithT(t)
 			n := len(sink.Requests())
-			res := TestEvent(t, o.Key, id, map[string]any{"event": kind})
+			res := SendTestEvent(t, o.Key, id, map[string]any{"event": kind})
 			g.Expect(res).To(HaveKeyWithValue("status", "succeeded"))
 			got := sink.Requests()
 			g.Expect(got).To(HaveLen(n + 1))
@@ -640,7 +640,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 		r := Do(t, "PATCH", EndpointPath(id), o.Key, map[string]any{"url": moved.Url()})
 		ExpectStatusJSON(t, r, http.StatusOK)
 		n := len(sink.Requests())
-		res := TestEvent(t, o.Key, id, nil)
+		res := SendTestEvent(t, o.Key, id, nil)
 		g.Expect(res).To(HaveKeyWithValue("status_code", 204.0))
 		g.Expect(moved.Requests()).To(HaveLen(1), "the test went to the old URL")
 		g.Expect(sink.Requests()).To(HaveLen(n))
@@ -664,7 +664,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 			})
 		}
 		NewWithT(t).Expect(sink.Requests()).To(HaveLen(n), "a refused test was sent")
-		TestEvent(t, o.Key, id, map[string]any{}) // {} is the default
+		SendTestEvent(t, o.Key, id, map[string]any{}) // {} is the default
 	})
 }
 
@@ -695,7 +695,7 @@ func TestWebhookAPI_TestEventResults(t *testing.T) {
 				url = sink.Url()
 			}
 			id := CreateEndpoint(t, o.Key, map[string]any{"url": url})["id"].(string)
-			res := TestEvent(t, o.Key, id, map[string]any{"event": "call.ended"})
+			res := SendTestEvent(t, o.Key, id, map[string]any{"event": "call.ended"})
 			g.Expect(res).To(HaveKeyWithValue("status", tt.want))
 			if tt.status != 0 {
 				g.Expect(res).To(HaveKeyWithValue("status_code", float64(tt.status)))
@@ -764,12 +764,12 @@ func TestWebhookAPI_DeliveryLog(t *testing.T) {
 		WapiDelivery(t, ep, "call.ended", failed):      "call.ended",
 		WapiDelivery(t, ep, "call.analyzed", failed):   "call.analyzed",
 	}
-	test := TestEvent(t, o.Key, id, nil)["delivery_id"].(string) // failed: nothing listens
+	test := SendTestEvent(t, o.Key, id, nil)["delivery_id"].(string) // failed: nothing listens
 	byID[test] = "test"
 
 	// Another endpoint's deliveries are not in this log.
 	other := CreateEndpoint(t, o.Key, map[string]any{"url": ClosedPortURL(t)})["id"].(string)
-	otherTest := TestEvent(t, o.Key, other, nil)["delivery_id"].(string)
+	otherTest := SendTestEvent(t, o.Key, other, nil)["delivery_id"].(string)
 
 	var all []string
 	g.Eventually(func() []string {

@@ -62,7 +62,7 @@ func TestWebhookFairness(t *testing.T) {
 	// slowAnswer); the bound is half that, so a busy machine does not fail
 	// a refusal that came at once.
 	g.Expect(time.Since(start)).To(BeNumerically("<", SlowAnswer/2), "refused at once, not after the slow receiver")
-	g.Expect(TestEvent(t, a.Key, aEndpoint.ResolvedID(), nil)).To(HaveKeyWithValue("status", "succeeded"))
+	g.Expect(SendTestEvent(t, a.Key, aEndpoint.ResolvedID(), nil)).To(HaveKeyWithValue("status", "succeeded"))
 
 	// Nothing of B's is lost: what waited is sent as slots free up.
 	g.Eventually(slow.Received, 2*SlowAnswer, 50*time.Millisecond).Should(BeNumerically(">", 32),
