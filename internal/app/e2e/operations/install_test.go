@@ -76,7 +76,7 @@ func TestInstallYAMLAppliesServerSide(t *testing.T) {
 	// (two replicas, S3) variants, and production on the nodes' networks.
 	for _, dir := range []string{"default", "postgres", "production", "sip-host-network"} {
 		t.Run(dir, func(t *testing.T) {
-			rendered := kubectl.MustRun(t, "kustomize", "../../config/"+dir).Stdout
+			rendered := kubectl.MustRun(t, "kustomize", filepath.Join(RepoRoot, "config", dir)).Stdout
 			rendered = strings.ReplaceAll(rendered, "image: controller:latest", "image: registry.example.com/switchboard:v0.1.0")
 			out := DryRunApply(t, kubectl, []byte(rendered))
 			NewWithT(t).Expect(out).To(And(ContainSubstring("deployment.apps/switchboard-manager"),
@@ -104,7 +104,7 @@ func TestLeaseRequestsGoToTheLeaderElectionLevel(t *testing.T) {
 	kubectl := ControlPlane.Kubectl(t)
 	EnsureNamespace(t, devenv.LeaderElectionNamespace)
 	var schema []byte
-	for _, doc := range strings.Split(kubectl.MustRun(t, "kustomize", "../../config/default").Stdout, "\n---\n") {
+	for _, doc := range strings.Split(kubectl.MustRun(t, "kustomize", filepath.Join(RepoRoot, "config", "default")).Stdout, "\n---\n") {
 		if strings.Contains(doc, "\nkind: FlowSchema\n") {
 			schema = []byte(doc)
 		}
