@@ -1,8 +1,10 @@
-package apptest
-
-// The integration suite: a real kube-apiserver and etcd (envtest), the whole
+// Package apptest is the harness of the end-to-end tests under
+// internal/app/e2e: a real kube-apiserver and etcd (envtest), the whole
 // operator started through app.New, and the REST API driven over real HTTP
-// the way a customer backend calls it.
+// the way a customer backend calls it. Each package of tests runs its own
+// suite (Main), so that go test runs them side by side; its files are
+// named after the tests that first needed them.
+package apptest
 
 import (
 	"bytes"

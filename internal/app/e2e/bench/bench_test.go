@@ -1,14 +1,14 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
 	"testing"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // BenchmarkCreateCall measures POST /v1/calls against the raw cost of

@@ -1,8 +1,6 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // BenchmarkCampaignStart uploads a campaign of 100,000 contacts as a CSV

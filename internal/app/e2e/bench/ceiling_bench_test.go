@@ -1,8 +1,6 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
 )
 

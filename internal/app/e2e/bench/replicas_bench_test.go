@@ -1,8 +1,6 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"fmt"
 	"strconv"
 	"testing"
@@ -11,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"

@@ -1,10 +1,10 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"fmt"
 	"testing"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // BenchmarkWebhookDeliveries measures deliveries per second. b.N is the

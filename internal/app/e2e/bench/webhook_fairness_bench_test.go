@@ -1,13 +1,13 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"fmt"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func BenchmarkWebhookFairness(b *testing.B) {

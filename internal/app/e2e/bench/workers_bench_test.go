@@ -1,14 +1,13 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 )
 

@@ -1,13 +1,12 @@
 package bench_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // BenchmarkCallWrites counts the apiserver writes an answered call costs,

@@ -7,8 +7,6 @@ package calls_test
 // this is not a given.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"encoding/json"
 	"net/http"
@@ -20,6 +18,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestCallKeepsExactValues(t *testing.T) {

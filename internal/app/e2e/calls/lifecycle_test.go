@@ -1,14 +1,14 @@
 package calls_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestAnsweredCallLifecycle(t *testing.T) {

@@ -5,8 +5,6 @@ package calls_test
 // metrics-reader ClusterRole of config/rbac): no one else reads them.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 

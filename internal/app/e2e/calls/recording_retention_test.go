@@ -4,8 +4,6 @@ package calls_test
 // left the cluster; the archived call stays, without its recording.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"io/fs"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestRecordingRetention(t *testing.T) {

@@ -5,8 +5,6 @@ package calls_test
 // links, in the call object and from the recording endpoint.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/recording/s3test"
 )
 

@@ -1,8 +1,6 @@
 package calls_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // TestRestartLosesNothing stops the operator while calls are ringing,

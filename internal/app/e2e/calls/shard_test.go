@@ -1,8 +1,6 @@
 package calls_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"net/http"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/workers"

@@ -5,8 +5,6 @@ package campaigns_test
 // shapes, an Idempotency-Key, pause, resume, an edit of pacing, cancel.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestCampaignFromCSV(t *testing.T) {

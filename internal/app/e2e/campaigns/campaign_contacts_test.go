@@ -5,8 +5,6 @@ package campaigns_test
 // none twice, and a clear 409 once the campaign has ended.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestCampaignAddContacts(t *testing.T) {

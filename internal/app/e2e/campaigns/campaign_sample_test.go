@@ -1,8 +1,6 @@
 package campaigns_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // The sample Campaign `make run` applies completes on the simulated

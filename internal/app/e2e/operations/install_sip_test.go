@@ -1,8 +1,6 @@
 package operations_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"os/exec"
 	"slices"
 	"strings"
@@ -15,6 +13,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // With workers.podServices each pod is a StatefulSet's, reached through a

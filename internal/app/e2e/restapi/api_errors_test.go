@@ -5,8 +5,6 @@ package restapi_test
 // record was left behind.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestCreateCallAgentNotFound(t *testing.T) {

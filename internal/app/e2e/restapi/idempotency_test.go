@@ -6,8 +6,6 @@ package restapi_test
 // Call has left the cluster.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 func TestIdempotentCreateReplays(t *testing.T) {

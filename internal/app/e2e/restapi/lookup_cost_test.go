@@ -1,8 +1,6 @@
 package restapi_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 )
 

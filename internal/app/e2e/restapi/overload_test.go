@@ -5,8 +5,6 @@ package restapi_test
 // retry with the same Idempotency-Key gets the one call, never a second.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 )
 

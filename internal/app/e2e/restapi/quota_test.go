@@ -4,8 +4,6 @@ package restapi_test
 // namespace: calls created per second and calls queued or live at once.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"strconv"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 )
 

@@ -5,8 +5,6 @@ package restapi_test
 // changes its baseURL and keeps working.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"encoding/json"
 	"net/http"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // TestSDKCompatNode runs hack/sdk-compat/sdk-compat.js: it places a call

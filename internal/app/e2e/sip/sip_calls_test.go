@@ -3,8 +3,6 @@ package sip_test
 // Calls placed through the REST API over SIP trunks to real sipp callees.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"net/http"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )

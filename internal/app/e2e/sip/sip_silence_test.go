@@ -5,8 +5,6 @@ package sip_test
 // on real SIP calls through the REST API.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )

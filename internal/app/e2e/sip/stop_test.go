@@ -7,8 +7,6 @@ package sip_test
 // for any ended call.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"net/http"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/app"
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 

@@ -4,12 +4,12 @@ package webhooks_test
 // a customer runs them, receiving real deliveries from the running operator.
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // TestReceiverExampleGo builds hack/receivers/go and runs it against

@@ -1,13 +1,13 @@
 package webhooks_test
 
 import (
-	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
-
 	"regexp"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
 )
 
 // TestKubectlGetWebhooksShowsColumns: `kubectl get webhookendpoints` tells
