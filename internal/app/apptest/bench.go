@@ -26,7 +26,7 @@ func RawCall(o *Org, number string) *switchboardv1.Call {
 	return &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: callid.ResourceName(callid.New())},
 		Spec: switchboardv1.CallSpec{AgentID: o.AgentID, ToNumber: number, Source: switchboardv1.SourceAPI,
-			Variables: JsonObject(`{"customer_name":"Ada"}`), Metadata: JsonObject(`{"order":7}`)},
+			Variables: JSONObject(`{"customer_name":"Ada"}`), Metadata: JSONObject(`{"order":7}`)},
 	}
 }
 

@@ -20,9 +20,9 @@ const (
 	ExactVariables = `{"customer_name": "Ada", "account": 12345678901234567890, "balance": 10.50}`
 )
 
-// JsonValue decodes JSON text keeping every number's text, so that two
+// JSONValue decodes JSON text keeping every number's text, so that two
 // values compare equal only if every number is written the same.
-func JsonValue(t *testing.T, raw []byte) any {
+func JSONValue(t *testing.T, raw []byte) any {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -43,5 +43,5 @@ func CallFields(t *testing.T, raw []byte) (variables, metadata any) {
 	if err := json.Unmarshal(raw, &call); err != nil {
 		t.Fatalf("decoding call %s: %v", raw, err)
 	}
-	return JsonValue(t, call.Variables), JsonValue(t, call.Metadata)
+	return JSONValue(t, call.Variables), JSONValue(t, call.Metadata)
 }

@@ -30,15 +30,15 @@ import (
 // apiserver's ceiling is measured at the concurrency the API is driven at.
 const CeilingWriters = 32
 
-// CpuUse is the CPU used so far by the control plane and this process.
-type CpuUse struct{ Apiserver, Etcd, Self time.Duration }
+// CPUUse is the CPU used so far by the control plane and this process.
+type CPUUse struct{ Apiserver, Etcd, Self time.Duration }
 
-func StartCPU() CpuUse {
-	return CpuUse{CpuTime(ChildPID("kube-apiserver")), CpuTime(ChildPID("etcd")), CpuTime(os.Getpid())}
+func StartCPU() CPUUse {
+	return CPUUse{CPUTime(ChildPID("kube-apiserver")), CPUTime(ChildPID("etcd")), CPUTime(os.Getpid())}
 }
 
 // Report reports the CPU used since u per call, in milliseconds.
-func (u CpuUse) Report(b *testing.B, prefix string) {
+func (u CPUUse) Report(b *testing.B, prefix string) {
 	now := StartCPU()
 	perCall := func(d time.Duration) float64 { return Ms(d) / float64(b.N) }
 	b.ReportMetric(perCall(now.Apiserver-u.Apiserver), prefix+"apiserver-cpu-ms/call")

@@ -118,7 +118,7 @@ func EventIDs(rc *Receiver, ids []string) map[string][]string {
 		if seen[key] == nil {
 			seen[key] = map[string]bool{}
 		}
-		seen[key][d.Id] = true
+		seen[key][d.ID] = true
 	}
 	out := map[string][]string{}
 	for key, set := range seen {

@@ -18,7 +18,7 @@ func PostWithKey(t testing.TB, baseURL, apiKey, idemKey string, body []byte) Res
 		http.Header{"Idempotency-Key": {idemKey}})
 }
 
-func (o *Org) JsonBody(t testing.TB, number string) []byte {
+func (o *Org) JSONBody(t testing.TB, number string) []byte {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"agent_id": o.AgentID, "to_number": number,
 		"variables": map[string]any{"customer_name": "Ada"}, "metadata": map[string]any{"order": 7}})

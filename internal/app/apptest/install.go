@@ -62,13 +62,13 @@ var ChartValues = map[string][]string{
 		"--set", "recordings.store=s3", "--set", "recordings.s3.endpoint=s3.example.com",
 		"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
 		"--set", "recordings.retention=2160h", "--set", "organizations={acme,globex}"},
-	"sip-pod-services": SipPodServicesValues,
+	"sip-pod-services": SIPPodServicesValues,
 	"sip-host-network": {"--set", "workers.hostNetwork=true", "--set", "workers.maxActiveCallsPerReplica=50"},
 }
 
-// SipPodServicesValues are production with a UDP Service per pod and every
+// SIPPodServicesValues are production with a UDP Service per pod and every
 // flag the chart has a value for.
-var SipPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsnSecret=switchboard-history",
+var SIPPodServicesValues = []string{"--set", "replicas=2", "--set", "history.dsnSecret=switchboard-history",
 	"--set", "recordings.store=s3", "--set", "recordings.s3.endpoint=s3.example.com",
 	"--set", "recordings.s3.bucket=recordings", "--set", "recordings.s3.credentialsSecret=s3",
 	"--set", "workers.podServices.enabled=true", "--set", "workers.podServices.tcp=true",

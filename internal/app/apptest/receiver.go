@@ -37,7 +37,7 @@ type Receiver struct {
 
 // Delivery is one request a receiver got.
 type Delivery struct {
-	Id, Event string
+	ID, Event string
 	Header    http.Header
 	Body      []byte
 	Envelope  map[string]any
@@ -56,7 +56,7 @@ func NewReceiver(t testing.TB, respond func(n int, w http.ResponseWriter, r *htt
 	return rc
 }
 
-func (rc *Receiver) Url() string { return rc.Srv.URL + "/hooks/switchboard" }
+func (rc *Receiver) URL() string { return rc.Srv.URL + "/hooks/switchboard" }
 
 func (rc *Receiver) Trust(secrets ...string) {
 	rc.Mu.Lock()
@@ -66,7 +66,7 @@ func (rc *Receiver) Trust(secrets ...string) {
 
 func (rc *Receiver) Serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	d := Delivery{Id: r.Header.Get("webhook-id"), Header: r.Header.Clone(), Body: body, At: time.Now()}
+	d := Delivery{ID: r.Header.Get("webhook-id"), Header: r.Header.Clone(), Body: body, At: time.Now()}
 	_ = json.Unmarshal(body, &d.Envelope)
 	d.Event, _ = d.Envelope["event"].(string)
 	rc.Mu.Lock()
@@ -120,7 +120,7 @@ func ExpectSigned(g Gomega, d Delivery) {
 		g.Expect(ok).To(BeTrue(), "signature does not verify with secret %d: %s", i, d.Header.Get("webhook-signature"))
 	}
 	g.Expect(d.Header.Get("X-Service-Signature")).To(Equal(d.Header.Get("webhook-signature")))
-	g.Expect(d.Header.Get("X-Service-Delivery-Id")).To(Equal(d.Header.Get("webhook-id")))
+	g.Expect(d.Header.Get("X-Service-Delivery-ID")).To(Equal(d.Header.Get("webhook-id")))
 	g.Expect(d.Header.Get("X-Service-Timestamp")).To(Equal(d.Header.Get("webhook-timestamp")))
 	g.Expect(d.Header.Get("webhook-id")).To(MatchRegexp(`^dlv_[0-9a-f]{32}$`))
 	g.Expect(d.Header.Get("Content-Type")).To(Equal("application/json"))

@@ -49,12 +49,12 @@ func StartCallWorkers(b *testing.B, n, calls int) []string {
 // process spent per call-second over the calls' whole lives (placement,
 // media, recording, post-call), the idle replicas' own CPU taken out.
 func HoldCalls(b *testing.B, urls []string, o *Org, calls int, talk time.Duration) float64 {
-	idle := CpuRate(b, 5*time.Second) // the measurement itself: nothing runs meanwhile
+	idle := CPURate(b, 5*time.Second) // the measurement itself: nothing runs meanwhile
 	httpc := &http.Client{Timeout: time.Minute}
 	pace := time.NewTicker(time.Second / 30)
 	defer pace.Stop()
 	b.ResetTimer()
-	cpu0, t0 := CpuTime(os.Getpid()), time.Now()
+	cpu0, t0 := CPUTime(os.Getpid()), time.Now()
 	for i := range calls {
 		<-pace.C
 		if err := PostCallTo(httpc, urls[i%len(urls)], o, BenchNumber(i)); err != nil {
@@ -68,7 +68,7 @@ func HoldCalls(b *testing.B, urls []string, o *Org, calls int, talk time.Duratio
 	}
 	WaitRecorded(b, o.Ns, calls, talk)
 	elapsed := time.Since(t0)
-	cpu := CpuTime(os.Getpid()) - cpu0 - time.Duration(idle*float64(elapsed))
+	cpu := CPUTime(os.Getpid()) - cpu0 - time.Duration(idle*float64(elapsed))
 	b.StopTimer()
 	most := 0
 	for _, n := range perReplica {
@@ -83,12 +83,12 @@ func HoldCalls(b *testing.B, urls []string, o *Org, calls int, talk time.Duratio
 	return perCallSecond
 }
 
-// CpuRate is the share of a core this process uses over d.
-func CpuRate(b *testing.B, d time.Duration) float64 {
+// CPURate is the share of a core this process uses over d.
+func CPURate(b *testing.B, d time.Duration) float64 {
 	b.Helper()
-	cpu0, t0 := CpuTime(os.Getpid()), time.Now()
+	cpu0, t0 := CPUTime(os.Getpid()), time.Now()
 	time.Sleep(d)
-	return float64(CpuTime(os.Getpid())-cpu0) / float64(time.Since(t0))
+	return float64(CPUTime(os.Getpid())-cpu0) / float64(time.Since(t0))
 }
 
 // AllAnswered: every call is in progress, answered.

@@ -37,9 +37,9 @@ func ApplyTrunk(t testing.TB, ns, name, addr string, mutate func(*switchboardv1.
 	return tr
 }
 
-// SipOrg is an organization whose agent calls over a trunk to the sipp at
+// SIPOrg is an organization whose agent calls over a trunk to the sipp at
 // addr, with script as its script.
-func SipOrg(t *testing.T, addr string, trunk func(*switchboardv1.SIPTrunkSpec), agent func(*switchboardv1.AgentSpec)) *Org {
+func SIPOrg(t *testing.T, addr string, trunk func(*switchboardv1.SIPTrunkSpec), agent func(*switchboardv1.AgentSpec)) *Org {
 	t.Helper()
 	o := NewOrg(t)
 	ApplyTrunk(t, o.Ns, "carrier", addr, trunk)

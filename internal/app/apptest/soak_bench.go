@@ -110,8 +110,8 @@ func (s *Soak) Sample() {
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	s.B.Logf("%8s %8d %9d %15s %9s %13s %9s %12s %10s %10d", time.Since(s.Start).Round(time.Second), placed, inCluster,
-		Mib(ChildRSS("kube-apiserver")), Mib(ChildRSS("etcd")), Mib(Rss(os.Getpid())), Mib(int64(mem.HeapInuse)),
-		Mib(s.Events.Rss()), Mib(StoreBytes()), s.Events.Total())
+		Mib(ChildRSS("kube-apiserver")), Mib(ChildRSS("etcd")), Mib(RSS(os.Getpid())), Mib(int64(mem.HeapInuse)),
+		Mib(s.Events.RSS()), Mib(StoreBytes()), s.Events.Total())
 }
 
 // Check lists every call through the REST API and compares with what was
@@ -275,9 +275,9 @@ func StartReceiverProcess(b *testing.B) *ReceiverProcess {
 		Client: &http.Client{Transport: &http.Transport{TLSClientConfig: ReceiverTLS}}}
 }
 
-func (p *ReceiverProcess) Url() string { return p.BaseURL + "/hooks/switchboard" }
+func (p *ReceiverProcess) URL() string { return p.BaseURL + "/hooks/switchboard" }
 
-func (p *ReceiverProcess) Rss() int64 { return Rss(p.Cmd.Process.Pid) }
+func (p *ReceiverProcess) RSS() int64 { return RSS(p.Cmd.Process.Pid) }
 
 // Total counts the distinct (call, event) pairs that arrived, or -1.
 func (p *ReceiverProcess) Total() int {
@@ -348,7 +348,7 @@ func StoreBytes() int64 {
 // control plane envtest started), or -1.
 func ChildRSS(comm string) int64 {
 	if pid := ChildPID(comm); pid > 0 {
-		return Rss(pid)
+		return RSS(pid)
 	}
 	return -1
 }
@@ -378,8 +378,8 @@ func ChildPID(comm string) int {
 	return -1
 }
 
-// CpuTime is the CPU (user and system) a process has used so far, or -1.
-func CpuTime(pid int) time.Duration {
+// CPUTime is the CPU (user and system) a process has used so far, or -1.
+func CPUTime(pid int) time.Duration {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return -1
@@ -399,8 +399,8 @@ func CpuTime(pid int) time.Duration {
 	return time.Duration(user+sys) * time.Second / ticksPerSecond
 }
 
-// Rss reads VmRSS of a process, in bytes, or -1.
-func Rss(pid int) int64 {
+// RSS reads VmRSS of a process, in bytes, or -1.
+func RSS(pid int) int64 {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return -1

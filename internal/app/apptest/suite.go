@@ -441,4 +441,4 @@ func CountCalls(t *testing.T, ns string) int {
 	return len(calls.Items)
 }
 
-func JsonObject(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+func JSONObject(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }

@@ -69,7 +69,7 @@ func NewHookSink(t *testing.T, status int) *HookSink {
 	return s
 }
 
-func (s *HookSink) Url() string { return s.Srv.URL + "/hooks" }
+func (s *HookSink) URL() string { return s.Srv.URL + "/hooks" }
 
 func (s *HookSink) Requests() []SinkRequest {
 	s.Mu.Lock()

@@ -101,7 +101,7 @@ func CountingReceiver(b *testing.B, ns string) *atomic.Int64 {
 		received.Add(1)
 		w.WriteHeader(http.StatusOK)
 	})
-	ApplyEndpoint(b, ns, rc.Url(), nil)
+	ApplyEndpoint(b, ns, rc.URL(), nil)
 	return &received
 }
 
@@ -160,7 +160,7 @@ func BenchLatency(b *testing.B, full *RunningOperator, rate int) {
 	const seconds = 5
 	o := NewOrg(b)
 	rc := NewReceiver(b, nil)
-	ApplyEndpoint(b, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(b, o.Ns, rc.URL(), nil)
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	latencies := map[string][]time.Duration{}
 	b.ResetTimer()

@@ -62,7 +62,7 @@ func BenchmarkCeiling(b *testing.B) {
 	cpu.Report(b, "ceiling-")
 	urls := StartReplicas(b, replicas)
 	rc := NewReceiver(b, nil)
-	ApplyEndpoint(b, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(b, o.Ns, rc.URL(), nil)
 	time.Sleep(time.Second) // the endpoint's own set-up writes (Secret, status) settle
 	stopProfiles := ProfileStage(b, os.Getenv("SWITCHBOARD_CEILING_PROFILE"))
 	cpu, requests := StartCPU(), ApiserverRequests(b, true)
@@ -110,7 +110,7 @@ func BenchmarkSaturation(b *testing.B) {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			o := NewOrg(b)
 			rc := NewReceiver(b, nil)
-			ApplyEndpoint(b, o.Ns, rc.Url(), nil)
+			ApplyEndpoint(b, o.Ns, rc.URL(), nil)
 			b.ResetTimer()
 			admitted := 0
 			for i := range b.N {

@@ -43,7 +43,7 @@ func BenchmarkSoak(b *testing.B) {
 	b.Cleanup(full.Stop)
 	o := NewOrg(b)
 	events := StartReceiverProcess(b)
-	ApplyEndpoint(b, o.Ns, events.Url(), nil)
+	ApplyEndpoint(b, o.Ns, events.URL(), nil)
 
 	b.ResetTimer()
 	for range b.N {

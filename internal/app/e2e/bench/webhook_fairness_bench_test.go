@@ -18,7 +18,7 @@ func BenchmarkWebhookFairness(b *testing.B) {
 		slow := NewSlowReceiver(b, SlowAnswer)
 		SlowEndpoints(b, noisy, slow, FairnessNoisyEndpoints)
 		fast := NewReceiver(b, nil)
-		ApplyEndpoint(b, quiet.Ns, fast.Url(), nil)
+		ApplyEndpoint(b, quiet.Ns, fast.URL(), nil)
 		b.ResetTimer()
 
 		for i := range FairnessNoisyCalls {

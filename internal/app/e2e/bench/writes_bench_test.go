@@ -28,7 +28,7 @@ func BenchmarkCallWrites(b *testing.B) {
 	b.Cleanup(full.Stop)
 	o := NewOrg(b)
 	rc := NewReceiver(b, nil)
-	ApplyEndpoint(b, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(b, o.Ns, rc.URL(), nil)
 	time.Sleep(time.Second) // the endpoint's own set-up writes (Secret, status) settle
 	before := ApiserverWrites(b)
 	b.ResetTimer()

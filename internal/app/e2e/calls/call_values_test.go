@@ -26,9 +26,9 @@ func TestCallKeepsExactValues(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
-	wantVars, wantMeta := JsonValue(t, []byte(ExactVariables)), JsonValue(t, []byte(ExactMetadata))
+	wantVars, wantMeta := JSONValue(t, []byte(ExactVariables)), JSONValue(t, []byte(ExactMetadata))
 	expectExact := func(raw []byte, where string) {
 		t.Helper()
 		vars, meta := CallFields(t, raw)

@@ -212,7 +212,7 @@ func TestDeliveriesWaitForTheStore(t *testing.T) {
 	WithOperator(t, func(o *app.Options) { o.History = store })
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 
 	pg.Stop()
@@ -230,7 +230,7 @@ func TestDeliveriesWaitForTheStore(t *testing.T) {
 	var events []string
 	for _, d := range got {
 		ExpectSigned(g, d)
-		ids[d.Id] = true
+		ids[d.ID] = true
 		events = append(events, d.Event)
 	}
 	g.Expect(ids).To(HaveLen(3), "one id per event")

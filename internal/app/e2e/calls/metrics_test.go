@@ -27,7 +27,7 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	WithOperator(t, func(o *app.Options) { o.MetricsAddr, o.MetricsSecure = addr, true })
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	id := o.CreateCall(t, "+14155550180", nil)
 	o.WaitAnalyzed(t, id)
 	g.Eventually(func() int { return len(rc.ForCall(id)) }, 20*time.Second, 50*time.Millisecond).Should(Equal(3))

@@ -44,7 +44,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	queued := &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "applied-while-down"},
 		Spec: switchboardv1.CallSpec{AgentID: o.AgentID, ToNumber: "+14155551003",
-			Variables: JsonObject(`{"customer_name":"Grace"}`)},
+			Variables: JSONObject(`{"customer_name":"Grace"}`)},
 	}
 	g.Expect(K8s.Create(context.Background(), queued)).To(Succeed())
 	time.Sleep(TestTimings.Ring + TestTimings.Talk) // downtime outlasting every call

@@ -47,7 +47,7 @@ func TestReplicaCachesOnlyItsOwnCalls(t *testing.T) {
 	// its author, so its call id is not its name.
 	applied := &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "applied-by-hand",
 		Labels: map[string]string{switchboardv1.WorkerLabel: first}},
-		Spec: switchboardv1.CallSpec{AgentID: o.AgentID, ToNumber: "+14155550124", Variables: JsonObject(`{"customer_name":"Ada"}`)}}
+		Spec: switchboardv1.CallSpec{AgentID: o.AgentID, ToNumber: "+14155550124", Variables: JSONObject(`{"customer_name":"Ada"}`)}}
 	g.Expect(K8s.Create(ctx, applied)).To(Succeed())
 	var appliedID string
 	g.Eventually(func(g Gomega) {

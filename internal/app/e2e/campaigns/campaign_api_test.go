@@ -205,7 +205,7 @@ func TestCampaignEvents(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), func(s *switchboardv1.WebhookEndpointSpec) {
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), func(s *switchboardv1.WebhookEndpointSpec) {
 		s.Events = []switchboardv1.WebhookEventType{"campaign.started", "campaign.paused", "campaign.completed"}
 	})
 	rc.Trust(secret)

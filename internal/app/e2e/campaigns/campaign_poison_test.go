@@ -107,7 +107,7 @@ func TestKubectlCampaignWithoutItsAgent(t *testing.T) {
 		Spec: switchboardv1.CampaignSpec{AgentID: missing,
 			CallingWindow: switchboardv1.CallingWindow{Start: "00:00", End: "24:00"},
 			Contacts: []switchboardv1.CampaignContact{{ToNumber: "+12125550120",
-				Variables: JsonObject(`{"customer_name":"Ada"}`)}}}}
+				Variables: JSONObject(`{"customer_name":"Ada"}`)}}}}
 	g.Expect(K8s.Create(ctx, c)).To(Succeed())
 
 	ready := func() *metav1.Condition {

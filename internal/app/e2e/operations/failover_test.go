@@ -64,7 +64,7 @@ func TestLeaderFailoverWithCallsInFlight(t *testing.T) {
 
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	httpc := &http.Client{Timeout: 10 * time.Second}
 	ids := PlaceThrough(t, httpc, survivor.BaseURL, o, FailoverCalls)
 

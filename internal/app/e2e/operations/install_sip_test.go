@@ -23,7 +23,7 @@ import (
 // flags reach its arguments.
 func TestHelmChartSIPServicePerPod(t *testing.T) {
 	g := NewWithT(t)
-	objs := RenderedChart(t, SipPodServicesValues...)
+	objs := RenderedChart(t, SIPPodServicesValues...)
 	sts := Decode[appsv1.StatefulSet](t, objs, "StatefulSet/sb-switchboard-manager")
 	g.Expect(sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
 	c := sts.Spec.Template.Spec.Containers[0]

@@ -550,7 +550,7 @@ func TestRoutes(t *testing.T) {
 			r := Do(t, tt.method, tt.path, tt.key, nil)
 			ExpectStatusJSON(t, r, tt.status)
 			NewWithT(t).Expect(string(r.Raw)).To(MatchJSON(tt.body))
-			NewWithT(t).Expect(r.Header.Get("X-Request-Id")).NotTo(BeEmpty(), "every answer carries a request id")
+			NewWithT(t).Expect(r.Header.Get("X-Request-ID")).NotTo(BeEmpty(), "every answer carries a request id")
 		})
 	}
 }

@@ -20,7 +20,7 @@ import (
 func TestIdempotentCreateReplays(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
-	body := o.JsonBody(t, "+14155550142")
+	body := o.JSONBody(t, "+14155550142")
 	first := PostWithKey(t, Operator.BaseURL, o.Key, "order-7-reminder", body)
 	g.Expect(first.Status).To(Equal(http.StatusCreated), "%s", first.Raw)
 	g.Expect(first.Header.Get("Idempotent-Replayed")).To(BeEmpty())
@@ -31,14 +31,14 @@ func TestIdempotentCreateReplays(t *testing.T) {
 	g.Expect(string(again.Raw)).To(Equal(string(first.Raw)), "a replay is the first response, byte for byte")
 	g.Expect(CountCalls(t, o.Ns)).To(Equal(1), "a replay places nothing")
 
-	other := PostWithKey(t, Operator.BaseURL, o.Key, "order-7-reminder", o.JsonBody(t, "+14155550143"))
+	other := PostWithKey(t, Operator.BaseURL, o.Key, "order-7-reminder", o.JSONBody(t, "+14155550143"))
 	g.Expect(other.Status).To(Equal(http.StatusUnprocessableEntity), "%s", other.Raw)
 	g.Expect(Detail(t, other)["error_code"]).To(Equal("idempotency_key_reused"))
 	g.Expect(CountCalls(t, o.Ns)).To(Equal(1))
 
 	// Keys are per organization: another organization's same key is its own.
 	o2 := NewOrg(t)
-	theirs := PostWithKey(t, Operator.BaseURL, o2.Key, "order-7-reminder", o2.JsonBody(t, "+14155550142"))
+	theirs := PostWithKey(t, Operator.BaseURL, o2.Key, "order-7-reminder", o2.JSONBody(t, "+14155550142"))
 	g.Expect(theirs.Status).To(Equal(http.StatusCreated), "%s", theirs.Raw)
 	g.Expect(theirs.Body["call_id"]).NotTo(Equal(first.Body["call_id"]))
 }
@@ -46,7 +46,7 @@ func TestIdempotentCreateReplays(t *testing.T) {
 func TestIdempotentCreateConcurrent(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
-	body := o.JsonBody(t, "+14155550144")
+	body := o.JSONBody(t, "+14155550144")
 	const n = 40
 	responses := make([]Response, n)
 	var wg sync.WaitGroup
@@ -73,22 +73,22 @@ func TestIdempotentCreateWhatIsKept(t *testing.T) {
 	// same key then places the corrected request.
 	invalid := PostWithKey(t, Operator.BaseURL, o.Key, "fix-and-retry", []byte(`{"agent_id":"`+o.AgentID+`"}`))
 	g.Expect(invalid.Status).To(Equal(http.StatusUnprocessableEntity))
-	fixed := PostWithKey(t, Operator.BaseURL, o.Key, "fix-and-retry", o.JsonBody(t, "+14155550145"))
+	fixed := PostWithKey(t, Operator.BaseURL, o.Key, "fix-and-retry", o.JSONBody(t, "+14155550145"))
 	g.Expect(fixed.Status).To(Equal(http.StatusCreated), "%s", fixed.Raw)
 	g.Expect(fixed.Header.Get("Idempotent-Replayed")).To(BeEmpty())
 
 	// A dispatch failure leaves a failed call record: it is the key's, and
 	// replays (no second failed record).
-	failed := PostWithKey(t, Operator.BaseURL, o.Key, "carrier-down", o.JsonBody(t, "+14155550008"))
+	failed := PostWithKey(t, Operator.BaseURL, o.Key, "carrier-down", o.JSONBody(t, "+14155550008"))
 	g.Expect(failed.Status).To(Equal(http.StatusBadGateway), "%s", failed.Raw)
-	replay := PostWithKey(t, Operator.BaseURL, o.Key, "carrier-down", o.JsonBody(t, "+14155550008"))
+	replay := PostWithKey(t, Operator.BaseURL, o.Key, "carrier-down", o.JSONBody(t, "+14155550008"))
 	g.Expect(replay.Status).To(Equal(http.StatusBadGateway))
 	g.Expect(string(replay.Raw)).To(Equal(string(failed.Raw)))
 	g.Expect(replay.Header.Get("Idempotent-Replayed")).To(Equal("true"))
 	g.Expect(CountCalls(t, o.Ns)).To(Equal(2))
 
 	for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "é"} {
-		r := PostWithKey(t, Operator.BaseURL, o.Key, bad, o.JsonBody(t, "+14155550146"))
+		r := PostWithKey(t, Operator.BaseURL, o.Key, bad, o.JSONBody(t, "+14155550146"))
 		g.Expect(r.Status).To(Equal(http.StatusUnprocessableEntity), "key %q: %s", bad, r.Raw)
 		g.Expect(r.Raw).To(ContainSubstring("Idempotency-Key"))
 	}
@@ -100,7 +100,7 @@ func TestIdempotencyKeySurvivesRestartAndRetention(t *testing.T) {
 	g := NewWithT(t)
 	WithOperator(t, func(o *app.Options) { o.Retention.Calls = ShortRetention })
 	o := NewOrg(t)
-	body := o.JsonBody(t, "+14155550147")
+	body := o.JSONBody(t, "+14155550147")
 	first := PostWithKey(t, Operator.BaseURL, o.Key, "survivor", body)
 	g.Expect(first.Status).To(Equal(http.StatusCreated), "%s", first.Raw)
 	id := first.Body["call_id"].(string)

@@ -35,7 +35,7 @@ func TestOpenAPIContract(t *testing.T) {
 
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	applied, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	applied, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 
 	t.Run("keys", func(t *testing.T) {
@@ -189,11 +189,11 @@ func TestOpenAPIContract(t *testing.T) {
 		call := func(method, path string, body any, valid bool, want ...int) Response {
 			return c.Do(Exchange{Method: method, Path: path, Key: o.Key, Body: body, Valid: valid, Want: want})
 		}
-		created := call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.Url(), "events": []string{"call.ended"},
+		created := call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.URL(), "events": []string{"call.ended"},
 			"description": "contract"}, true, 201)
 		ep := "/v1/webhook-endpoints/" + created.Body["id"].(string)
 		call("POST", "/v1/webhook-endpoints", map[string]any{"url": 5}, false, 422)
-		call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.Url(), "pad": strings.Repeat("x", 70<<10)}, true, 413)
+		call("POST", "/v1/webhook-endpoints", map[string]any{"url": rc.URL(), "pad": strings.Repeat("x", 70<<10)}, true, 413)
 		call("POST", "/v1/webhook-endpoints", map[string]any{"description": "no url"}, false, 422)
 
 		page := call("GET", "/v1/webhook-endpoints?limit=1", nil, true, 200)

@@ -22,7 +22,7 @@ func TestCreateAgainstAStalledAPIServer(t *testing.T) {
 	o := NewOrg(t)
 	stall := StallCallCreates(t, o)
 
-	body := o.JsonBody(t, "+14155550142")
+	body := o.JSONBody(t, "+14155550142")
 	start := time.Now()
 	first := PostWithKey(t, Operator.BaseURL, o.Key, "stalled-1", body)
 	took := time.Since(start)
@@ -55,12 +55,12 @@ func TestPlacementGateFull(t *testing.T) {
 	// The first placement holds the only slot: its create waits in the
 	// apiserver's admission webhook.
 	first := make(chan Response, 1)
-	go func() { first <- PostWithKey(t, Operator.BaseURL, o.Key, "gate-first", o.JsonBody(t, "+14155550142")) }()
+	go func() { first <- PostWithKey(t, Operator.BaseURL, o.Key, "gate-first", o.JSONBody(t, "+14155550142")) }()
 	g.Eventually(stall.Creates, 20*time.Second, 20*time.Millisecond).Should(HaveLen(1))
 
 	// The refusal as the OpenAPI document describes it.
 	busy := OpenAPIContract(t).Do(Exchange{Method: "POST", Path: "/v1/calls", Key: o.Key,
-		Body: string(o.JsonBody(t, "+14155550143")), Header: http.Header{"Idempotency-Key": {"gate-second"}},
+		Body: string(o.JSONBody(t, "+14155550143")), Header: http.Header{"Idempotency-Key": {"gate-second"}},
 		Valid: true, Want: []int{http.StatusServiceUnavailable}})
 	g.Expect(busy.Header.Get("Retry-After")).To(Equal("1"))
 	g.Expect(Detail(t, busy)).To(And(HaveKeyWithValue("error_code", "server_busy"),
@@ -73,7 +73,7 @@ func TestPlacementGateFull(t *testing.T) {
 
 	stall.Release()
 	g.Expect((<-first).Status).To(Equal(http.StatusCreated))
-	again := PostWithKey(t, Operator.BaseURL, o.Key, "gate-second", o.JsonBody(t, "+14155550143"))
+	again := PostWithKey(t, Operator.BaseURL, o.Key, "gate-second", o.JSONBody(t, "+14155550143"))
 	g.Expect(again.Status).To(Equal(http.StatusCreated), "the refused request's retry is a first attempt: %s", again.Raw)
 	g.Expect(again.Header.Get("Idempotent-Replayed")).To(BeEmpty())
 	g.Expect(CountCalls(t, o.Ns)).To(Equal(2), "one call per placement that was admitted, none for the refused ones")

@@ -72,7 +72,7 @@ func TestOrganizationWorksWithItsRoleBindingAlone(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	created := CreateEndpoint(t, o.Key, map[string]any{"url": rc.Url()})
+	created := CreateEndpoint(t, o.Key, map[string]any{"url": rc.URL()})
 	id, first := created["id"].(string), created["secret"].(string)
 	r := Do(t, "POST", EndpointPath(id, "/rotate-secret"), o.Key, nil)
 	ExpectStatusJSON(t, r, http.StatusOK)
@@ -145,7 +145,7 @@ func TestNewNamespaceSaysWhyItsKeyFails(t *testing.T) {
 		Type: switchboardv1.APIKeySecretType, Data: map[string][]byte{switchboardv1.APIKeySecretKey: []byte(key)}})).To(Succeed())
 	agent := CreateAgent(t, ns, "reminder", func(*switchboardv1.AgentSpec) {})
 	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crm"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: NewReceiver(t, nil).Url()}}
+		Spec: switchboardv1.WebhookEndpointSpec{URL: NewReceiver(t, nil).URL()}}
 	g.Expect(K8s.Create(ctx, ep)).To(Succeed())
 	ready := func(obj client.Object, conds *[]metav1.Condition) func(Gomega) metav1.Condition {
 		return func(g Gomega) metav1.Condition {

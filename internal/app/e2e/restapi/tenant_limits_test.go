@@ -47,8 +47,8 @@ func TestDefaultLimitsHoldWithoutAnnotations(t *testing.T) {
 	g.Expect(Detail(t, refused)["error_code"]).To(Equal("concurrency_limit_reached"))
 
 	rc := NewReceiver(t, nil)
-	g.Expect(Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.Url()}).Status).To(Equal(http.StatusCreated))
-	over := Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.Url()})
+	g.Expect(Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.URL()}).Status).To(Equal(http.StatusCreated))
+	over := Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.URL()})
 	g.Expect(over.Status).To(Equal(http.StatusUnprocessableEntity), "%s", over.Raw)
 	g.Expect(Detail(t, over)["error_code"]).To(Equal("webhook_endpoint_limit_reached"))
 	g.Expect(Detail(t, over)["error"]).To(ContainSubstring("limit of 1"))
@@ -58,7 +58,7 @@ func TestDefaultLimitsHoldWithoutAnnotations(t *testing.T) {
 
 	// The platform team lifts a limit for one organization.
 	AnnotateOrg(t, o, map[string]string{quota.WebhookEndpointsAnnotation: quota.Unlimited})
-	g.Expect(Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.Url()}).Status).To(Equal(http.StatusCreated))
+	g.Expect(Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.URL()}).Status).To(Equal(http.StatusCreated))
 }
 
 func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
@@ -69,7 +69,7 @@ func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
 	statuses := make(chan int, 10)
 	for range 10 {
 		go func() {
-			statuses <- Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.Url()}).Status
+			statuses <- Do(t, "POST", "/v1/webhook-endpoints", o.Key, map[string]any{"url": rc.URL()}).Status
 		}()
 	}
 	created := 0
@@ -146,9 +146,9 @@ func TestAppliedEndpointBeyondLimitReceivesNothing(t *testing.T) {
 	o := NewOrg(t)
 	AnnotateOrg(t, o, map[string]string{quota.WebhookEndpointsAnnotation: "1"})
 	within, beyond := NewReceiver(t, nil), NewReceiver(t, nil)
-	first, _ := ApplyEndpoint(t, o.Ns, within.Url(), nil)
+	first, _ := ApplyEndpoint(t, o.Ns, within.URL(), nil)
 	second := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "second"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: beyond.Url()}}
+		Spec: switchboardv1.WebhookEndpointSpec{URL: beyond.URL()}}
 	g.Expect(K8s.Create(context.Background(), second)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(K8s.Get(context.Background(), client.ObjectKeyFromObject(second), second)).To(Succeed())
@@ -178,7 +178,7 @@ func TestRotatingADeclaredSecretIsRefused(t *testing.T) {
 	rc := NewReceiver(t, nil)
 	declared := NewSecretObject(o.Ns, "platform-secret", "whsec_"+RandHex(24))
 	g.Expect(K8s.Create(context.Background(), declared)).To(Succeed())
-	ep, _ := ApplyEndpoint(t, o.Ns, rc.Url(), func(s *switchboardv1.WebhookEndpointSpec) {
+	ep, _ := ApplyEndpoint(t, o.Ns, rc.URL(), func(s *switchboardv1.WebhookEndpointSpec) {
 		s.SecretRef = &switchboardv1.SecretReference{Name: "platform-secret"}
 	})
 	r := Do(t, "POST", "/v1/webhook-endpoints/"+ep.ResolvedID()+"/rotate-secret", o.Key, nil)

@@ -31,7 +31,7 @@ func TestSIPTrunkAddressPolicyInProduction(t *testing.T) {
 	})
 	g := NewWithT(t)
 	service := ListenUDP(t)
-	o := SipOrg(t, service.Addr(), nil, nil)
+	o := SIPOrg(t, service.Addr(), nil, nil)
 
 	tr := WaitTrunkReady(t, o.Ns, "carrier", metav1.ConditionFalse, switchboardv1.ReasonAddressRefused)
 	g.Expect(testsupport.Ready(g, tr.Status.Conditions).Message).To(Equal(

@@ -28,7 +28,7 @@ func TestSIPCallRunsScriptAndRecordsBothParties(t *testing.T) {
 	// The callee answers and talks (sipp plays a 7 s recording) until the
 	// agent hangs up.
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("callee_talks.xml"))...)
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{
 			{Say: "Hello {{customer_name}}, this is a reminder of your appointment tomorrow."},
 			{Hangup: &switchboardv1.HangupStep{}},
@@ -59,7 +59,7 @@ func TestSIPCallRejectedWithReason(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("reject_reason.xml"),
 		"status", "480", "reason", "Temporarily Unavailable", "cause", "17")...)
-	o := SipOrg(t, callee.Addr, nil, nil)
+	o := SIPOrg(t, callee.Addr, nil, nil)
 	id := o.CreateCall(t, "+14155550123", nil)
 	call := o.WaitAnalyzed(t, id)
 	// The Q.850 cause (17, user busy) decides over the status (480).
@@ -87,7 +87,7 @@ func TestSIPTrunkQueueKeepsOrder(t *testing.T) {
 	g := NewWithT(t)
 	// Each call talks for 1.5 s and the trunk carries one at a time.
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("callee_bye.xml"), "talk_ms", "1500")...)
-	o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
+	o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
 	var ids []string
 	for range 3 {
 		ids = append(ids, o.CreateCall(t, "+14155550123", nil))
@@ -120,7 +120,7 @@ func TestSIPCallCutOffByRestartEndsTruthfully(t *testing.T) {
 	g := NewWithT(t)
 	// The callee answers and stays on the line until hung up.
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("uas.xml"))...)
-	o := SipOrg(t, callee.Addr, nil, nil) // no script: the agent listens
+	o := SIPOrg(t, callee.Addr, nil, nil) // no script: the agent listens
 	id := o.CreateCall(t, "+14155550123", nil)
 	g.Eventually(func() *metav1.MicroTime { return CallResource(t, o.Ns, id).Status.AnsweredAt },
 		10*time.Second, 50*time.Millisecond).ShouldNot(BeNil())
@@ -147,7 +147,7 @@ func TestSIPCallGathersKeyedDigitsIntoExtractedData(t *testing.T) {
 	g := NewWithT(t)
 	// baresip answers, stays silent for 30 s and keys what the test types.
 	callee := siptest.StartBaresip(t, "+14155550123", make([]int16, 30*8000))
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{
 			{Gather: &switchboardv1.GatherStep{Field: "party_size", FinishOnKey: "#", TimeoutSeconds: 5,
 				Prompt: "Hello {{customer_name}}. How many people will come? Key the number, then the pound key."}},
@@ -178,7 +178,7 @@ func TestSIPCallToAnsweringMachine(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// The machine plays its greeting, then records silence.
 	callee := siptest.StartBaresip(t, "+14155550123", append(append([]int16(nil), greeting...), make([]int16, 20*8000)...))
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{{Say: "This is only for humans."}}
 		s.Voicemail = &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailHangup}
 	})
@@ -195,7 +195,7 @@ func TestSIPTrunkPacesCalls(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("reject_reason.xml"),
 		"status", "486", "reason", "Busy Here", "cause", "17")...)
-	o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.CallsPerSecond = ptr.To[int32](2) }, nil)
+	o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.CallsPerSecond = ptr.To[int32](2) }, nil)
 	var ids []string
 	for range 4 {
 		ids = append(ids, o.CreateCall(t, "+14155550123", nil))
@@ -216,7 +216,7 @@ func TestSIPTrunkPacesCalls(t *testing.T) {
 func TestSIPCallPlaysAudioFromConfigMap(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("uas.xml"))...)
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{{Play: &switchboardv1.AudioSource{
 			ConfigMapKeyRef: switchboardv1.ConfigMapKeyReference{Name: "jingles", Key: "tone.wav"}}}}
 	})
@@ -236,7 +236,7 @@ func TestSIPCallPlaysAudioFromConfigMap(t *testing.T) {
 func TestSIPCallWithMissingAudioFailsClearly(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("uas.xml"))...)
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{{Play: &switchboardv1.AudioSource{
 			ConfigMapKeyRef: switchboardv1.ConfigMapKeyReference{Name: "not-there", Key: "x.wav"}}}}
 	})
@@ -272,7 +272,7 @@ func TestAgentReadyFollowsItsTrunk(t *testing.T) {
 func TestSIPTrunkQueueKeepsOrderAcrossRestart(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("callee_bye.xml"), "talk_ms", "1000")...)
-	o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
+	o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.MaxConcurrentCalls = ptr.To[int32](1) }, nil)
 	var ids []string
 	for range 4 {
 		ids = append(ids, o.CreateCall(t, "+14155550123", nil))
@@ -307,7 +307,7 @@ func TestSIPCallDispositionsFromTheWire(t *testing.T) {
 			g := NewWithT(t)
 			callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("reject.xml"),
 				"status", tc.status, "reason", tc.reason)...)
-			o := SipOrg(t, callee.Addr, nil, nil)
+			o := SIPOrg(t, callee.Addr, nil, nil)
 			call := o.WaitAnalyzed(t, o.CreateCall(t, "+14155550123", nil))
 			g.Expect(call).To(HaveKeyWithValue("disposition", tc.disposition))
 			g.Expect(call).To(HaveKeyWithValue("disconnection_reason", tc.why))
@@ -317,7 +317,7 @@ func TestSIPCallDispositionsFromTheWire(t *testing.T) {
 	t.Run("ring timeout", func(t *testing.T) {
 		g := NewWithT(t)
 		callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("ring_forever.xml"))...)
-		o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.RingTimeoutSeconds = 1 }, nil)
+		o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.RingTimeoutSeconds = 1 }, nil)
 		call := o.WaitAnalyzed(t, o.CreateCall(t, "+14155550123", nil))
 		g.Expect(call).To(HaveKeyWithValue("disposition", "no_answer"))
 		g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "no_answer"))
@@ -329,7 +329,7 @@ func TestSIPCallWithDigestCredentialsUntilMaxDuration(t *testing.T) {
 	// The callee challenges the INVITE (401) and, once answered, never
 	// hangs up: the agent's maxDurationSeconds ends the call.
 	callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("auth.xml"), "user", "acme", "pass", "s3cret")...)
-	o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) {
+	o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) {
 		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}
 	}, func(s *switchboardv1.AgentSpec) { s.MaxDurationSeconds = 2 })
 	g.Expect(K8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "carrier-sip"},
@@ -351,7 +351,7 @@ func TestSIPCallAnsweredByAHumanRunsTheScript(t *testing.T) {
 	hello, err := (&tts.Flite{}).Speak(context.Background(), "Hello?")
 	g.Expect(err).NotTo(HaveOccurred())
 	callee := siptest.StartBaresip(t, "+14155550123", append(append([]int16(nil), hello...), make([]int16, 20*8000)...))
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{{Say: "Hello {{customer_name}}, this is Acme Dental."}}
 		s.Voicemail = &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailHangup}
 	})
@@ -370,7 +370,7 @@ func TestSIPCallThroughProxyAuthentication(t *testing.T) {
 	// credentials, then relays INVITEs to the callee.
 	proxy := siptest.StartKamailio(t, filepath.Join(RepoRoot, "internal", "telephony", "sip", "engine", "testdata", "kamailio.cfg"),
 		siptest.KamailioConfig{User: "acme", Password: "s3cret", Relay: callee.Addr})
-	o := SipOrg(t, proxy.Addr, func(s *switchboardv1.SIPTrunkSpec) {
+	o := SIPOrg(t, proxy.Addr, func(s *switchboardv1.SIPTrunkSpec) {
 		s.CredentialsSecretRef = &switchboardv1.SecretReference{Name: "carrier-sip"}
 	}, func(s *switchboardv1.AgentSpec) { s.MaxDurationSeconds = 1 })
 	g.Expect(K8s.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "carrier-sip"},

@@ -26,7 +26,7 @@ import (
 func TestSIPSilentCalleeLeavesEveryFieldNull(t *testing.T) {
 	g := NewWithT(t)
 	callee := siptest.StartBaresip(t, "+14155550123", make([]int16, 90*8000))
-	o := SipOrg(t, callee.Addr, nil, UnansweredScript)
+	o := SIPOrg(t, callee.Addr, nil, UnansweredScript)
 	id := o.CreateCall(t, "+14155550123", nil)
 	call := o.WaitLongAnalyzed(t, id)
 	g.Expect(call).To(HaveKeyWithValue("disposition", "answered"))
@@ -66,7 +66,7 @@ func TestSIPNonsenseCalleeLeavesTypedFieldsNull(t *testing.T) {
 		voice = append(append(voice, words...), make([]int16, 2*8000-len(words)%(2*8000))...)
 	}
 	callee := siptest.StartBaresip(t, "+14155550123", voice)
-	o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) {
 		UnansweredScript(s)
 		s.Speech = &switchboardv1.AgentSpeech{URL: asr.URL + "/v1", Protocol: switchboardv1.SpeechProtocolOpenAI, TimeoutMilliseconds: 5000}
 	})

@@ -25,7 +25,7 @@ func TestSIPCallsOnTwoWorkers(t *testing.T) {
 	second, err := StartOperator(true, func(o *app.Options) { o.Worker.ID = "second-worker" })
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(second.Stop)
-	o := SipOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.CallsPerSecond = ptr.To[int32](20) },
+	o := SIPOrg(t, callee.Addr, func(s *switchboardv1.SIPTrunkSpec) { s.CallsPerSecond = ptr.To[int32](20) },
 		func(s *switchboardv1.AgentSpec) {
 			s.Script = []switchboardv1.ScriptStep{{Say: "Hello {{customer_name}}, see you tomorrow."},
 				{Hangup: &switchboardv1.HangupStep{}}}

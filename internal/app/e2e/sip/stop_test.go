@@ -58,7 +58,7 @@ func TestStopRingingAndAnsweredSimulatedCalls(t *testing.T) {
 	WithOperator(t, func(o *app.Options) { o.SimTimings = SlowCarrier })
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 
 	t.Run("ringing", func(t *testing.T) {
 		g := NewWithT(t)
@@ -103,7 +103,7 @@ func TestStopSIPCalls(t *testing.T) {
 	t.Run("ringing: CANCEL", func(t *testing.T) {
 		g := NewWithT(t)
 		callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("ring_forever.xml"))...)
-		o := SipOrg(t, callee.Addr, nil, nil)
+		o := SIPOrg(t, callee.Addr, nil, nil)
 		id := o.CreateCall(t, "+14155550123", nil)
 		g.Eventually(func() any { return o.GetCall(t, id)["status"] }, 10*time.Second, 20*time.Millisecond).
 			Should(Equal("in_progress"))
@@ -117,7 +117,7 @@ func TestStopSIPCalls(t *testing.T) {
 		g := NewWithT(t)
 		callee := siptest.StartSipp(t, "udp", siptest.Scenario(t, ScenarioFile("uas.xml"))...)
 		// No script: the agent listens until someone hangs up.
-		o := SipOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) { s.Script = nil })
+		o := SIPOrg(t, callee.Addr, nil, func(s *switchboardv1.AgentSpec) { s.Script = nil })
 		created := time.Now()
 		id := o.CreateCall(t, "+14155550123", nil)
 		g.Eventually(func() any { return CallResource(t, o.Ns, id).Status.AnsweredAt }, 10*time.Second, 20*time.Millisecond).

@@ -85,7 +85,7 @@ func TestStreamFailedIsVisibleEverywhere(t *testing.T) {
 	defer bot.Close()
 	o := StreamingOrg(t, WsURL(bot))
 	rc := NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 
 	id := o.CreateCall(t, "+14155551234", nil)

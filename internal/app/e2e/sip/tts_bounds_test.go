@@ -56,7 +56,7 @@ func TestTooLongSpokenTextFailsAnAppliedCall(t *testing.T) {
 	c := &switchboardv1.Call{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: callid.ResourceName(callid.New())},
 		Spec: switchboardv1.CallSpec{AgentID: agentID, ToNumber: "+14155550123",
-			Variables: JsonObject(`{"customer_name":"Ada","note":"` + strings.Repeat("n", 1024) + `"}`)},
+			Variables: JSONObject(`{"customer_name":"Ada","note":"` + strings.Repeat("n", 1024) + `"}`)},
 	}
 	g.Expect(K8s.Create(context.Background(), c)).To(Succeed())
 	g.Eventually(func() *switchboardv1.CallFailure {
@@ -80,7 +80,7 @@ func TestHangingSynthesisIsKilledOutsideTheSharedWorkers(t *testing.T) {
 		o.MaxConcurrentCalls = 1
 	})
 	// No INVITE is ever sent: nothing needs to listen on the trunk.
-	o := SipOrg(t, "127.0.0.1:9", nil, func(s *switchboardv1.AgentSpec) {
+	o := SIPOrg(t, "127.0.0.1:9", nil, func(s *switchboardv1.AgentSpec) {
 		s.Script = []switchboardv1.ScriptStep{{Say: "Hello {{customer_name}}, about your appointment."}}
 	})
 	sim := CreateAgent(t, o.Ns, "simulated", func(*switchboardv1.AgentSpec) {})

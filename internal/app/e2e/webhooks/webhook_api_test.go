@@ -315,7 +315,7 @@ func TestWebhookAPI_EndpointAppliedAsYAML(t *testing.T) {
 	g := NewWithT(t)
 	sink := NewHookSink(t, http.StatusOK)
 	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "crm-hooks"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: sink.Url(), Events: []switchboardv1.WebhookEventType{"call.analyzed"},
+		Spec: switchboardv1.WebhookEndpointSpec{URL: sink.URL(), Events: []switchboardv1.WebhookEventType{"call.analyzed"},
 			Description: "applied"}}
 	g.Expect(K8s.Create(context.Background(), ep)).To(Succeed())
 	id := ep.ResolvedID()
@@ -324,7 +324,7 @@ func TestWebhookAPI_EndpointAppliedAsYAML(t *testing.T) {
 	r := Do(t, "GET", EndpointPath(id), o.Key, nil)
 	ExpectStatusJSON(t, r, http.StatusOK)
 	g.Expect(r.Body).To(HaveKeyWithValue("id", id))
-	g.Expect(r.Body).To(HaveKeyWithValue("url", sink.Url()))
+	g.Expect(r.Body).To(HaveKeyWithValue("url", sink.URL()))
 	g.Expect(r.Body).To(HaveKeyWithValue("events", []any{"call.analyzed"}))
 	g.Expect(r.Body).To(HaveKeyWithValue("description", "applied"))
 	g.Eventually(func() []string {
@@ -352,7 +352,7 @@ func TestWebhookAPI_OrganizationsAreIsolated(t *testing.T) {
 	a, b := NewOrg(t), NewOrg(t)
 	g := NewWithT(t)
 	sink := NewHookSink(t, http.StatusOK)
-	id := CreateEndpoint(t, a.Key, map[string]any{"url": sink.Url(), "description": "A's"})["id"].(string)
+	id := CreateEndpoint(t, a.Key, map[string]any{"url": sink.URL(), "description": "A's"})["id"].(string)
 	test := Do(t, "POST", EndpointPath(id, "/test"), a.Key, nil)
 	ExpectStatusJSON(t, test, http.StatusOK)
 	dlv := test.Body["delivery_id"].(string)
@@ -444,7 +444,7 @@ func TestWebhookAPI_RotateSecret(t *testing.T) {
 	o := NewOrg(t)
 	g := NewWithT(t)
 	sink := NewHookSink(t, http.StatusOK)
-	created := CreateEndpoint(t, o.Key, map[string]any{"url": sink.Url()})
+	created := CreateEndpoint(t, o.Key, map[string]any{"url": sink.URL()})
 	id, first := created["id"].(string), created["secret"].(string)
 
 	before := time.Now()
@@ -453,7 +453,7 @@ func TestWebhookAPI_RotateSecret(t *testing.T) {
 	second := ExpectSecret(g, r.Body["secret"])
 	g.Expect(second).NotTo(Equal(first))
 	g.Expect(r.Body).To(HaveKeyWithValue("id", id))
-	g.Expect(r.Body).To(HaveKeyWithValue("url", sink.Url()))
+	g.Expect(r.Body).To(HaveKeyWithValue("url", sink.URL()))
 	expires, err := time.Parse(time.RFC3339, r.Body["previous_secret_expires_at"].(string))
 	g.Expect(err).NotTo(HaveOccurred(), "previous_secret_expires_at: %s", r.Raw)
 	g.Expect(expires).To(BeTemporally("~", before.Add(24*time.Hour), 5*time.Second))
@@ -497,7 +497,7 @@ func TestWebhookAPI_SecretMissing(t *testing.T) {
 	g := NewWithT(t)
 	sink := NewHookSink(t, http.StatusOK)
 	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "byo-secret"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: sink.Url(), SecretRef: &switchboardv1.SecretReference{Name: "not-there"}}}
+		Spec: switchboardv1.WebhookEndpointSpec{URL: sink.URL(), SecretRef: &switchboardv1.SecretReference{Name: "not-there"}}}
 	g.Expect(K8s.Create(context.Background(), ep)).To(Succeed())
 	id := ep.ResolvedID()
 
@@ -534,7 +534,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	o := NewOrg(t)
 	g := NewWithT(t)
 	sink := NewHookSink(t, http.StatusOK)
-	created := CreateEndpoint(t, o.Key, map[string]any{"url": sink.Url(), "events": []string{"call.started"}})
+	created := CreateEndpoint(t, o.Key, map[string]any{"url": sink.URL(), "events": []string{"call.started"}})
 	id, secret := created["id"].(string), created["secret"].(string)
 
 	res := SendTestEvent(t, o.Key, id, nil)
@@ -546,7 +546,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	got := sink.Requests()
 	g.Expect(got).To(HaveLen(1), "one attempt")
 	req := got[0]
-	g.Expect(req.Header.Get("X-Service-Delivery-Id")).To(Equal(dlv))
+	g.Expect(req.Header.Get("X-Service-Delivery-ID")).To(Equal(dlv))
 	g.Expect(req.Header.Get("X-Service-Event")).To(Equal("call.ended"), "the default sample is call.ended")
 	g.Expect(req.Header.Get("X-Service-Signature")).NotTo(BeEmpty())
 	g.Expect(req.Header.Get("Authorization")).To(BeEmpty())
@@ -623,7 +623,7 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 			g.Expect(got).To(HaveLen(n + 1))
 			last := got[n]
 			g.Expect(last.Header.Get("X-Service-Event")).To(Equal(kind))
-			g.Expect(last.Header.Get("X-Service-Delivery-Id")).To(Equal(res["delivery_id"]))
+			g.Expect(last.Header.Get("X-Service-Delivery-ID")).To(Equal(res["delivery_id"]))
 			g.Expect(json.Unmarshal(last.Body, &envelope)).To(Succeed())
 			g.Expect(envelope.Event).To(Equal(kind))
 			g.Expect(envelope.Call).To(HaveKeyWithValue("call_id", "call_test_00000000"))
@@ -636,14 +636,14 @@ func TestWebhookAPI_TestEvent(t *testing.T) {
 	t.Run("right after the URL changes", func(t *testing.T) {
 		g := NewWithT(t)
 		moved := NewHookSink(t, http.StatusNoContent)
-		r := Do(t, "PATCH", EndpointPath(id), o.Key, map[string]any{"url": moved.Url()})
+		r := Do(t, "PATCH", EndpointPath(id), o.Key, map[string]any{"url": moved.URL()})
 		ExpectStatusJSON(t, r, http.StatusOK)
 		n := len(sink.Requests())
 		res := SendTestEvent(t, o.Key, id, nil)
 		g.Expect(res).To(HaveKeyWithValue("status_code", 204.0))
 		g.Expect(moved.Requests()).To(HaveLen(1), "the test went to the old URL")
 		g.Expect(sink.Requests()).To(HaveLen(n))
-		r = Do(t, "PATCH", EndpointPath(id), o.Key, map[string]any{"url": sink.Url()})
+		r = Do(t, "PATCH", EndpointPath(id), o.Key, map[string]any{"url": sink.URL()})
 		ExpectStatusJSON(t, r, http.StatusOK)
 	})
 	t.Run("bad bodies", func(t *testing.T) {
@@ -691,7 +691,7 @@ func TestWebhookAPI_TestEventResults(t *testing.T) {
 			var sink *HookSink
 			if tt.status != 0 {
 				sink = NewHookSink(t, tt.status)
-				url = sink.Url()
+				url = sink.URL()
 			}
 			id := CreateEndpoint(t, o.Key, map[string]any{"url": url})["id"].(string)
 			res := SendTestEvent(t, o.Key, id, map[string]any{"event": "call.ended"})

@@ -28,7 +28,7 @@ func TestWebhookEventsOfAnsweredCall(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ep, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ep, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 
 	id := o.CreateCall(t, "+14155551234", map[string]any{"metadata": map[string]any{"order": 7}})
@@ -39,7 +39,7 @@ func TestWebhookEventsOfAnsweredCall(t *testing.T) {
 	ids := map[string]bool{}
 	for _, d := range got {
 		ExpectSigned(g, d)
-		ids[d.Id] = true
+		ids[d.ID] = true
 		g.Expect(d.Call()).To(HaveKeyWithValue("metadata", map[string]any{"order": 7.0}))
 		g.Expect(d.Call()).To(HaveKeyWithValue("agent_id", o.AgentID))
 		g.Expect(d.Call()).NotTo(HaveKey("transcript"))
@@ -92,7 +92,7 @@ func TestWebhookEventsOfUnansweredAndFailedCalls(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 
 	busy := o.CreateCall(t, "+14155550001", nil)
@@ -139,11 +139,11 @@ func TestWebhookSubscriptions(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	endedOnly, disabled := NewReceiver(t, nil), NewReceiver(t, nil)
-	_, secret := ApplyEndpoint(t, o.Ns, endedOnly.Url(), func(s *switchboardv1.WebhookEndpointSpec) {
+	_, secret := ApplyEndpoint(t, o.Ns, endedOnly.URL(), func(s *switchboardv1.WebhookEndpointSpec) {
 		s.Events = []switchboardv1.WebhookEventType{"call.ended"}
 	})
 	endedOnly.Trust(secret)
-	ApplyEndpoint(t, o.Ns, disabled.Url(), func(s *switchboardv1.WebhookEndpointSpec) { s.Disabled = true })
+	ApplyEndpoint(t, o.Ns, disabled.URL(), func(s *switchboardv1.WebhookEndpointSpec) { s.Disabled = true })
 
 	id := o.CreateCall(t, "+14155551234", nil)
 	o.WaitAnalyzed(t, id)
@@ -167,14 +167,14 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	rc.Trust(secret)
 	id := o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.ForCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(3))
 	got := rc.ForCall(id)
 	for _, d := range got {
 		ExpectSigned(g, d)
-		g.Expect(d.Id).To(Equal(got[0].Id), "every attempt carries the same delivery id")
+		g.Expect(d.ID).To(Equal(got[0].ID), "every attempt carries the same delivery id")
 	}
 	// The schedule's delays are kept between attempts.
 	g.Expect(got[1].At.Sub(got[0].At)).To(BeNumerically(">=", TestSchedule[1]-50*time.Millisecond))
@@ -200,7 +200,7 @@ func TestWebhookGivesUp(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	url := rc.Url()
+	url := rc.URL()
 	rc.Srv.Close() // connection refused from now on
 	ep, _ := ApplyEndpoint(t, o.Ns, url, OnlyCallStarted)
 	id := o.CreateCall(t, "+14155551234", nil)
@@ -234,7 +234,7 @@ func TestWebhookGoneDisablesEndpoint(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) })
-	ep, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ep, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 	id := o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() bool {
@@ -276,7 +276,7 @@ func TestWebhookHonoursRetryAfter(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	rc.Trust(secret)
 	id := o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.ForCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(2))
@@ -301,7 +301,7 @@ func TestWebhookReceiverThatHangs(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	rc.Trust(secret)
 	id := o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.ForCall(id)) }, 20*time.Second, 50*time.Millisecond).Should(Equal(2))
@@ -326,7 +326,7 @@ func TestWebhookSecretInCustomSecret(t *testing.T) {
 	secret := NewSecretObject(o.Ns, "my-secret", own)
 	g.Expect(K8s.Create(context.Background(), secret)).To(Succeed())
 	ep := &switchboardv1.WebhookEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: o.Ns, Name: "own-secret"},
-		Spec: switchboardv1.WebhookEndpointSpec{URL: rc.Url(), SecretRef: &switchboardv1.SecretReference{Name: "my-secret"}}}
+		Spec: switchboardv1.WebhookEndpointSpec{URL: rc.URL(), SecretRef: &switchboardv1.SecretReference{Name: "my-secret"}}}
 	g.Expect(K8s.Create(context.Background(), ep)).To(Succeed())
 	g.Eventually(func() string {
 		g.Expect(K8s.Get(context.Background(), client.ObjectKeyFromObject(ep), ep)).To(Succeed())
@@ -379,7 +379,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	_, secret := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	_, secret := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	rc.Trust(secret)
 	ids := []string{o.CreateCall(t, "+14155551234", nil), o.CreateCall(t, "+14155550001", nil)}
 	g.Eventually(func() int { return len(rc.Deliveries()) }, 10*time.Second, 5*time.Millisecond).
@@ -396,7 +396,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 		g.Eventually(func() []string {
 			var ok []string
 			for _, d := range rc.ForCall(id) {
-				if SucceededAt(t, o.Ns, d.Id) {
+				if SucceededAt(t, o.Ns, d.ID) {
 					ok = append(ok, d.Event)
 				}
 			}
@@ -408,7 +408,7 @@ func TestWebhookRestartLosesNothing(t *testing.T) {
 			if byEvent[d.Event] == nil {
 				byEvent[d.Event] = map[string]bool{}
 			}
-			byEvent[d.Event][d.Id] = true
+			byEvent[d.Event][d.ID] = true
 		}
 		for event, deliveryIDs := range byEvent {
 			g.Expect(deliveryIDs).To(HaveLen(1), "%s of %s went out under several ids", event, id)
@@ -431,7 +431,7 @@ func TestWebhookRotationSignsWithBoth(t *testing.T) {
 	g := NewWithT(t)
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ep, old := ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	ep, old := ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	r := Do(t, "POST", "/v1/webhook-endpoints/"+ep.ResolvedID()+"/rotate-secret", o.Key, nil)
 	g.Expect(r.Status).To(Equal(http.StatusOK), string(r.Raw))
 	fresh, _ := r.Body["secret"].(string)
@@ -461,7 +461,7 @@ func TestWebhookManualRetry(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	ep, secret := ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	ep, secret := ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	rc.Trust(secret)
 	id := o.CreateCall(t, "+14155551234", nil)
 	var failed history.Delivery
@@ -484,7 +484,7 @@ func TestWebhookManualRetry(t *testing.T) {
 	g.Expect(attempts[len(attempts)-1]).To(HaveKeyWithValue("trigger", "manual"))
 	g.Expect(attempts[len(attempts)-1]).To(HaveKeyWithValue("status_code", 200.0))
 	last := rc.ForCall(id)[len(rc.ForCall(id))-1]
-	g.Expect(last.Id).To(Equal(failed.Spec.DeliveryID))
+	g.Expect(last.ID).To(Equal(failed.Spec.DeliveryID))
 	ExpectSigned(g, last)
 }
 
@@ -496,7 +496,7 @@ func TestWebhookDeliveryRetention(t *testing.T) {
 	WithOperator(t, func(o *app.Options) { o.Webhooks.Retention = time.Second })
 	o := NewOrg(t)
 	rc := NewReceiver(t, nil)
-	ApplyEndpoint(t, o.Ns, rc.Url(), OnlyCallStarted)
+	ApplyEndpoint(t, o.Ns, rc.URL(), OnlyCallStarted)
 	id := o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() int { return len(rc.ForCall(id)) }, 10*time.Second, 20*time.Millisecond).Should(Equal(1))
 	g.Eventually(func() []history.Delivery { return DeliveriesOf(t, o.Ns, CallName(id)) },
@@ -512,7 +512,7 @@ func TestWebhookEndpointDisabledAfterLongFailure(t *testing.T) {
 	WithOperator(t, func(o *app.Options) { o.Webhooks.DisableAfter = time.Second })
 	o := NewOrg(t)
 	rc := NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
-	ep, _ := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ep, _ := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	o.CreateCall(t, "+14155551234", nil)
 	g.Eventually(func() bool {
 		g.Expect(K8s.Get(context.Background(), client.ObjectKeyFromObject(ep), ep)).To(Succeed())
@@ -570,7 +570,7 @@ func TestWebhookURLSafetyInProduction(t *testing.T) {
 
 	// An endpoint saved by a development-mode replica is refused at test time.
 	rc := NewReceiver(t, nil)
-	ep, _ := ApplyEndpoint(t, o.Ns, rc.Url(), nil)
+	ep, _ := ApplyEndpoint(t, o.Ns, rc.URL(), nil)
 	r = post("/v1/webhook-endpoints/"+ep.ResolvedID()+"/test", nil)
 	g.Expect(r.Status).To(Equal(http.StatusUnprocessableEntity), string(r.Raw))
 	g.Expect(Detail(t, r)).To(HaveKeyWithValue("error_code", "url_not_allowed"))

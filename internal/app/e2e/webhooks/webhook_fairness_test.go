@@ -27,7 +27,7 @@ func TestWebhookFairness(t *testing.T) {
 	slow := NewSlowReceiver(t, SlowAnswer)
 	bEndpoints := SlowEndpoints(t, b, slow, 20)
 	fast := NewReceiver(t, nil)
-	aEndpoint, _ := ApplyEndpoint(t, a.Ns, fast.Url(), nil)
+	aEndpoint, _ := ApplyEndpoint(t, a.Ns, fast.URL(), nil)
 
 	for i := range 8 { // 160 call.started deliveries to the slow receiver at once
 		b.CreateCall(t, fmt.Sprintf("+1415555%04d", 2000+i), nil)
@@ -77,7 +77,7 @@ func TestWebhookFairness(t *testing.T) {
 // closes it as failed rather than showing it pending forever.
 func TestWebhookInterruptedTestSend(t *testing.T) {
 	o := NewOrg(t)
-	ep, _ := ApplyEndpoint(t, o.Ns, NewReceiver(t, nil).Url(), nil)
+	ep, _ := ApplyEndpoint(t, o.Ns, NewReceiver(t, nil).URL(), nil)
 	d := deliveries.ForTest(ep)
 	now := time.Now()
 	d.CreationTimestamp = metav1.NewTime(now)

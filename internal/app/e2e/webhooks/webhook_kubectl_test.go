@@ -24,7 +24,7 @@ kind: WebhookEndpoint
 metadata:
   name: crm
 spec:
-  url: `+rc.Url()+`
+  url: `+rc.URL()+`
   events: [call.ended]
   description: CRM call outcomes
 `)
@@ -37,7 +37,7 @@ spec:
 		out = kc.MustRun(t, "get", "webhookendpoints", "-n", o.Ns).Stdout
 		return out
 	}, 10*time.Second, 100*time.Millisecond).Should(MatchRegexp(`(?m)^crm\s+we_[0-9a-f]{32}\s+` +
-		regexp.QuoteMeta(rc.Url()) + `\s+True\s+False\s+200\s+\S+\s+\S+\s*$`))
+		regexp.QuoteMeta(rc.URL()) + `\s+True\s+False\s+200\s+\S+\s+\S+\s*$`))
 	g.Expect(out).To(MatchRegexp(`^NAME\s+ID\s+URL\s+READY\s+DEGRADED\s+LAST RESULT\s+LAST DELIVERY\s+AGE\s*\n`))
 
 	gone := kc.Run(t, "get", "webhookdeliveries", "-n", o.Ns)
