@@ -96,6 +96,9 @@ func TestDialPreparesTheScriptOffTheCallersGoroutine(t *testing.T) {
 	if !ok || !we.Preparing {
 		t.Fatalf("Dial while the speaker is busy = %v, want a WaitError for preparing", err)
 	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Dial waited %s for text-to-speech", took)
+	}
 	// The speaker answers only once released, below: Dial returned while
 	// the script was still being spoken, on another goroutine.
 	eventually(t, "the script is being prepared", func() bool { return speaker.speaking.Load() == 1 })
