@@ -101,7 +101,7 @@ bench: $(BENCHSTAT) ## Benchmark POST /v1/calls against raw Call creates (envtes
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; rm -f bench.out; \
 	for i in $$(seq $(BENCH_COUNT)); do \
 		SWITCHBOARD_BENCH_API_FIRST=$$( [ $$((i % 2)) = 0 ] && echo 1 ) \
-		go test ./internal/app/ -run '^$$' -bench '$(BENCH)' -benchtime 3000x -count 1 | tee -a bench.out; \
+		go test ./internal/app/e2e/bench/ -run '^$$' -bench '$(BENCH)' -benchtime 3000x -count 1 | tee -a bench.out; \
 	done
 	$(BENCHSTAT) -col /path bench.out
 
@@ -110,13 +110,13 @@ WEBHOOK_BENCH_DELIVERIES ?= 1500
 .PHONY: bench-webhooks
 bench-webhooks: ## Benchmark webhook deliveries per second and event latency (envtest, local HTTPS receiver).
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	go test ./internal/app/ -run '^$$' -bench 'WebhookDeliveries' -benchtime $(WEBHOOK_BENCH_DELIVERIES)x -count 1 -timeout 30m; \
-	go test ./internal/app/ -run '^$$' -bench 'WebhookLatency' -benchtime 1x -count 1 -timeout 30m
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'WebhookDeliveries' -benchtime $(WEBHOOK_BENCH_DELIVERIES)x -count 1 -timeout 30m; \
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'WebhookLatency' -benchtime 1x -count 1 -timeout 30m
 
 .PHONY: bench-fairness
 bench-fairness: ## Benchmark one organization's event latency while another's 20 endpoints answer after 9.5 s (envtest).
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	go test ./internal/app/ -run '^$$' -bench 'WebhookFairness' -benchtime 1x -count 1 -timeout 30m
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'WebhookFairness' -benchtime 1x -count 1 -timeout 30m
 
 SIP_BENCH_ATTEMPTS ?= 5000
 
@@ -146,7 +146,7 @@ WRITES_BENCH_CALLS ?= 300
 .PHONY: bench-writes
 bench-writes: ## Count the apiserver writes of an answered call with one webhook endpoint (from the apiserver's metrics).
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	go test ./internal/app/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'CallWrites' -benchtime $(WRITES_BENCH_CALLS)x -count 1 -timeout 30m -v | grep -v '^=== '
 
 CEILING_BENCH_CALLS ?= 1500
 CEILING_REPLICAS ?= 1
@@ -154,7 +154,7 @@ CEILING_REPLICAS ?= 1
 .PHONY: bench-ceiling
 bench-ceiling: ## The per-call path against its ceiling: the apiserver's four writes per call alone, then Switchboard end to end, in one run; prints both and the ratio.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
+	SWITCHBOARD_CEILING_REPLICAS=$(CEILING_REPLICAS) go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Ceiling' -benchtime $(CEILING_BENCH_CALLS)x -count 1 -timeout 30m
 
 ASSIGNMENT_BENCH_CALLS ?= 1000
 ASSIGNMENT_RATE ?= 100
@@ -162,28 +162,28 @@ ASSIGNMENT_RATE ?= 100
 .PHONY: bench-assignment
 bench-assignment: ## Assignment latency at 100 calls/s, calls applied with kubectl (the leader assigns them) and placed through the REST API: p50/p99 beside switchboard_call_assignment_seconds.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	SWITCHBOARD_BENCH_RATE=$(ASSIGNMENT_RATE) go test ./internal/app/ -run '^$$' -bench 'Assignment' -benchtime $(ASSIGNMENT_BENCH_CALLS)x -count 1 -timeout 10m
+	SWITCHBOARD_BENCH_RATE=$(ASSIGNMENT_RATE) go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Assignment' -benchtime $(ASSIGNMENT_BENCH_CALLS)x -count 1 -timeout 10m
 
 REPLICAS_BENCH_CALLS ?= 100
 
 .PHONY: bench-replicas
 bench-replicas: ## Concurrent recorded SIP calls to sipp over one, two and three replicas in one process: calls per replica, operator CPU per call-second, overhead per added replica.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	SWITCHBOARD_REPLICAS_CALLS=$(REPLICAS_BENCH_CALLS) go test ./internal/app/ -run '^$$' -bench 'Replicas' -benchtime 1x -count 1 -timeout 10m
+	SWITCHBOARD_REPLICAS_CALLS=$(REPLICAS_BENCH_CALLS) go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Replicas' -benchtime 1x -count 1 -timeout 10m
 
 SATURATION_GATE ?= 8
 
 .PHONY: bench-saturation
 bench-saturation: ## POST /v1/calls under a burst from 32, then 64, clients for 10 s: p50/p99, the share answered 503 by the placement gate (SATURATION_GATE=-1: without it).
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	SWITCHBOARD_SATURATION_GATE=$(SATURATION_GATE) go test ./internal/app/ -run '^$$' -bench 'Saturation' -benchtime 1x -count 1 -timeout 30m
+	SWITCHBOARD_SATURATION_GATE=$(SATURATION_GATE) go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Saturation' -benchtime 1x -count 1 -timeout 30m
 
 PACED_GATE ?= 8
 
 .PHONY: bench-paced
 bench-paced: ## POST /v1/calls at half the ceiling measured in the same run (the apiserver's four writes per call alone), for 10 s: p50/p90/p99 (PACED_GATE=-1: without the gate).
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	SWITCHBOARD_PACED_GATE=$(PACED_GATE) go test ./internal/app/ -run '^$$' -bench 'Paced' -benchtime 1x -count 1 -timeout 30m
+	SWITCHBOARD_PACED_GATE=$(PACED_GATE) go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Paced' -benchtime 1x -count 1 -timeout 30m
 
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 50
@@ -193,7 +193,7 @@ SOAK_RETENTION ?= 5m
 bench-soak: ## Soak: calls at a steady rate for a long time with a short retention; prints cluster size and memory every minute.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
 	SWITCHBOARD_SOAK_DURATION=$(SOAK_DURATION) SWITCHBOARD_SOAK_RATE=$(SOAK_RATE) SWITCHBOARD_SOAK_RETENTION=$(SOAK_RETENTION) \
-	go test ./internal/app/ -run '^$$' -bench 'Soak' -benchtime 1x -count 1 -timeout 3h -v | grep -v '^=== '
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'Soak' -benchtime 1x -count 1 -timeout 3h -v | grep -v '^=== '
 
 HISTORY_BENCH_CALLS ?= 1000000
 
@@ -206,7 +206,7 @@ CAMPAIGN_PACING ?= 10m
 .PHONY: bench-campaigns
 bench-campaigns: ## Campaigns: a 100,000-contact CSV upload and its first dial, the contact store over a million contacts (SQLite and PostgreSQL), pacing accuracy.
 	@export KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)"; \
-	go test ./internal/app/ -run '^$$' -bench 'CampaignStart|CampaignUploadMemory' -benchtime 3x -count 1 -v | grep -v '^=== ' && \
+	go test ./internal/app/e2e/bench/ -run '^$$' -bench 'CampaignStart|CampaignUploadMemory' -benchtime 3x -count 1 -v | grep -v '^=== ' && \
 	go test ./internal/history/ -run '^$$' -bench 'Contacts' -benchtime 500x -count 1 -timeout 60m -v | grep -v '^=== ' && \
 	SWITCHBOARD_PACING_BENCH=$(CAMPAIGN_PACING) go test ./internal/campaigns/ -run '^$$' -bench 'Pacing|Prepare' -benchtime 1x -count 1 -timeout 30m
 
@@ -281,6 +281,9 @@ undeploy: ## Remove the operator from the cluster.
 	$(KUSTOMIZE) config/default | kubectl delete --ignore-not-found -f -
 
 ##@ Tools
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(VERSITYGW) ## Build the pinned Go tools (into bin/) that verify, lint and test use.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestKubectlApplyValidAgentGetsDefaults(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
@@ -49,6 +50,7 @@ spec:
 }
 
 func TestAgentStatusResolvesID(t *testing.T) {
+	suite.Need(t)
 	ns := newOrganization(t)
 	byUID := testsupport.CreateAgent(t, k8s, ns, "by-uid", func(*switchboardv1.AgentSpec) {})
 	const pinned = "0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D"
@@ -81,6 +83,7 @@ func TestAgentStatusResolvesID(t *testing.T) {
 // call watching `kubectl get agents -w` (or the API server's write rate)
 // notices when it does not.
 func TestDuplicateAgentIDStatusSettles(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newOrganization(t)

@@ -25,6 +25,7 @@ import (
 // them in the store as they are and does not write them again. Given a
 // store without them (an archive that never landed), it writes each.
 func TestNewLeaderArchivesOnlyWhatTheStoreLacks(t *testing.T) {
+	suite.Need(t)
 	ns, agentID := newCallOrganization(t)
 	var calls []*switchboardv1.Call
 	for _, name := range []string{"first", "second"} {

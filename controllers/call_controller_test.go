@@ -33,6 +33,7 @@ func newCallOrganization(t *testing.T) (ns, agentID string) {
 }
 
 func TestCallReadyConditionCompleted(t *testing.T) {
+	suite.Need(t)
 	ns, agentID := newCallOrganization(t)
 	tests := []struct{ name, to, disposition string }{
 		{"answered", "+14155551234", "answered"},
@@ -64,6 +65,7 @@ func TestCallReadyConditionCompleted(t *testing.T) {
 // An answered call goes through every state for real: dialed from the
 // agent's number, answered, hung up by the agent, recorded, analyzed.
 func TestCallLifecycleOnSimulatedCarrier(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ns, agentID := newCallOrganization(t)
 	testsupport.CreateCall(t, k8s, ns, "lifecycle", agentID, "+14155551234")
@@ -107,6 +109,7 @@ func TestCallLifecycleOnSimulatedCarrier(t *testing.T) {
 // stop only after that end: here its clock is a talk's length ahead when
 // the stop arrives, as a busy operator's would be late.
 func TestStopAskedBeforeTheEndWinsWhenActedOnLate(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, agentID := newCallOrganization(t)
@@ -137,6 +140,7 @@ func TestStopAskedBeforeTheEndWinsWhenActedOnLate(t *testing.T) {
 // cluster, and deleted from the cluster only once its retention has
 // passed: it is always in one place or the other.
 func TestCallArchivedThenDeletedAfterRetention(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ns, agentID := newCallOrganization(t)
 	testsupport.CreateCall(t, k8s, ns, "archived", agentID, "+14155550001")
@@ -157,6 +161,7 @@ func TestCallArchivedThenDeletedAfterRetention(t *testing.T) {
 // A recording is deleted after the recording retention once its call has
 // left the cluster; the archived call stays, without it.
 func TestRecordingRetention(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ns, agentID := newCallOrganization(t)
 	testsupport.CreateCall(t, k8s, ns, "recorded", agentID, "+14155551234")

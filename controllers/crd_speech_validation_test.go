@@ -13,6 +13,7 @@ import (
 
 // An agent's speech server, as kubectl apply checks it (issue 27).
 func TestKubectlApplySpeechServer(t *testing.T) {
+	suite.Need(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
 	agent := func(name, speech string) string {

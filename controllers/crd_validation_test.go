@@ -16,6 +16,7 @@ import (
 )
 
 func TestKubectlApplyRejectsInvalidResources(t *testing.T) {
+	suite.Need(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
 	tests := []struct {
@@ -369,6 +370,7 @@ spec:
 }
 
 func TestKubectlApplyCallSpecIsImmutable(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
@@ -427,6 +429,7 @@ spec:
 // TestKubectlApplyRejectsInvalidWebhookEndpoints: a platform team learns at
 // apply time what is wrong with an endpoint.
 func TestKubectlApplyRejectsInvalidWebhookEndpoints(t *testing.T) {
+	suite.Need(t)
 	t.Parallel()
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
@@ -447,6 +450,7 @@ func TestKubectlApplyRejectsInvalidWebhookEndpoints(t *testing.T) {
 
 // A branching, listening script applies, with the defaults filled in.
 func TestKubectlApplyAcceptsBranchingAgent(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
@@ -504,6 +508,7 @@ spec:
 }
 
 func TestKubectlApplyAcceptsScriptAgent(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestNumberListStatus(t *testing.T) {
+	suite.Need(t)
 	ns := newOrganization(t)
 	ctx := context.Background()
 	lists := []*switchboardv1.NumberList{

@@ -80,6 +80,7 @@ func commandsIn(t *testing.T, msg string) [][]string {
 // RoleBinding (the commands run one at a time), the namespace still serves
 // no API key, and the Agent and endpoint say that too.
 func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := controlPlane.NewNamespace(t, "plain-")
@@ -123,6 +124,7 @@ func TestResourcesOutsideOrganizationsSayWhy(t *testing.T) {
 // NotAnOrganization at once, ready ones included, and labelling it again
 // turns them Ready: the reconcilers watch namespaces.
 func TestOrganizationLabelTurnsResourcesReady(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newOrganization(t)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestRecordingsOverTheOrganizationsQuotaAreNotStored(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, agentID := newCallOrganization(t)

@@ -51,6 +51,7 @@ func trunkReady(tr *switchboardv1.SIPTrunk) func(Gomega) metav1.Condition {
 }
 
 func TestSIPTrunkReadyFromProbe(t *testing.T) {
+	suite.Need(t)
 	ns := newOrganization(t)
 	tests := []struct {
 		name, address string
@@ -75,6 +76,7 @@ func TestSIPTrunkReadyFromProbe(t *testing.T) {
 // A trunk whose credentials Secret is missing says so, and is probed again
 // as soon as the Secret appears or changes.
 func TestSIPTrunkCredentialsFollowTheirSecret(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newOrganization(t)

@@ -14,6 +14,7 @@ import (
 
 // An Agent's stream (issue 26) is checked at kubectl apply.
 func TestKubectlApplyChecksAgentStreams(t *testing.T) {
+	suite.Need(t)
 	kc := controlPlane.Kubectl(t)
 	ns := newOrganization(t)
 	agent := func(name, spec string) string {

@@ -5,7 +5,7 @@ package controllers_test
 // the simulated carrier for calls. Tests drive the reconcilers through
 // resources, as kubectl does, and read what the cluster really holds with
 // a client that has no cache. The REST API and the whole operator are
-// tested end to end in internal/app.
+// tested end to end in internal/app/e2e.
 
 import (
 	"context"
@@ -70,47 +70,49 @@ var (
 // schedule retries failed deliveries quickly.
 var schedule = webhook.Schedule{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second}
 
-func TestMain(m *testing.M) {
-	if testsupport.SkipSuiteIfShort("a control plane (envtest)") {
-		return
-	}
-	os.Exit(runSuite(m))
-}
+// suite is the control plane, the history store and the manager running
+// the reconcilers, started by the first test that needs them: the pure
+// tests of package controllers run without them under -short.
+var suite = &testsupport.Suite{What: "a control plane (envtest)", Start: startSuite}
 
-func runSuite(m *testing.M) int {
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+
+func startSuite() (stop func(), err error) {
+	var stops testsupport.Stops
+	defer func() {
+		if err != nil {
+			stops.All()
+		}
+	}()
 	cp, err := testsupport.StartControlPlane("..", newScheme())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() { _ = cp.Stop() }()
+	stops.Add(func() { _ = cp.Stop() })
 	controlPlane, k8s = cp, cp.Client
 	if recordDir, err = os.MkdirTemp("", "switchboard-controllers-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(recordDir) }()
+	stops.Add(func() { _ = os.RemoveAll(recordDir) })
 	if historyStore, err = history.Open(context.Background(), "sqlite:"+filepath.Join(recordDir, "history.db")); err != nil {
-		fmt.Fprintln(os.Stderr, "opening history store:", err)
-		return 1
+		return nil, fmt.Errorf("opening history store: %w", err)
 	}
-	defer func() { _ = historyStore.Close() }()
+	stops.Add(func() { _ = historyStore.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
+	stops.Add(cancel)
 	mgr, err := newManager(ctx)
 	if err != nil {
-		cancel()
-		fmt.Fprintln(os.Stderr, "building the manager:", err)
-		return 1
+		return nil, fmt.Errorf("building the manager: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
+	stops.Add(func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintln(os.Stderr, "manager stopped with:", err)
 		}
-	}()
-	return m.Run()
+	})
+	return stops.All, nil
 }
 
 func newScheme() *runtime.Scheme {
@@ -189,7 +191,7 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 
 // addConfigReconcilers registers the reconcilers of the configuration
 // kinds. SIPTrunks are probed by prober, not over the network: the SIP
-// engine meets real peers in its own tests and in internal/app's.
+// engine meets real peers in its own tests and in internal/app/e2e/sip's.
 func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets,
 	orgs *controllers.OrganizationCheck) error {
 	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {

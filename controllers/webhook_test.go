@@ -86,6 +86,7 @@ func waitEndpointReady(t *testing.T, ep *switchboardv1.WebhookEndpoint) *switchb
 }
 
 func TestWebhookEndpointGetsSigningSecret(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ns := newOrganization(t)
 	rc := newTestReceiver(t)
@@ -100,6 +101,7 @@ func TestWebhookEndpointGetsSigningSecret(t *testing.T) {
 }
 
 func TestWebhookDeliveryWorkerSendsSignedEvents(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ns, agentID := newCallOrganization(t)
 	rc := newTestReceiver(t)
@@ -137,6 +139,7 @@ func TestWebhookDeliveryWorkerSendsSignedEvents(t *testing.T) {
 // before a busy queue reached it) is sent from the call's archive: the
 // apiserver is not asked for it.
 func TestWebhookDeliveryOfArchivedCallReadsNoAPIServer(t *testing.T) {
+	suite.Need(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, agentID := newCallOrganization(t)

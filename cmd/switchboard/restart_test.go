@@ -37,6 +37,7 @@ func TestLocalRunAfterCrash(t *testing.T) {
 	// Should the test fail between a kill and a restart.
 	t.Cleanup(func() { _, _ = devenv.EndLeftovers(devDir) })
 
+	began := time.Now()
 	cmd, logs := startDev(t, bin, assets, devDir, addr, args...)
 	key := waitForFile(t, filepath.Join(devDir, "api-key"), logs)
 	status, first := waitForAPI(t, base+"/v1/calls", key, logs)
@@ -44,7 +45,7 @@ func TestLocalRunAfterCrash(t *testing.T) {
 		t.Fatalf("POST /v1/calls = %d %s", status, first)
 	}
 	waitForLog(t, logs, "Switchboard is running.")
-	checkSecondInstanceRefused(t, bin, assets, devDir, cmd.Process.Pid, base)
+	checkSecondInstanceRefused(t, bin, assets, devDir, cmd.Process.Pid, base, time.Since(began))
 	createEndpoint(t, base, key, events.url)
 	// One call killed while it talks, one killed just after it was accepted.
 	talking := placeCall(t, base, key)
@@ -116,8 +117,12 @@ func interruptDuringStart(t *testing.T, cmd *exec.Cmd, logs *testsupport.Buffer)
 }
 
 // checkSecondInstanceRefused starts a second instance on the running one's
-// folder: it must refuse at once, naming the running one.
-func checkSecondInstanceRefused(t *testing.T, bin, assets, devDir string, pid int, url string) {
+// folder: it must refuse at once, naming the running one. At once is
+// measured against the first's start-up (up, in the same conditions), not
+// against a fixed second a loaded machine can exceed: refusing must take
+// no more than a second, or a quarter of starting when the machine is so
+// loaded that starting took over four.
+func checkSecondInstanceRefused(t *testing.T, bin, assets, devDir string, pid int, url string, up time.Duration) {
 	t.Helper()
 	second := exec.Command(bin, "--dev", "--dev-dir", devDir, "--metrics-bind-address=0")
 	second.Dir = filepath.Join("..", "..")
@@ -137,8 +142,8 @@ func checkSecondInstanceRefused(t *testing.T, bin, assets, devDir string, pid in
 	if strings.Contains(string(out), "goroutine ") || strings.Contains(string(out), ".go:") {
 		t.Errorf("second instance printed a stack trace:\n%s", out)
 	}
-	if took > time.Second {
-		t.Errorf("second instance took %s to refuse, want under a second", took)
+	if limit := max(time.Second, up/4); took > limit {
+		t.Errorf("second instance took %s to refuse, want under %s (the first took %s to start)", took, limit, up)
 	}
 }
 

@@ -5,7 +5,7 @@
 // agent's calls a page at a time, stops a call, creates a batch call (a
 // campaign), and provokes the errors an SDK user
 // catches, then prints what it saw as one JSON object for
-// internal/app's TestSDKCompatNode to check.
+// internal/app/e2e/restapi's TestSDKCompatNode to check.
 //
 //   SWITCHBOARD_URL=http://127.0.0.1:8080 SWITCHBOARD_API_KEY=$(cat .dev/api-key) \
 //   SWITCHBOARD_AGENT_ID=7f2c1e9a-3b4d-4c5e-8f60-1a2b3c4d5e6f SWITCHBOARD_FROM_NUMBER=+14155550100 \

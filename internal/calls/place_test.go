@@ -3,7 +3,7 @@ package calls_test
 // The behaviour of placing and stopping a call, against controller-runtime's
 // fake client with the indexes the manager's cache has: what POST
 // /v1/calls, the dashboard's form and POST /v1/calls/{id}/stop rest on.
-// The end-to-end tests (internal/app) check the same through HTTP.
+// The end-to-end tests (internal/app/e2e) check the same through HTTP.
 
 import (
 	"context"

@@ -20,6 +20,7 @@ const benchCallsEnv = "SWITCHBOARD_DASHBOARD_BENCH_CALLS"
 // (the REST API's process, without reconcilers) and read over HTTP as a
 // browser reads them: p50 and p99 of the whole server-side render.
 func BenchmarkPages(b *testing.B) {
+	suite.Need(b)
 	n := testsupport.BenchCount(b, benchCallsEnv, 20_000)
 	o := newOrg(b)
 	start := time.Now()

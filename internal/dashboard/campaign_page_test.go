@@ -30,6 +30,7 @@ func etcZone(hour int) string {
 // counters as the API has them, the contact waiting for its window in
 // its zone's group, and pause and resume from the page.
 func TestCampaignPage(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	ada := map[string]any{"customer_name": "Ada"}
 	// Noon in one zone (open), three at night in another (closed till 08:00).
@@ -102,6 +103,7 @@ var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`)
 // The campaign pages read in words: times as every page shows them (not
 // the API's RFC 3339), outcomes by their names (not their codes).
 func TestCampaignPagesReadInWords(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	ada := map[string]any{"customer_name": "Ada"}
 	// Answered, no answer (0002) and a machine (0003), as the simulated

@@ -30,6 +30,7 @@ func postCampaign(t *testing.T, c *browserlessClient, agentID, csv string) (*htt
 // progress, is paused and canceled there; a bad file is refused with the
 // API's words, naming the line.
 func TestCampaignFromTheDashboard(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	resp, page := postCampaign(t, c, o.agentID, "to_number,customer_name\n+12125550100,Ada\nnot a number,Bob\n")

@@ -28,6 +28,7 @@ import (
 // from the dashboard, and a call placed meanwhile through the API appears
 // in it by itself.
 func TestPlaceACallAndWatchIt(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key),
@@ -114,6 +115,7 @@ func TestPlaceACallAndWatchIt(t *testing.T) {
 
 // The form says why the API would refuse a call, beside the field.
 func TestPlaceACallShowsTheAPIsMessages(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	resp, err := c.http.PostForm(baseURL+"/dashboard/calls", url.Values{"csrf_token": {c.csrf}, "agent_id": {o.agentID},
@@ -137,6 +139,7 @@ func TestPlaceACallShowsTheAPIsMessages(t *testing.T) {
 // same counters as the API's: after the API used up the burst, the form is
 // refused with the API's message.
 func TestDashboardCallsMeetTheLimits(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	var ns corev1.Namespace
 	must(t, k8s.Get(context.Background(), client.ObjectKey{Name: o.ns}, &ns))
@@ -163,6 +166,7 @@ func TestDashboardCallsMeetTheLimits(t *testing.T) {
 
 // The stop button of a live call ends it, as POST /v1/calls/{id}/stop does.
 func TestStopALiveCall(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	id := o.placeCall(t, "+14155551234")
@@ -180,6 +184,7 @@ func TestStopALiveCall(t *testing.T) {
 // An endpoint is created from the dashboard (its secret shown once), sent
 // a test event whose result is explained, and its secret rotated.
 func TestEndpointTestEventAndRotation(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	var answer atomic.Int32
 	answer.Store(http.StatusUnauthorized)
@@ -256,6 +261,7 @@ func TestEndpointTestEventAndRotation(t *testing.T) {
 // A form posted without the session's CSRF token is refused; with it, it
 // goes through.
 func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	form := url.Values{"url": {"http://127.0.0.1:9/hooks"}}
@@ -278,6 +284,7 @@ func TestFormWithoutCSRFTokenIsRefused(t *testing.T) {
 
 // Another organization's call and endpoint are 404, as on the API.
 func TestAnotherOrganizationsCallIs404(t *testing.T) {
+	suite.Need(t)
 	mine, theirs := newOrg(t), newOrg(t)
 	theirCall := theirs.placeCall(t, "+14155550002")
 	status, ep := theirs.api(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": "http://127.0.0.1:9/hooks"})
@@ -301,6 +308,7 @@ func TestAnotherOrganizationsCallIs404(t *testing.T) {
 
 // Signing out ends the session: the cookie it had no longer opens a page.
 func TestSignOutEndsTheSession(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key),
@@ -332,6 +340,7 @@ func TestSignOutEndsTheSession(t *testing.T) {
 // Deleting the API key a session was opened with ends the session at its
 // next request.
 func TestRevokedKeyEndsItsSessions(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	if resp, _ := c.get(t, "/dashboard/calls"); resp.StatusCode != http.StatusOK {
@@ -346,6 +355,7 @@ func TestRevokedKeyEndsItsSessions(t *testing.T) {
 
 // The session cookie is HttpOnly and SameSite=Strict, and expires.
 func TestSessionCookie(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	c := signInClient(t, o.key)
 	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/dashboard", "Max-Age=43200"} {
@@ -357,6 +367,7 @@ func TestSessionCookie(t *testing.T) {
 
 // What the platform team declared reads, with where it changes.
 func TestReadOnlyPages(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key))

@@ -73,6 +73,7 @@ func (o *twoReceivers) deliveryOf(t *testing.T, endpoint, phase string, attempts
 // description, a link to its page) and offers a retry only for the one
 // that did not succeed.
 func TestCallPageSaysWhereEachDeliveryWent(t *testing.T) {
+	suite.Need(t)
 	o := newTwoReceivers(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key), chromedp.Navigate(baseURL+"/dashboard/calls/"+o.callID),
@@ -101,6 +102,7 @@ func TestCallPageSaysWhereEachDeliveryWent(t *testing.T) {
 // each call's status in the list are on the screen, not beyond a
 // sideways scroll.
 func TestStatusVisibleOnAPhone(t *testing.T) {
+	suite.Need(t)
 	o := newTwoReceivers(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key), chromedp.EmulateViewport(phoneWidth, 740, chromedp.EmulateMobile),
@@ -148,6 +150,7 @@ func expectOnScreen(t *testing.T, ctx context.Context, sel string) {
 // The overview's delivery success counts a delivery waiting for a retry
 // as not (yet) a success: one of two deliveries succeeded.
 func TestOverviewCountsDeliveriesWaitingForARetry(t *testing.T) {
+	suite.Need(t)
 	o := newTwoReceivers(t)
 	ctx := newTab(t)
 	do(t, ctx, signIn(o.key))

@@ -77,6 +77,7 @@ func assertSecretShownOnce(t *testing.T, c *browserlessClient, path string) {
 // address no longer names the form's action, so reloading the page sends
 // no second test and rotates nothing.
 func TestFormsAnswerWithARedirect(t *testing.T) {
+	suite.Need(t)
 	_, c, rc, page := endpointOfAnOrg(t)
 
 	resp := c.post(t, page+"/test", url.Values{"csrf_token": {c.csrf}})
@@ -100,6 +101,7 @@ func TestFormsAnswerWithARedirect(t *testing.T) {
 // Deleting an endpoint and rotating its secret ask first, on a page of
 // their own (no JavaScript); only the confirmation's form acts.
 func TestDestructiveActionsAskFirst(t *testing.T) {
+	suite.Need(t)
 	o, c, rc, page := endpointOfAnOrg(t)
 	id := strings.TrimPrefix(page, "/dashboard/endpoints/")
 	if _, shown := c.get(t, page); contains(shown, `action="`+page+`/delete"`) || contains(shown, `action="`+page+`/rotate-secret"`) {
@@ -139,6 +141,7 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 // A test delivery is shown as one, not as a link to the sample call id it
 // carries (no such call), and the endpoint says when it was last tested.
 func TestTestDeliveriesReadAsTests(t *testing.T) {
+	suite.Need(t)
 	_, c, _, page := endpointOfAnOrg(t)
 	if _, before := c.get(t, page); contains(before, "Last test event") {
 		t.Fatalf("an endpoint never tested shows a test: %s", before)

@@ -17,6 +17,7 @@ const phoneWidth = 375
 // sideways (wide tables scroll inside their own box), the navigation folds
 // behind a Menu button, and the chart's axis labels keep a readable size.
 func TestEveryPageFitsAPhone(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	rc := newReceiver(t)
 	status, ep := o.api(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": rc.URL + "/hooks",

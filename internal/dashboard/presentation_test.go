@@ -15,6 +15,7 @@ import (
 // page as in the list, agents by their names, empty fields as "—", and a
 // failed call in the list says why.
 func TestCallsShowOneWay(t *testing.T) {
+	suite.Need(t)
 	o := newOrg(t)
 	must(t, k8s.Create(context.Background(), &switchboardv1.NumberList{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: "do-not-call"},

@@ -46,6 +46,7 @@ const (
 // its level before, and how the requests were answered; any answer other
 // than 200 or 429 fails it.
 func BenchmarkReadMemory(b *testing.B) {
+	suite.Need(b)
 	stored := testsupport.BenchCount(b, readsBenchCallsEnv, 20_000)
 	for _, c := range []struct {
 		name  string

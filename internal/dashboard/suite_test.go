@@ -55,47 +55,48 @@ var (
 // about two seconds, for real.
 var timings = sim.Timings{Ring: 300 * time.Millisecond, Talk: 800 * time.Millisecond, Voicemail: 500 * time.Millisecond}
 
-func TestMain(m *testing.M) {
-	if testsupport.SkipSuiteIfShort("a control plane (envtest) and Chromium") {
-		return
-	}
-	os.Exit(runSuite(m))
-}
+// suite is the control plane, the history store, the operator and the
+// browser, started by the first test that needs them: the pure tests of
+// package dashboard run without them under -short.
+var suite = &testsupport.Suite{What: "a control plane (envtest) and Chromium", Start: startSuite}
 
-func runSuite(m *testing.M) int {
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+
+func startSuite() (stop func(), err error) {
+	var stops testsupport.Stops
+	defer func() {
+		if err != nil {
+			stops.All()
+		}
+	}()
 	cp, err := testsupport.StartControlPlane(filepath.Join("..", ".."), app.NewScheme())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() { _ = cp.Stop() }()
+	stops.Add(func() { _ = cp.Stop() })
 	controlPlane, k8s = cp, cp.Client
 	dir, err := os.MkdirTemp("", "switchboard-dashboard-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
+	stops.Add(func() { _ = os.RemoveAll(dir) })
 	if store, err = history.Open(context.Background(), "sqlite:"+filepath.Join(dir, "history.db")); err != nil {
-		fmt.Fprintln(os.Stderr, "opening history store:", err)
-		return 1
+		return nil, fmt.Errorf("opening history store: %w", err)
 	}
-	defer func() { _ = store.Close() }()
-	stop, err := startOperator(dir, !benchmarking())
+	stops.Add(func() { _ = store.Close() })
+	stopOperator, err := startOperator(dir, !benchmarking())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting operator:", err)
-		return 1
+		return nil, fmt.Errorf("starting operator: %w", err)
 	}
-	defer stop()
+	stops.Add(stopOperator)
 	if !benchmarking() {
 		cancel, err := startBrowser()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return nil, err
 		}
-		defer cancel()
+		stops.Add(cancel)
 	}
-	return m.Run()
+	return stops.All, nil
 }
 
 func benchmarking() bool { return flag.Lookup("test.bench").Value.String() != "" }

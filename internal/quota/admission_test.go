@@ -2,7 +2,7 @@ package quota
 
 // The behaviour of Admission, against controller-runtime's fake client
 // with the live-phase index: what the REST API's 429s rest on. The
-// end-to-end tests (internal/app, TestCreateRateLimit and
+// end-to-end tests (internal/app/e2e, TestCreateRateLimit and
 // TestActiveCallsLimit) check the same limits through HTTP.
 
 import (

@@ -9,9 +9,11 @@ import (
 // Two tiers of tests. `make test-unit` runs `go test -short ./...`: no
 // control plane and no tool outside Go, in a minute or two. `make test`
 // runs everything, as CI does. A test that needs a control plane or an
-// external tool says so with Needs (a suite that starts one in TestMain
-// with SkipSuiteIfShort): skipped under -short, and without the tool it
-// fails saying how to install it.
+// external tool says so with Needs (a package whose tests share a
+// control plane asks a Suite for it, which starts it on first use; a
+// package whose every test needs one starts it in TestMain with
+// SkipSuiteIfShort): skipped under -short, and without the tool it fails
+// saying how to install it.
 
 // Needs skips tb under -short: it needs what (a control plane, sipp,
 // PostgreSQL ...), which make test-unit does not provide.

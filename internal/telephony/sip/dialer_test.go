@@ -20,9 +20,13 @@ import (
 type slowSpeaker struct {
 	release chan struct{}
 	err     error
+	// speaking counts the Speak calls under way.
+	speaking atomic.Int32
 }
 
 func (s *slowSpeaker) Speak(ctx context.Context, _ string) ([]int16, error) {
+	s.speaking.Add(1)
+	defer s.speaking.Add(-1)
 	select {
 	case <-s.release:
 		return []int16{1, 2, 3}, s.err
@@ -95,6 +99,9 @@ func TestDialPreparesTheScriptOffTheCallersGoroutine(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Dial waited %s for text-to-speech", took)
 	}
+	// The speaker answers only once released, below: Dial returned while
+	// the script was still being spoken, on another goroutine.
+	eventually(t, "the script is being prepared", func() bool { return speaker.speaking.Load() == 1 })
 	if err := d.Dial(t.Context(), req, start); err == nil {
 		t.Fatal("a second Dial let the call go before its script was ready")
 	}
