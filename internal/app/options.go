@@ -396,7 +396,8 @@ type ReadOptions struct {
 
 // DefaultReadsPerOrganization: four reads at once serve a dashboard and a
 // backend paging through its calls; with each read holding one chunk of
-// the store and one call's JSON, they stay within the budget hack/README.md states.
+// the store and one call's JSON, they stay within the budget hack/benchmarks.md states
+// ("Reading calls in bounded memory").
 const DefaultReadsPerOrganization = 4
 
 // DefaultReadOptions are the read bounds of the binary's flags.
