@@ -38,7 +38,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PublicURL, "public-url", o.PublicURL, "Base URL customers reach the REST API at; recording links use it (default http://<api-addr>).")
 	fs.StringVar(&o.DefaultRegion, "default-region", o.DefaultRegion, "Region for phone numbers sent without +.")
 	fs.DurationVar(&o.RequestTimeout, "api-request-timeout", o.RequestTimeout, "How long a REST request may wait on the Kubernetes apiserver and the history store before it is answered 503 with Retry-After (an overloaded apiserver queues and throttles requests; this sheds the load instead of piling it up).")
-	fs.IntVar(&o.PlacementsInFlight, "max-placements-in-flight", o.PlacementsInFlight, "Call creations (POST /v1/calls, the SDK's create-phone-call, the dashboard's form) a replica has in progress at once, fewer while creates take over 100 ms on average, shared fairly between organizations; one more waits for a slot while it can still be placed within 200 ms, else is answered 503 server_busy with Retry-After: 1 and nothing created (negative: no bound).")
+	fs.IntVar(&o.PlacementsInFlight, "max-placements-in-flight", o.PlacementsInFlight, "Call creations (POST /v1/calls, the SDK's create-phone-call, the dashboard's form) a replica has in progress at once, fewer while creates take over 100 ms on average, shared fairly between organizations; one more waits for a slot while it can still be placed within 100 ms, else is answered 503 server_busy with Retry-After: 1 and nothing created (negative: no bound).")
 }
 
 // Validate refuses the zeros that would mean nothing, rather than read

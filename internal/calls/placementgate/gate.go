@@ -26,14 +26,17 @@ import (
 const DefaultInFlight = 8
 
 // Budget is how long a placement may take by default, its wait for a slot
-// included: a POST's latency goal is a p99 of 250 ms, and its decoding,
-// checks and answer need the rest. A placement waits for a slot while it
-// can still be placed within the budget, by the placements' recent time; a
-// longer backlog is answered busy at once. A burst of 40 on an idle 2-core
-// machine, 8 creates at a time of about 10 ms each, takes about 50 ms: it
-// is admitted whole; a replica that cannot keep up answers the excess
-// busy instead of letting every POST wait its turn.
-const Budget = 200 * time.Millisecond
+// included: a POST's latency goal is a p99 of 250 ms, and the slow end of
+// the creates (their average is what the gate knows) and the request's
+// decoding, checks and answer need the rest. A placement waits for a slot
+// while it can still be placed within the budget, by the placements'
+// recent time; a longer backlog is answered busy at once. A burst of 40 on
+// an idle 2-core machine, 8 creates at a time of about 7 ms each, takes
+// about 35 ms: it is admitted whole; a replica that cannot keep up answers
+// the excess busy instead of letting every POST wait its turn. With 200
+// ms the saturated POSTs' p99 was 297 – 322 ms on a quiet machine, with
+// 100 ms 169 – 239 ms (hack/benchmarks.md, "Saturation").
+const Budget = 100 * time.Millisecond
 
 // Target is how long placements may take on average before the gate
 // admits fewer at once: well under the 250 ms a POST should take at worst.
