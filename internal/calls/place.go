@@ -127,9 +127,10 @@ func (p *Placer) Place(ctx context.Context, ns string, req Request, callID strin
 	if p.Gate != nil {
 		done, ok := p.Gate.Enter(ctx, ns)
 		if !ok {
-			// The call keeps its place in the create rate: given back, it
-			// would let the rest of the same burst past the organization's
-			// limit, to be answered busy instead of rate limited.
+			// Its active-call reservation is given back; its place in the
+			// create rate is not: given back, it would let the rest of the
+			// same burst past the organization's limit, to be answered busy
+			// instead of rate limited.
 			ticket.Release()
 			return nil, &Busy{RetryAfter: busyRetryAfter}
 		}
