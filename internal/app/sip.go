@@ -57,7 +57,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		trunkWake: make(chan event.GenericEvent, 64)}
 	s.dialer, err = sip.New(ctx, sip.Config{
 		Engine: eng,
-		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Secrets: mgr.GetAPIReader()},
+		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
 			Streams: opts.Streams},
 		Backlog:           sip.WorkerBacklog(dir.QueuedOnTrunk, worker),

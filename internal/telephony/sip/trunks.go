@@ -17,9 +17,12 @@ import (
 
 // ClusterTrunks reads SIPTrunks from the informer cache and their
 // credentials Secrets live (the manager caches only API-key Secrets).
+// A trunk the cache does not hold yet is read live before the call is
+// refused: a platform team that applies a trunk and places a call at once
+// must not lose the call to the informer's lag.
 type ClusterTrunks struct {
-	Cache   client.Reader
-	Secrets client.Reader
+	Cache client.Reader
+	Live  client.Reader
 }
 
 var _ TrunkSource = ClusterTrunks{}
@@ -28,13 +31,18 @@ var _ TrunkSource = ClusterTrunks{}
 // dispatch failure that says what to fix.
 func (c ClusterTrunks) Trunk(ctx context.Context, namespace, name string) (engine.Trunk, gate.Limits, error) {
 	var t switchboardv1.SIPTrunk
-	if err := c.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &t); apierrors.IsNotFound(err) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	err := c.Cache.Get(ctx, key, &t)
+	if apierrors.IsNotFound(err) {
+		err = c.Live.Get(ctx, key, &t)
+	}
+	if apierrors.IsNotFound(err) {
 		return engine.Trunk{}, gate.Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
 			Reason: fmt.Sprintf("the agent's SIP trunk %q does not exist", name)}
 	} else if err != nil {
 		return engine.Trunk{}, gate.Limits{}, fmt.Errorf("reading SIP trunk %s: %w", name, err)
 	}
-	st, err := Resolve(ctx, c.Secrets, &t)
+	st, err := Resolve(ctx, c.Live, &t)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		return engine.Trunk{}, gate.Limits{}, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
