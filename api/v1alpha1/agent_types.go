@@ -35,7 +35,7 @@ type ExtractedDataField struct {
 }
 
 // AgentSpec is a scripted voice agent that places outbound calls.
-// +kubebuilder:validation:XValidation:rule="!has(self.stream) || !has(self.script)",message="an agent has a script or a stream, not both: the bot speaks for itself"
+// +kubebuilder:validation:XValidation:rule="[has(self.script), has(self.stream), has(self.conversation)].filter(x, x).size() <= 1",message="an agent has at most one of script, stream and conversation: each decides what the agent says"
 // +kubebuilder:validation:XValidation:rule="!has(self.extractedData) || self.extractedData.all(f, self.extractedData.exists_one(g, g.name == f.name))",message="extractedData names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || !has(s.gather.field) || (has(self.extractedData) && self.extractedData.exists(f, f.name == s.gather.field)))",message="a gather step's field must be one of extractedData"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.id) || self.script.exists_one(t, has(t.id) && t.id == s.id))",message="script step ids must be unique"
@@ -132,6 +132,13 @@ type AgentSpec struct {
 	// script (the greeting is not spoken on a SIP trunk: the bot speaks).
 	// +optional
 	Stream *StreamSpec `json:"stream,omitempty"`
+
+	// conversation puts the organization's language model on the line,
+	// after answering-machine detection, instead of a script: the callee's
+	// turns go to the model and its streamed answers are spoken (see
+	// Conversation). The greeting is not spoken: beginMessage is.
+	// +optional
+	Conversation *Conversation `json:"conversation,omitempty"`
 }
 
 // StreamSpec is where an agent streams its calls' audio: the bot's
