@@ -1,0 +1,68 @@
+package conversation
+
+import (
+	"context"
+	"time"
+)
+
+// Line is a call as the loop sees it: what the callee does, and the
+// agent's voice. The SIP engine's media is one; the simulated carrier's
+// callee is another.
+type Line interface {
+	// Events delivers what happened on the line, in order: the callee's
+	// speech and keys, and the agent's speech starting and ending. It is
+	// closed when the line is (the callee hung up).
+	Events() <-chan LineEvent
+	// Say queues text (a sentence or more) to be spoken after what is
+	// already queued, tagged with tag; PlayStarted and PlayEnded events
+	// carry the tag. It does not wait for the speech; false when the
+	// queue is full (the loop's answers are bounded, so it is not) or the
+	// line is gone.
+	Say(text string, tag int) bool
+	// Cut stops the speech now playing and drops what is queued: a
+	// barge-in. The cut speech's PlayEnded says Cut.
+	Cut()
+	// Press keys digits to the far end (RFC 4733 on SIP).
+	Press(ctx context.Context, digits string) error
+}
+
+// EventKind is what a LineEvent reports.
+type EventKind int
+
+const (
+	// SpeechStarted: the callee started speaking.
+	SpeechStarted EventKind = iota + 1
+	// Utterance: the callee's speech ended and was recognized (Text may
+	// be empty: a cough, noise).
+	Utterance
+	// Key: the callee pressed Text (one key).
+	Key
+	// PlayStarted and PlayEnded: the agent's speech tagged Tag started
+	// and ended (Cut: by a barge-in).
+	PlayStarted
+	PlayEnded
+)
+
+// LineEvent is one thing that happened on the line.
+type LineEvent struct {
+	Kind EventKind
+	// Text is the utterance recognized, the key pressed, or the sentence
+	// played.
+	Text string
+	// Tag is the speech's (PlayStarted, PlayEnded).
+	Tag int
+	// Cut: the speech was cut short.
+	Cut bool
+	// At is when it happened; for an Utterance, when the callee's voice
+	// ended (before the silence that ended the utterance), so that the
+	// endpointing delay counts from there.
+	At time.Time
+	// Recognized is when the utterance's text was known (Utterance).
+	Recognized time.Time
+	// Confidence and Recognizer are the utterance's.
+	Confidence float64
+	Recognizer string
+	// Start and End place an utterance on the call's timeline, as offsets
+	// from the answer.
+	Start, End time.Duration
+}
