@@ -51,7 +51,8 @@ type LineEvent struct {
 	Text string
 	// Tag is the speech's (PlayStarted, PlayEnded).
 	Tag int
-	// Cut: the speech was cut short.
+	// Cut: the speech was cut short (PlayEnded); the utterance reached
+	// the length bound and the callee is still speaking (Utterance).
 	Cut bool
 	// At is when it happened; for an Utterance, when the callee's voice
 	// ended (before the silence that ended the utterance), so that the

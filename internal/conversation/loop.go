@@ -107,9 +107,9 @@ type loop struct {
 	lastResponseID int
 	interruptID    int
 
-	// The callee: speaking now, the utterances of the turn not yet
+	// The callee: speaking now (speech starts not yet ended), the utterances of the turn not yet
 	// answered, and the end of their voice.
-	calleeTalking bool
+	talking       int
 	pending       []string
 	voiceEnded    time.Time
 	reminders     int
@@ -169,7 +169,7 @@ func (l *loop) run(ctx context.Context) {
 				return
 			}
 		case <-l.interrupt.C:
-			if l.calleeTalking {
+			if l.calleeTalking() {
 				l.bargeIn()
 			}
 		case <-l.reminder.C:
@@ -242,14 +242,16 @@ func (l *loop) say(piece string) {
 func (l *loop) event(ctx context.Context, ev LineEvent) bool {
 	switch ev.Kind {
 	case SpeechStarted:
-		l.calleeTalking = true
+		l.talking++
 		l.reminder.Stop()
 		l.endpoint.Stop()
 		if l.speaking() && l.interruptible() {
 			l.interrupt.Reset(l.cfg.TurnTaking.MinInterruption)
 		}
 	case Utterance:
-		l.calleeTalking = false
+		if !ev.Cut && l.talking > 0 {
+			l.talking-- // a Cut utterance: the callee is still speaking
+		}
 		l.interrupt.Stop()
 		l.utterance(ev)
 	case Key:
@@ -317,7 +319,7 @@ func (l *loop) untilEndpoint(text string) time.Duration {
 // turnEnded asks the engine for the answer to the callee's turn; true when
 // the call ends.
 func (l *loop) turnEnded() bool {
-	if l.calleeTalking || len(l.pending) == 0 {
+	if l.calleeTalking() || len(l.pending) == 0 {
 		return false
 	}
 	if l.speaking() {
@@ -347,7 +349,7 @@ func (l *loop) request(kind Kind) {
 // remind asks for a reminder after the callee's silence, or ends the call
 // after the last; true when the call ends.
 func (l *loop) remind() bool {
-	if l.calleeTalking || l.speaking() || len(l.pending) > 0 {
+	if l.calleeTalking() || l.speaking() || len(l.pending) > 0 {
 		return false
 	}
 	if l.reminders >= l.cfg.TurnTaking.ReminderMax {
@@ -408,7 +410,7 @@ func (l *loop) responseSpoken(ctx context.Context) bool {
 		return true
 	}
 	l.s.Update(l.engineTranscript(), "user_turn")
-	if len(l.pending) > 0 && !l.calleeTalking {
+	if len(l.pending) > 0 && !l.calleeTalking() {
 		l.endpoint.Reset(l.untilEndpoint(strings.Join(l.pending, " ")))
 		return false
 	}
@@ -435,6 +437,8 @@ func (l *loop) abandon(interrupted bool) {
 	}
 	l.startResponse(noResponse)
 }
+
+func (l *loop) calleeTalking() bool { return l.talking > 0 }
 
 // speaking reports whether the agent has speech playing or queued.
 func (l *loop) speaking() bool { return l.queued > 0 }

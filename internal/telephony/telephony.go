@@ -118,10 +118,26 @@ type Turn struct {
 	// Words are a recognized utterance's words placed in the recording,
 	// where its recognizer gives them; nil otherwise.
 	Words []Word
+	// Tool is set on a conversation's tool call: its invocation, or (with
+	// Answered) its result. Such a turn is a Note.
+	Tool *ToolCall
 	// Note marks a turn whose Text is Switchboard's account of what
 	// happened ("(no answer)", "(not recognized: timeout)"), not words
 	// anyone said: nothing is ever read from it as an answer.
 	Note bool
+}
+
+// ToolCall is a conversation's call of a tool (Retell's
+// tool_call_invocation and tool_call_result).
+type ToolCall struct {
+	ID, Name string
+	// Arguments are the invocation's, as JSON.
+	Arguments string
+	// Answered marks the result: Result is what the tool answered, and
+	// Successful whether it succeeded (nil: not reported).
+	Answered   bool
+	Result     string
+	Successful *bool
 }
 
 // Branches of a gather step that took no answer (Turn.Branch): nothing

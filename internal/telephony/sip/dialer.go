@@ -410,7 +410,7 @@ func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.
 
 func endedProgress(res engine.Result, endedAt time.Time) telephony.Progress {
 	p := telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
-		DisconnectionReason: res.DisconnectionReason(), Detail: res.StreamFailure}
+		DisconnectionReason: res.DisconnectionReason(), Detail: res.Failure}
 	if res.Answered {
 		answeredAt, end := res.AnsweredAt, res.EndedAt
 		p.AnsweredAt, p.EndedAt, p.Duration = &answeredAt, &end, end.Sub(answeredAt)

@@ -45,6 +45,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -151,6 +152,14 @@ var hangupReasons = map[string]string{
 	// A streamed call's bot failed: the reasons are their own names.
 	HangupByStreamConnectFailed: HangupByStreamConnectFailed,
 	HangupByStreamDisconnected:  HangupByStreamDisconnected,
+	// A conversation's engine failed, or the callee stayed silent: the
+	// reasons are their own (Retell's names).
+	conversation.ReasonLLM:              conversation.ReasonLLM,
+	conversation.ReasonWebSocketOpen:    conversation.ReasonWebSocketOpen,
+	conversation.ReasonWebSocketLost:    conversation.ReasonWebSocketLost,
+	conversation.ReasonWebSocketRuntime: conversation.ReasonWebSocketRuntime,
+	conversation.ReasonWebSocketCorrupt: conversation.ReasonWebSocketCorrupt,
+	conversation.ReasonInactivity:       conversation.ReasonInactivity,
 	// The far end asked for media where the operator's policy sends none.
 	HangupByAddressRefused: HangupByAddressRefused,
 }

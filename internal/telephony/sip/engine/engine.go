@@ -17,6 +17,7 @@ import (
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
 
+	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
@@ -71,6 +72,9 @@ type CallSpec struct {
 	// Stream, when set, bridges the answered call (after AMD) to the
 	// organization's bot instead of running Script.
 	Stream *stream.Config
+	// Conversation, when set, holds a conversation with the
+	// organization's language model (after AMD) instead of running Script.
+	Conversation *Conversation
 	// OnAnswer, when set, is called once when a 2xx answered the call,
 	// before media starts (also for a 2xx we hang up at once: one that
 	// crossed our CANCEL, or with unusable SDP). It runs on the call's
@@ -264,8 +268,12 @@ type Result struct {
 	Digits map[string]string
 	// Events is the transcript, in order.
 	Events []Event
-	// StreamFailure says why a streamed call's stream failed, when it did.
-	StreamFailure string
+	// Failure says why a streamed call's stream, or a conversation's response
+	// engine, failed, when it did.
+	Failure string
+	// Latencies are a conversation's answers' timelines (the
+	// voice-to-voice latency and its parts).
+	Latencies []conversation.Latency
 	// StreamStats are a streamed call's stream counters at its end.
 	StreamStats stream.Stats
 }

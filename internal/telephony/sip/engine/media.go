@@ -33,7 +33,15 @@ const (
 func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result,
 	watch *mediaWatch) error {
 	var wprops diago.MediaProps
-	w, err := d.AudioWriter(diago.WithAudioWriterMediaProps(&wprops))
+	opts := []diago.AudioWriterOption{diago.WithAudioWriterMediaProps(&wprops)}
+	var dtmf *diago.DTMFWriter
+	if c.Conversation != nil {
+		// The agent may key digits (press_digit): RFC 4733 events go out
+		// between the audio frames.
+		dtmf = &diago.DTMFWriter{}
+		opts = append(opts, diago.WithAudioWriterDTMF(dtmf))
+	}
+	w, err := d.AudioWriter(opts...)
 	if err != nil {
 		return errors.Join(fmt.Errorf("audio writer: %w", err), e.hangup(d, res, HangupByAgent), rec.Close())
 	}
@@ -47,6 +55,9 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	}
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
+	if dtmf != nil {
+		m.dtmf = dtmf
+	}
 	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
 	m.zone = cmp.Or(c.Zone, time.UTC)
 	tctx, cancelTranscripts := context.WithCancel(context.WithoutCancel(ctx))
@@ -198,6 +209,8 @@ type callMedia struct {
 	// bot is the stream of a call bridged to the organization's bot: it
 	// gets the callee's audio and fills the frames nothing else plays.
 	bot atomic.Pointer[stream.Session]
+	// dtmf keys digits for a conversation's agent (nil: it cannot).
+	dtmf dtmfWriter
 	// lastPlay is the playback the script started last (nil: none), for
 	// the transcript's timeline; the script's goroutine only.
 	lastPlay *playback
@@ -206,6 +219,8 @@ type callMedia struct {
 // speechEvent is the callee starting to speak, or an utterance they ended.
 type speechEvent struct {
 	started bool
+	// cut: the utterance reached the length bound and the callee goes on.
+	cut bool
 	// pcm is the utterance, which started at start and ended at end.
 	pcm        []int16
 	start, end time.Time
@@ -283,7 +298,7 @@ func (m *callMedia) onSpeech(ev voice.Event) {
 		if !listening && m.transcribe == nil {
 			return
 		}
-		se.start, se.end, se.pcm = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM)
+		se.start, se.end, se.pcm, se.cut = m.heardAt(u.Start), m.heardAt(u.End), slices.Clone(u.PCM), u.Cut
 		if !listening {
 			m.transcribe.offer(se)
 			return

@@ -121,6 +121,9 @@ func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Res
 	if c.Stream != nil {
 		return e.bridge(callCtx, *c.Stream, m, res)
 	}
+	if c.Conversation != nil {
+		return e.converseWithModel(callCtx, *c.Conversation, m, res)
+	}
 	return runScript(callCtx, c.Script, m, res)
 }
 

@@ -40,7 +40,7 @@ func (e *Engine) bridge(callCtx context.Context, cfg stream.Config, m *callMedia
 		if callCtx.Err() != nil {
 			return ""
 		}
-		res.StreamFailure = err.Error()
+		res.Failure = err.Error()
 		res.note(SpeakerAgent, "(the bot's stream failed: "+err.Error()+")")
 		return HangupByStreamConnectFailed
 	}
@@ -71,7 +71,7 @@ func streamEnd(err error, res *Result) string {
 	case errors.Is(err, stream.ErrBotHangup):
 		return HangupByAgent
 	case errors.As(err, &f):
-		res.StreamFailure = f.Error()
+		res.Failure = f.Error()
 		res.note(SpeakerAgent, "(the bot's stream failed: "+f.Error()+")")
 		return f.Reason
 	default:

@@ -293,7 +293,7 @@ func TestStreamConnectFailedEndsTheCall(t *testing.T) {
 	if res.DisconnectionReason() != "stream_connect_failed" {
 		t.Errorf("disconnection reason %q, want stream_connect_failed", res.DisconnectionReason())
 	}
-	if !strings.Contains(res.StreamFailure, "HTTP 401") || len(res.Events) == 0 || !strings.Contains(res.Events[len(res.Events)-1].Text, "HTTP 401") {
+	if !strings.Contains(res.Failure, "HTTP 401") || len(res.Events) == 0 || !strings.Contains(res.Events[len(res.Events)-1].Text, "HTTP 401") {
 		t.Errorf("transcript %+v: want the failure's reason", res.Events)
 	}
 }

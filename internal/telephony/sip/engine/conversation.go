@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emiago/diago"
+
+	"github.com/switchboard-dev/switchboard/internal/conversation"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+)
+
+// Conversation is a call held with the organization's language model
+// (CallSpec.Conversation): the conversation loop runs on the call's media,
+// hearing the callee through the call's recognizer and speaking the
+// model's answers in Voice as they stream.
+type Conversation struct {
+	// Open opens the call's response engine once it is answered.
+	Open conversation.Opener
+	// Call is what the engine is told of the call.
+	Call conversation.CallDetails
+	// Config is the loop's: turn-taking, the fallback line, bounds.
+	Config conversation.Config
+	// Voice speaks the answers.
+	Voice tts.Speaker
+}
+
+const (
+	// lineEvents bounds the events the line holds for the loop.
+	lineEvents = 64
+	// lineSays bounds the pieces of speech queued: a response's pieces
+	// are bounded by the engines' cap on an answer's length.
+	lineSays = 64
+	// lineUtterances bounds the utterances waiting for the recognizer.
+	lineUtterances = 4
+)
+
+// converseWithModel runs the conversation until the agent or the engine
+// ends it, or callCtx ends; it returns who hangs up ("" when callCtx ended
+// first), a conversation reason (error_llm..., inactivity) being its own.
+func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *callMedia, res *Result) string {
+	s, err := c.Open(callCtx, c.Call)
+	if err != nil {
+		if callCtx.Err() != nil {
+			return ""
+		}
+		reason := conversation.ReasonLLM
+		var ce *conversation.Error
+		if errors.As(err, &ce) {
+			reason = ce.Reason
+		}
+		res.Failure = err.Error()
+		res.note(SpeakerAgent, "(the response engine failed: "+err.Error()+")")
+		return reason
+	}
+	defer s.Close()
+	lineCtx, cancel := context.WithCancel(callCtx)
+	line := newSIPLine(lineCtx, m, c.Voice)
+	out := conversation.Run(callCtx, c.Config, s, line)
+	cancel()
+	line.wait()
+	res.addConversation(out, m.answeredAt)
+	if out.Reason != "" && out.Reason != conversation.ReasonAgentHangup && out.Reason != conversation.ReasonInactivity &&
+		out.Reason != conversation.ReasonMaxTurns {
+		res.Failure = out.Reason + ": " + out.Detail
+	}
+	switch out.Reason {
+	case "":
+		return ""
+	case conversation.ReasonAgentHangup:
+		if !sleep(callCtx, hangupTail) {
+			return ""
+		}
+		return HangupByAgent
+	case conversation.ReasonMaxTurns:
+		return HangupByMaxDuration
+	default:
+		return out.Reason
+	}
+}
+
+// addConversation puts the conversation's transcript and latencies in res.
+func (r *Result) addConversation(out conversation.Outcome, answeredAt time.Time) {
+	r.Latencies = append(r.Latencies, out.Latencies...)
+	for _, e := range out.Transcript {
+		r.Events = append(r.Events, conversationEvent(e, answeredAt)...)
+	}
+}
+
+// conversationEvent is the transcript's account of one entry.
+func conversationEvent(e conversation.Entry, answeredAt time.Time) []Event {
+	ev := Event{At: e.At, Turn: telephony.Turn{Speaker: SpeakerAgent, Text: e.Content, Note: e.Note}}
+	switch e.Role {
+	case conversation.RoleUser:
+		ev.Speaker, ev.Start, ev.End = SpeakerCallee, e.Start, e.End
+		ev.Confidence, ev.Recognizer = e.Confidence, e.Recognizer
+	case conversation.RoleToolCallInvocation:
+		ev.Text, ev.Note = fmt.Sprintf("(called %s %s)", e.Name, e.Arguments), true
+		ev.Tool = &telephony.ToolCall{ID: e.ToolCallID, Name: e.Name, Arguments: e.Arguments}
+	case conversation.RoleToolCallResult:
+		ev.Text, ev.Note = fmt.Sprintf("(%s answered: %s)", cmp.Or(e.Name, "the tool"), e.Content), true
+		ev.Tool = &telephony.ToolCall{ID: e.ToolCallID, Name: e.Name, Result: e.Content, Successful: e.Successful, Answered: true}
+	default:
+		if !e.At.IsZero() && !answeredAt.IsZero() && !e.Note {
+			ev.Start = max(e.At.Sub(answeredAt), 0)
+			ev.End = ev.Start
+		}
+	}
+	out := []Event{ev}
+	if e.Interrupted {
+		out = append(out, Event{At: e.At.Add(time.Millisecond), Turn: telephony.Turn{Speaker: SpeakerCallee,
+			Text: "(interrupted the agent)", Note: true}})
+	}
+	return out
+}
+
+// sipLine is the conversation's Line on a SIP call's media.
+type sipLine struct {
+	ctx    context.Context
+	m      *callMedia
+	voice  tts.Speaker
+	events chan conversation.LineEvent
+	says   chan pieceToSay
+	ready  chan voiced
+	// gen counts the cuts: speech queued before the last cut is dropped.
+	gen     atomic.Int64
+	playing atomic.Pointer[playback]
+	utters  chan speechEvent
+	wg      sync.WaitGroup
+}
+
+type pieceToSay struct {
+	text string
+	tag  int
+	gen  int64
+}
+
+type voiced struct {
+	pieceToSay
+	pcm []int16
+}
+
+func newSIPLine(ctx context.Context, m *callMedia, v tts.Speaker) *sipLine {
+	l := &sipLine{ctx: ctx, m: m, voice: v, events: make(chan conversation.LineEvent, lineEvents),
+		says: make(chan pieceToSay, lineSays), ready: make(chan voiced, 1), utters: make(chan speechEvent, lineUtterances)}
+	m.dropSpeech()
+	m.dropKeys()
+	m.listening.Store(true)
+	l.wg.Go(l.hear)
+	l.wg.Go(l.recognize)
+	l.wg.Go(l.synthesize)
+	l.wg.Go(l.play)
+	return l
+}
+
+// wait returns once the line's goroutines ended (after its ctx did).
+func (l *sipLine) wait() {
+	l.wg.Wait()
+	l.m.listening.Store(false)
+}
+
+func (l *sipLine) Events() <-chan conversation.LineEvent { return l.events }
+
+func (l *sipLine) Say(text string, tag int) bool {
+	select {
+	case l.says <- pieceToSay{text: text, tag: tag, gen: l.gen.Load()}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *sipLine) Cut() {
+	l.gen.Add(1)
+	if p := l.playing.Load(); p != nil {
+		p.cut.Store(true)
+	}
+}
+
+// Press keys digits in RFC 4733 telephone events, one after the other.
+func (l *sipLine) Press(ctx context.Context, digits string) error {
+	w := l.m.dtmf
+	if w == nil {
+		return errors.New("the call negotiated no telephone-event")
+	}
+	for _, d := range digits {
+		if !strings.ContainsRune(dtmfKeys, d) {
+			return fmt.Errorf("%q is not a key", d)
+		}
+		if err := w.WriteDTMF(d); err != nil {
+			return err
+		}
+		if !sleep(ctx, dtmfGap) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// dtmfGap is the pause between keys pressed one after the other.
+const dtmfGap = 100 * time.Millisecond
+
+// emit hands ev to the loop; false when the line is closing.
+func (l *sipLine) emit(ev conversation.LineEvent) bool {
+	select {
+	case l.events <- ev:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// hear passes the callee's speech starts and keys on at once, and their
+// utterances to the recognizer.
+func (l *sipLine) hear() {
+	defer close(l.utters)
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case k := <-l.m.keys:
+			if !l.emit(conversation.LineEvent{Kind: conversation.Key, Text: string(k.key), At: k.at}) {
+				return
+			}
+		case se := <-l.m.speech:
+			if se.started {
+				if !l.emit(conversation.LineEvent{Kind: conversation.SpeechStarted, At: time.Now()}) {
+					return
+				}
+				continue
+			}
+			select {
+			case l.utters <- se:
+			default:
+				// The recognizer is behind: the utterance is lost, but the
+				// turn still ends.
+				l.emit(conversation.LineEvent{Kind: conversation.Utterance, At: se.end, Cut: se.cut})
+			}
+		}
+	}
+}
+
+// recognize turns utterances into text, in order.
+func (l *sipLine) recognize() {
+	for se := range l.utters {
+		ev := conversation.LineEvent{Kind: conversation.Utterance, At: se.end, Cut: se.cut,
+			Start: se.start.Sub(l.m.answeredAt), End: se.end.Sub(l.m.answeredAt)}
+		if l.m.recognizer != nil {
+			ctx, cancel := context.WithTimeout(l.ctx, l.m.recognizeTimeout)
+			r, err := l.m.recognizer.Recognize(ctx, se.pcm, nil)
+			cancel()
+			if err == nil {
+				ev.Text, ev.Confidence = strings.TrimSpace(r.Text), r.Confidence
+				ev.Recognizer = cmp.Or(r.Recognizer, l.m.recognizer.Name())
+			}
+		}
+		ev.Recognized = time.Now()
+		if !l.emit(ev) {
+			return
+		}
+	}
+}
+
+// synthesize voices the pieces queued, one ahead of the one playing.
+func (l *sipLine) synthesize() {
+	defer close(l.ready)
+	for {
+		var s pieceToSay
+		select {
+		case <-l.ctx.Done():
+			return
+		case s = <-l.says:
+		}
+		if s.gen != l.gen.Load() {
+			continue // cut before it was spoken
+		}
+		pcm, err := l.voice.Speak(l.ctx, s.text)
+		if err != nil {
+			pcm = nil // the piece is skipped, its end still reported
+		}
+		select {
+		case l.ready <- voiced{pieceToSay: s, pcm: pcm}:
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
+// play plays the voiced pieces in order and reports their start and end.
+func (l *sipLine) play() {
+	for v := range l.ready {
+		if v.gen != l.gen.Load() {
+			continue
+		}
+		p, ok := l.m.start(l.ctx, v.pcm)
+		if !ok {
+			return
+		}
+		if p != nil {
+			l.playing.Store(p)
+			if v.gen != l.gen.Load() {
+				p.cut.Store(true) // cut while it was being handed over
+			}
+		}
+		if !l.emit(conversation.LineEvent{Kind: conversation.PlayStarted, Text: v.text, Tag: v.tag, At: time.Now()}) {
+			return
+		}
+		cut := false
+		if p != nil {
+			select {
+			case <-p.done:
+			case <-l.ctx.Done():
+				return
+			}
+			cut = p.cut.Load()
+			l.playing.Store(nil)
+		}
+		if !l.emit(conversation.LineEvent{Kind: conversation.PlayEnded, Text: v.text, Tag: v.tag, Cut: cut, At: time.Now()}) {
+			return
+		}
+	}
+}
+
+var _ conversation.Line = (*sipLine)(nil)
+
+// dtmfWriter keys digits on the call (diago's RFC 4733 writer).
+type dtmfWriter interface {
+	WriteDTMF(r rune) error
+}
+
+var _ dtmfWriter = (*diago.DTMFWriter)(nil)
