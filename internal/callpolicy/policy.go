@@ -17,6 +17,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/numberlists"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // Error codes of refused calls, as the REST API reports them.
@@ -84,11 +85,29 @@ func checkActive(a *switchboardv1.Agent, _ Request, _ *numberlists.Index) *Rejec
 }
 
 func checkVariables(a *switchboardv1.Agent, req Request, _ *numberlists.Index) *Rejection {
-	missing := MissingVariables(a.Spec.RequiredVariables, req.Variables)
+	missing := MissingVariables(RequiredVariables(a), req.Variables)
 	if len(missing) == 0 {
 		return nil
 	}
 	return &Rejection{Code: CodeMissingVariables, MissingVariables: missing, Message: MissingVariablesMessage(missing)}
+}
+
+// RequiredVariables are the variables every call of a must provide: its
+// requiredVariables, and the placeholders of its conversation's system
+// prompt and begin message (a model told "the callee is {{customer_name}}"
+// with no name would make one up).
+func RequiredVariables(a *switchboardv1.Agent) []string {
+	required := slices.Clone(a.Spec.RequiredVariables)
+	if c := a.Spec.Conversation; c != nil {
+		for _, text := range []string{c.SystemPrompt, c.BeginMessage} {
+			for _, name := range tts.Placeholders(text) {
+				if !slices.Contains(required, name) {
+					required = append(required, name)
+				}
+			}
+		}
+	}
+	return required
 }
 
 // MissingVariables are the names of required that vars lacks (blank

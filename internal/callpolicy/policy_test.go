@@ -110,3 +110,18 @@ func TestFromMismatchNamesExpectedNumber(t *testing.T) {
 		t.Fatalf("Check() = %+v, want expected_from_number +14155550100", rej)
 	}
 }
+
+// A conversation's prompt and begin message name variables the model
+// would otherwise make up: a call without them is refused at create.
+func TestConversationPlaceholdersAreRequired(t *testing.T) {
+	a := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{RequiredVariables: []string{"clinic"},
+		Conversation: &switchboardv1.Conversation{SystemPrompt: "You call {{customer_name}} for {{clinic}}.",
+			BeginMessage: "Hi {{customer_name}}, about {{appointment_day}}."}}}
+	rej := Check(a, Request{Variables: map[string]any{"clinic": "Northside"}}, nil)
+	if rej == nil || rej.Code != CodeMissingVariables {
+		t.Fatalf("Check() = %+v, want missing_variables", rej)
+	}
+	if got := rej.MissingVariables; len(got) != 2 || got[0] != "appointment_day" || got[1] != "customer_name" {
+		t.Fatalf("missing_variables = %v, want [appointment_day customer_name]", got)
+	}
+}

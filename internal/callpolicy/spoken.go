@@ -31,6 +31,9 @@ func spokenTexts(a *switchboardv1.Agent) []spokenText {
 			texts = append(texts, spokenText{fmt.Sprintf("script step %d's prompt", i+1), st.Gather.Prompt})
 		}
 	}
+	if c := a.Spec.Conversation; c != nil && c.BeginMessage != "" {
+		texts = append(texts, spokenText{"conversation's begin message", c.BeginMessage})
+	}
 	if vm := a.Spec.Voicemail; vm != nil && vm.Action == switchboardv1.VoicemailLeaveMessage {
 		texts = append(texts, spokenText{"voicemail message", vm.Message})
 	}

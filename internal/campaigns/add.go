@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 )
 
@@ -128,5 +129,5 @@ func (s *Service) missingRequired(ctx context.Context, c *switchboardv1.Campaign
 	case err != nil:
 		return nil, err
 	}
-	return MissingRequired(agent.Spec.RequiredVariables, in), nil
+	return MissingRequired(callpolicy.RequiredVariables(agent), in), nil
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/history"
 )
@@ -86,7 +87,7 @@ func (s *Service) Create(ctx context.Context, ns, id string, spec switchboardv1.
 	now := s.Now()
 	prepared, invalid := Prepare(contacts, s.Region, 0, now)
 	if len(invalid) == 0 {
-		invalid = MissingRequired(agent.Spec.RequiredVariables, contacts)
+		invalid = MissingRequired(callpolicy.RequiredVariables(agent), contacts)
 	}
 	if len(invalid) > 0 {
 		return nil, &InvalidContacts{Items: invalid}

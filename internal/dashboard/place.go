@@ -15,6 +15,7 @@ import (
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/callid"
 	"github.com/switchboard-dev/switchboard/internal/callinput"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/validation"
 )
@@ -57,7 +58,7 @@ func (d *dashboard) agents(ctx context.Context) ([]agentChoice, error) {
 	for i := range list.Items {
 		a := &list.Items[i]
 		agents = append(agents, agentChoice{ID: a.ResolvedID(), Name: a.Name, FromNumber: a.Spec.FromNumber,
-			RequiredVariables: a.Spec.RequiredVariables})
+			RequiredVariables: callpolicy.RequiredVariables(a)})
 	}
 	slices.SortFunc(agents, func(a, b agentChoice) int { return strings.Compare(a.Name, b.Name) })
 	return agents, nil
