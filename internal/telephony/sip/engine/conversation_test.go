@@ -19,6 +19,8 @@ type answerScript struct {
 	begin      string
 	answers    []conversation.Chunk
 	firstToken time.Duration
+	// repeat answers the requests after the last with the last answer.
+	repeat bool
 
 	chunks   chan conversation.Chunk
 	mu       sync.Mutex
@@ -50,10 +52,14 @@ func (a *answerScript) Request(req conversation.Request) {
 	a.mu.Lock()
 	a.requests = append(a.requests, req)
 	a.mu.Unlock()
-	if req.ResponseID > len(a.answers) {
+	n := req.ResponseID
+	if n > len(a.answers) && a.repeat {
+		n = len(a.answers)
+	}
+	if n > len(a.answers) || n < 1 {
 		return
 	}
-	answer := a.answers[req.ResponseID-1]
+	answer := a.answers[n-1]
 	a.wg.Go(func() {
 		if !sleep(a.ctx, a.firstToken) {
 			return
