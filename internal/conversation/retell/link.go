@@ -25,6 +25,8 @@ type link struct {
 	ended   chan connEnd
 	// dropBegin: a reconnected server's begin message is not said again.
 	dropBegin bool
+	// readerDone: its end was taken from ended.
+	readerDone bool
 
 	// Run's.
 	ready       bool
@@ -69,6 +71,11 @@ func (s *session) serve(conn *websocket.Conn, reconnected bool) connEnd {
 			l.close(websocket.StatusNormalClosure, "call ended")
 			return connEnd{}
 		case end := <-l.ended:
+			l.readerDone = true
+			if s.ctx.Err() != nil { // the reader stopped for Close
+				l.close(websocket.StatusNormalClosure, "call ended")
+				return connEnd{}
+			}
 			_ = conn.CloseNow()
 			return s.settle(end)
 		case c := <-l.configs:
@@ -265,7 +272,9 @@ func (l *link) close(code websocket.StatusCode, reason string) {
 	}
 	t.Stop()
 	l.stopRead()
-	<-l.ended
+	if !l.readerDone {
+		<-l.ended
+	}
 	<-done
 }
 

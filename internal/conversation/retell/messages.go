@@ -137,36 +137,44 @@ func parse(data []byte) (*serverMessage, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("the message is not valid JSON of the protocol: %w", err)
 	}
+	if m.ResponseType == "" {
+		return nil, errors.New("a message without a response_type")
+	}
+	return &m, m.check()
+}
+
+// check says what the message lacks that its type requires.
+func (m *serverMessage) check() error {
 	switch m.ResponseType {
 	case responseConfig:
 		if m.Config == nil {
-			return nil, errors.New("a config event without its config object")
+			return errors.New("a config event without its config object")
 		}
 	case responseResponse:
-		if m.ResponseID == nil || *m.ResponseID < 0 {
-			return nil, errors.New("a response without a response_id")
+		if !atLeast(m.ResponseID, 0) {
+			return errors.New("a response without a response_id")
 		}
 	case responseAgentInterrupt:
 		// Chunk.InterruptID > 0 is what tells an interrupt from a response.
-		if m.InterruptID == nil || *m.InterruptID < 1 {
-			return nil, errors.New("an agent_interrupt without a positive interrupt_id")
+		if !atLeast(m.InterruptID, 1) {
+			return errors.New("an agent_interrupt without a positive interrupt_id")
 		}
 	case responseUpdateAgent:
 		if m.AgentConfig == nil {
-			return nil, errors.New("an update_agent without its agent_config")
+			return errors.New("an update_agent without its agent_config")
 		}
 	case responseToolCallInvocation, responseToolCallResult:
 		if m.ToolCallID == "" {
-			return nil, fmt.Errorf("a %s without a tool_call_id", m.ResponseType)
+			return fmt.Errorf("a %s without a tool_call_id", m.ResponseType)
 		}
 	case responsePingPong, responseMetadata:
-	case "":
-		return nil, errors.New("a message without a response_type")
 	default:
-		return nil, fmt.Errorf("unknown response_type %q", m.ResponseType)
+		return fmt.Errorf("unknown response_type %q", m.ResponseType)
 	}
-	return &m, nil
+	return nil
 }
+
+func atLeast(v *int, least int) bool { return v != nil && *v >= least }
 
 // chunk is a response's or an interrupt's chunk.
 func (m *serverMessage) chunk() conversation.Chunk {

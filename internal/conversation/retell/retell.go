@@ -314,10 +314,10 @@ func (s *session) poke() {
 
 // run serves connections until the session ends.
 func (s *session) run(conn *websocket.Conn) {
-	defer func() {
+	defer func() { // done first: Err is good once Chunks is closed
+		close(s.done)
 		close(s.chunks)
 		close(s.settings)
-		close(s.done)
 	}()
 	attempts := 0
 	for {

@@ -173,6 +173,7 @@ type Server struct {
 	mu       sync.Mutex
 	paths    []string
 	conns    []*websocket.Conn
+	closes   []websocket.StatusCode
 	received []Received
 }
 
@@ -210,6 +211,14 @@ func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// Closes are the status codes the client closed connections with, in
+// the order they closed (-1: no close frame).
+func (s *Server) Closes() []websocket.StatusCode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]websocket.StatusCode(nil), s.closes...)
 }
 
 // Received is every message received so far, in order.
@@ -286,7 +295,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		typ, data, err := c.Read(ctx)
-		if err != nil || typ != websocket.MessageText {
+		if err != nil {
+			s.mu.Lock()
+			s.closes = append(s.closes, websocket.CloseStatus(err))
+			s.mu.Unlock()
+			return
+		}
+		if typ != websocket.MessageText {
 			return
 		}
 		var m Received
