@@ -1,6 +1,7 @@
 package retell
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,13 +350,13 @@ func (s *session) handle(ctx context.Context, l *link, m *serverMessage) bool {
 			return true
 		}
 		s.track(c)
-		return push(ctx, s, s.chunks, c)
+		return s.push(ctx, c)
 	case responseAgentInterrupt:
-		return push(ctx, s, s.chunks, m.chunk())
+		return s.push(ctx, m.chunk())
 	case responseUpdateAgent:
-		return push(ctx, s, s.settings, m.AgentConfig.settings())
+		s.offer(m.AgentConfig.settings())
 	case responseToolCallInvocation, responseToolCallResult:
-		return push(ctx, s, s.chunks, conversation.Chunk{ResponseID: int(s.newest.Load()), Tool: m.tool()})
+		return s.push(ctx, conversation.Chunk{ResponseID: int(s.newest.Load()), Tool: m.tool()})
 	case responseMetadata:
 		s.log.V(1).Info("ignored the server's metadata event (it is for web calls)")
 	}
@@ -373,12 +374,32 @@ func (s *session) track(c conversation.Chunk) {
 	}
 }
 
-// push hands v to the loop, waiting while the loop is slow (the reader
+// offer hands the loop new settings without waiting: settings the loop
+// has not taken yet are merged into them (a loop that never reads
+// Settings costs nothing). The reader is the only sender.
+func (s *session) offer(st conversation.Settings) {
+	for {
+		select {
+		case s.settings <- st:
+			return
+		default:
+		}
+		select {
+		case old := <-s.settings:
+			st.ReminderAfterMs = cmp.Or(st.ReminderAfterMs, old.ReminderAfterMs)
+			st.ReminderMaxCount = cmp.Or(st.ReminderMaxCount, old.ReminderMaxCount)
+			st.InterruptionSensitivity = cmp.Or(st.InterruptionSensitivity, old.InterruptionSensitivity)
+		default:
+		}
+	}
+}
+
+// push hands c to the loop, waiting while the loop is slow (the reader
 // then stops reading: back-pressure on the server, never an unbounded
 // queue). A wait does not count against the server's ping_pong.
-func push[T any](ctx context.Context, s *session, ch chan<- T, v T) bool {
+func (s *session) push(ctx context.Context, c conversation.Chunk) bool {
 	select {
-	case ch <- v:
+	case s.chunks <- c:
 		return true
 	default:
 	}
@@ -388,7 +409,7 @@ func push[T any](ctx context.Context, s *session, ch chan<- T, v T) bool {
 		s.blocked.Store(false)
 	}()
 	select {
-	case ch <- v:
+	case s.chunks <- c:
 		return true
 	case <-ctx.Done():
 	case <-s.ctx.Done():

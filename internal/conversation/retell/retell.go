@@ -55,8 +55,7 @@ const (
 const (
 	// chunkBuffer bounds the chunks waiting for the loop; beyond it the
 	// reader stops reading the socket (back-pressure on the server).
-	chunkBuffer    = 64
-	settingsBuffer = 8
+	chunkBuffer = 64
 	// writeTimeout bounds one message to the server; closeTimeout the
 	// closing handshake.
 	writeTimeout = 5 * time.Second
@@ -122,7 +121,7 @@ func Open(ctx context.Context, cfg Config, call conversation.CallDetails) (conve
 	s := &session{
 		cfg: cfg, call: call, target: target, client: guardedClient(cfg.Policy), log: cfg.Log,
 		chunks:    make(chan conversation.Chunk, chunkBuffer),
-		settings:  make(chan conversation.Settings, settingsBuffer),
+		settings:  make(chan conversation.Settings, 1),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		started:   -1,
@@ -357,7 +356,7 @@ func (s *session) reconnect(attempts *int, why string) (*websocket.Conn, error) 
 // request, if none of its chunks came, is asked again.
 func (s *session) resume() {
 	if s.started > s.completed {
-		push(s.ctx, s, s.chunks, conversation.Chunk{ResponseID: s.started, Complete: true})
+		s.push(s.ctx, conversation.Chunk{ResponseID: s.started, Complete: true})
 		s.completed = s.started
 	}
 	if s.sent == nil || s.sent.ResponseID <= s.started {

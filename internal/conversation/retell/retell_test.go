@@ -417,16 +417,19 @@ func TestServerEvents(t *testing.T) {
 		t.Errorf("last chunk = %+v, want digit 1, end_call, no interruption", last)
 	}
 
+	// Two update_agent events before the loop looks: it gets them merged.
 	ctx := context.Background()
-	if err := srv.Send(ctx, retelltest.Interrupt(7, "Sorry to cut in.", true)); err != nil {
-		t.Fatal(err)
+	for _, e := range []retelltest.Event{
+		retelltest.UpdateAgent(map[string]any{"reminder_trigger_ms": 4000, "interruption_sensitivity": 0.9}),
+		retelltest.UpdateAgent(map[string]any{"reminder_max_count": 0, "interruption_sensitivity": 0.5, "responsiveness": 1}),
+		retelltest.Interrupt(7, "Sorry to cut in.", true),
+	} {
+		if err := srv.Send(ctx, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if c := until(t, s, func(conversation.Chunk) bool { return true })[0]; c.InterruptID != 7 || c.Content != "Sorry to cut in." || !c.Complete || !c.NoInterruption {
 		t.Errorf("interrupt = %+v", c)
-	}
-	if err := srv.Send(ctx, retelltest.UpdateAgent(map[string]any{"reminder_trigger_ms": 4000, "reminder_max_count": 0,
-		"interruption_sensitivity": 0.5, "responsiveness": 1})); err != nil {
-		t.Fatal(err)
 	}
 	select {
 	case st := <-s.Settings():
@@ -434,8 +437,51 @@ func TestServerEvents(t *testing.T) {
 			st.InterruptionSensitivity == nil || *st.InterruptionSensitivity != 0.5 {
 			t.Errorf("settings = %+v", st)
 		}
-	case <-time.After(wait):
+	default:
 		t.Fatal("no settings")
+	}
+}
+
+func TestReconnectEndsHalfStreamedResponse(t *testing.T) {
+	srv := retelltest.New(t, retelltest.Options{Config: retelltest.Config{AutoReconnect: true},
+		Answer: func(r retelltest.Received) []retelltest.Event {
+			if r.Conn == 1 {
+				return []retelltest.Event{retelltest.Chunk(*r.ResponseID, "Let me see", false)}
+			}
+			return retelltest.DefaultAnswer(r)
+		}})
+	s := open(t, testConfig(srv.URL))
+	until(t, s, complete(0))
+	s.Request(conversation.Request{Kind: conversation.Respond, ResponseID: 1, Transcript: transcript("hi")})
+	until(t, s, func(c conversation.Chunk) bool { return c.Content == "Let me see" })
+	srv.Drop()
+	if got := until(t, s, func(conversation.Chunk) bool { return true }); got[0] != (conversation.Chunk{ResponseID: 1, Complete: true}) {
+		t.Errorf("after the drop: %+v, want response 1 completed where it stopped", got)
+	}
+	s.Request(conversation.Request{Kind: conversation.Respond, ResponseID: 2, Transcript: transcript("hello?")})
+	until(t, s, complete(2))
+	var asked []int
+	for _, r := range srv.Received() {
+		if r.InteractionType == "response_required" {
+			asked = append(asked, *r.ResponseID)
+		}
+	}
+	if len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
+		t.Errorf("requests received %v, want 1 then 2 (a started response is not asked again)", asked)
+	}
+}
+
+func TestReadLimit(t *testing.T) {
+	srv := retelltest.New(t, retelltest.Options{Answer: func(r retelltest.Received) []retelltest.Event {
+		return []retelltest.Event{retelltest.Chunk(*r.ResponseID, strings.Repeat("a", 2000), true)}
+	}})
+	cfg := testConfig(srv.URL)
+	cfg.ReadLimit = 1024
+	s := open(t, cfg)
+	until(t, s, complete(0))
+	s.Request(conversation.Request{Kind: conversation.Respond, ResponseID: 1, Transcript: transcript("hi")})
+	if _, err := ended(t, s); reason(err) != conversation.ReasonWebSocketCorrupt || !strings.Contains(err.Error(), "1024-byte") {
+		t.Errorf("Err = %v, want %s over the limit", err, conversation.ReasonWebSocketCorrupt)
 	}
 }
 

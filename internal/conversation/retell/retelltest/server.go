@@ -256,6 +256,14 @@ func (s *Server) CloseWith(code websocket.StatusCode, reason string) {
 	_ = c.Close(code, reason)
 }
 
+// Drop drops the newest connection without a close frame.
+func (s *Server) Drop() {
+	s.mu.Lock()
+	c := s.conns[len(s.conns)-1]
+	s.mu.Unlock()
+	_ = c.CloseNow()
+}
+
 func send(ctx context.Context, c *websocket.Conn, e Event) error {
 	b, err := json.Marshal(e)
 	if err != nil {
