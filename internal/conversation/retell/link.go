@@ -61,9 +61,22 @@ func (s *session) serve(conn *websocket.Conn, reconnected bool) connEnd {
 		s.resume()
 	}
 	go func() { l.ended <- s.read(readCtx, l) }()
+	defer l.stopTimers()
+	if reconnected && s.autoReconnect {
+		// Pings go on at once: a reopened server that never speaks is
+		// dropped too, config or not.
+		if err := l.startPings(); err != nil {
+			return l.writeFailed(err)
+		}
+	}
+	return l.loop()
+}
+
+// loop writes and pings until the connection ends.
+func (l *link) loop() connEnd {
+	s := l.s
 	hold := time.NewTimer(holdQueue)
 	defer hold.Stop()
-	defer l.stopTimers()
 	heard := l.heard
 	for {
 		var err error
@@ -72,13 +85,7 @@ func (s *session) serve(conn *websocket.Conn, reconnected bool) connEnd {
 			l.close(websocket.StatusNormalClosure, "call ended")
 			return connEnd{}
 		case end := <-l.ended:
-			l.readerDone = true
-			if s.ctx.Err() != nil { // the reader stopped for Close
-				l.close(websocket.StatusNormalClosure, "call ended")
-				return connEnd{}
-			}
-			_ = conn.CloseNow()
-			return s.settle(end)
+			return l.readerEnded(end)
 		case c := <-l.configs:
 			err = l.configure(c)
 		case <-heard:
@@ -100,6 +107,17 @@ func (s *session) serve(conn *websocket.Conn, reconnected bool) connEnd {
 			return l.writeFailed(err)
 		}
 	}
+}
+
+// readerEnded ends the connection after its reader.
+func (l *link) readerEnded(end connEnd) connEnd {
+	l.readerDone = true
+	if l.s.ctx.Err() != nil { // the reader stopped for Close
+		l.close(websocket.StatusNormalClosure, "call ended")
+		return connEnd{}
+	}
+	_ = l.conn.CloseNow()
+	return l.s.settle(end)
 }
 
 // settle turns a lost connection into a reconnect or the session's end.
@@ -159,17 +177,26 @@ func (l *link) configure(c serverConfig) error {
 			return err
 		}
 	}
-	if c.AutoReconnect && l.pings == nil {
-		l.s.lastPong.Store(time.Now().UnixNano())
-		l.pings = time.NewTicker(l.s.cfg.PingInterval)
-		l.pongDue = time.NewTimer(l.s.cfg.PingTimeout)
-		if err := l.write(pingPong{InteractionType: interactionPingPong, Timestamp: time.Now().UnixMilli()}); err != nil {
+	if c.AutoReconnect {
+		if err := l.startPings(); err != nil {
 			return err
 		}
 	}
 	// Requests held for the config go now.
 	l.ready = true
 	return l.flush()
+}
+
+// startPings sends ping_pong now and every PingInterval, and watches for
+// the server's.
+func (l *link) startPings() error {
+	if l.pings != nil {
+		return nil
+	}
+	l.s.lastPong.Store(time.Now().UnixNano())
+	l.pings = time.NewTicker(l.s.cfg.PingInterval)
+	l.pongDue = time.NewTimer(l.s.cfg.PingTimeout)
+	return l.write(pingPong{InteractionType: interactionPingPong, Timestamp: time.Now().UnixMilli()})
 }
 
 // checkPong ends the connection when the server's ping_pong is overdue,

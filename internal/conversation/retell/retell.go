@@ -153,20 +153,26 @@ func callURL(ctx context.Context, p egress.URLPolicy, raw, callID string) (strin
 	case u.Scheme == "ws" && p.AllowInsecure:
 		asHTTP.Scheme = "http"
 	case u.Scheme == "ws":
-		return "", fmt.Errorf("llmWebSocket url %s: ws:// is allowed only in development (--dev); use wss://", u.Redacted())
+		return "", fmt.Errorf("llmWebSocket url %s: ws:// is allowed only in development (--dev); use wss://", redacted(u))
 	default:
-		return "", fmt.Errorf("llmWebSocket url %s: the scheme must be wss", u.Redacted())
+		return "", fmt.Errorf("llmWebSocket url %s: the scheme must be wss", redacted(u))
 	}
 	if err := p.Check(ctx, asHTTP.String()); err != nil {
 		var uerr *egress.URLError
 		if errors.As(err, &uerr) {
-			return "", fmt.Errorf("llmWebSocket url %s: %s", u.Redacted(), uerr.Reason)
+			return "", fmt.Errorf("llmWebSocket url %s: %s", redacted(u), uerr.Reason)
 		}
 		return "", err
 	}
 	u.Path = strings.TrimRight(u.Path, "/") + "/" + callID
 	u.RawPath = ""
 	return u.String(), nil
+}
+
+// redacted is u without what may carry a secret: credentials and query.
+func redacted(u *url.URL) string {
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	return r.String()
 }
 
 // guardedClient dials through the address guard (trusted in-cluster
@@ -209,6 +215,11 @@ func (s *session) dial(ctx context.Context) (*websocket.Conn, error) {
 		case dialCtx.Err() != nil:
 			detail = fmt.Sprintf("the server did not accept the connection within %s", s.cfg.ConnectTimeout)
 		default:
+			// The url.Error's own text would repeat the URL and its query.
+			var uerr *url.Error
+			if errors.As(err, &uerr) {
+				err = uerr.Err
+			}
 			detail = "could not connect to the server: " + err.Error()
 		}
 		return nil, &conversation.Error{Reason: conversation.ReasonWebSocketOpen, Detail: detail}

@@ -397,7 +397,8 @@ func TestServerEvents(t *testing.T) {
 			retelltest.ToolInvocation("t1", "lookup", `{"q":"x"}`),
 			{"response_type": "metadata", "metadata": map[string]any{"k": "v"}},
 			retelltest.ToolResult("t1", "found", true),
-			retelltest.Chunk(id, "Press one.", true).With("digit_to_press", "1").With("end_call", true).With("no_interruption_allowed", true),
+			retelltest.Chunk(id, "Press one.", true).With("digit_to_press", "1").With("end_call", true).
+				With("no_interruption_allowed", true).With("transfer_number", "+14155550123"),
 		}
 	}})
 	s := open(t, testConfig(srv.URL))
@@ -413,8 +414,8 @@ func TestServerEvents(t *testing.T) {
 	if res := got[2].Tool; res.Role != conversation.RoleToolCallResult || res.Content != "found" || res.Successful == nil || !*res.Successful {
 		t.Errorf("result = %+v", res)
 	}
-	if last := got[3]; last.Digits != "1" || !last.EndCall || !last.NoInterruption {
-		t.Errorf("last chunk = %+v, want digit 1, end_call, no interruption", last)
+	if last := got[3]; last.Digits != "1" || !last.EndCall || !last.NoInterruption || last.TransferNumber != "+14155550123" {
+		t.Errorf("last chunk = %+v, want digit 1, end_call, no interruption, a transfer number", last)
 	}
 
 	// Two update_agent events before the loop looks: it gets them merged.
@@ -520,5 +521,27 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	goleak.VerifyNone(t, before)
 	if got := srv.Closes(); len(got) != 1 || got[0] != websocket.StatusNormalClosure {
 		t.Errorf("the server saw closes %v, want 1000", got)
+	}
+}
+
+func TestSlowLoopIsNotALostServer(t *testing.T) {
+	srv := retelltest.New(t, retelltest.Options{Config: retelltest.Config{AutoReconnect: true}})
+	s := open(t, testConfig(srv.URL))
+	until(t, s, complete(0))
+	ctx := context.Background()
+	for i := 0; i < 100; i++ { // more than Chunks holds: the reader waits
+		if err := srv.Send(ctx, retelltest.Chunk(1, "x", false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Send(ctx, retelltest.Chunk(1, "", true)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * testConfig("").PingTimeout) // the loop is busy; the server's pongs wait in the socket
+	if got := until(t, s, complete(1)); len(got) != 101 {
+		t.Errorf("%d chunks, want 101", len(got))
+	}
+	if n := srv.Connections(); n != 1 {
+		t.Errorf("%d connections; back-pressure from the loop must not look like a lost server", n)
 	}
 }

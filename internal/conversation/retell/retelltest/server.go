@@ -328,9 +328,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // open sends what the server sends on accept.
 func (s *Server) open(ctx context.Context, c *websocket.Conn) error {
-	// The Python demo's config carries a response_id: clients must
-	// tolerate extra keys.
-	config := Event{"response_type": "config", "config": s.opts.Config, "response_id": 1}
+	// The Python demo's config carries a response_id (here inside the
+	// config object too): clients must tolerate extra keys.
+	config := Event{"response_type": "config", "response_id": 1, "config": map[string]any{
+		"auto_reconnect": s.opts.Config.AutoReconnect, "call_details": s.opts.Config.CallDetails,
+		"transcript_with_tool_calls": s.opts.Config.TranscriptWithToolCalls, "response_id": 1,
+	}}
 	if !s.opts.NoConfig && s.opts.ConfigDelay == 0 {
 		if err := send(ctx, c, config); err != nil {
 			return err
