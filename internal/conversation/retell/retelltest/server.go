@@ -247,15 +247,6 @@ func (s *Server) Send(ctx context.Context, e Event) error {
 	return send(ctx, c, e)
 }
 
-// CloseWith closes the newest connection with a status (a server ending
-// the call, or failing).
-func (s *Server) CloseWith(code websocket.StatusCode, reason string) {
-	s.mu.Lock()
-	c := s.conns[len(s.conns)-1]
-	s.mu.Unlock()
-	_ = c.Close(code, reason)
-}
-
 // Drop drops the newest connection without a close frame.
 func (s *Server) Drop() {
 	s.mu.Lock()
