@@ -149,7 +149,6 @@ type ConversationWebSocket struct {
 }
 
 // ConversationTools are the tools an llm conversation's model may call.
-// +kubebuilder:validation:XValidation:rule="!has(self.functions) || self.functions.all(f, self.functions.exists_one(g, g.name == f.name))",message="function names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.builtIn) || !has(self.functions) || self.functions.all(f, !(f.name in self.builtIn))",message="a function may not take a built-in tool's name"
 type ConversationTools struct {
 	// builtIn are the built-in tools: end_call, press_digit.
@@ -161,9 +160,11 @@ type ConversationTools struct {
 	// +kubebuilder:validation:XValidation:rule="!self.exists(t, t == 'transfer_call')",message="transfer_call is not in this release: a conversation cannot transfer yet"
 	BuiltIn []string `json:"builtIn,omitempty"`
 
-	// functions are the organization's own tools, called over HTTPS.
+	// functions are the organization's own tools, called over HTTPS; their
+	// names are unique.
 	// +optional
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Functions []ConversationFunction `json:"functions,omitempty"`
 }
@@ -175,6 +176,7 @@ type ConversationTools struct {
 type ConversationFunction struct {
 	// name the model calls it by.
 	// +required
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
 	Name string `json:"name"`
 
