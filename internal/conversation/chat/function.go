@@ -23,8 +23,12 @@ const retryPause = 100 * time.Millisecond
 // truncatedNote ends a function's answer cut at MaxFunctionAnswerChars.
 const truncatedNote = "\n[The function's answer was longer and was cut here.]"
 
-// errAttemptTimedOut is why an attempt's context was canceled.
-var errAttemptTimedOut = errors.New("attempt timed out")
+var (
+	// errAttemptTimedOut is why an attempt's context was canceled.
+	errAttemptTimedOut = errors.New("attempt timed out")
+	// errRefused is an address the policy refuses.
+	errRefused = errors.New("its address is refused")
+)
 
 // callFunction posts the call to the function, as Retell does: body
 // {"name", "call", "args"}, signed (Standard Webhooks) when the function
@@ -60,6 +64,9 @@ func (s *session) callFunction(ctx context.Context, f Function, args json.RawMes
 		switch {
 		case ctx.Err() != nil:
 			return "Error: canceled.", false
+		case errors.Is(err, errRefused):
+			// The address guard will refuse it again.
+			return "Error: the function's address is refused.", false
 		case err != nil:
 			why = err.Error()
 			continue
@@ -124,7 +131,7 @@ func attemptError(ctx context.Context, err error, timeout time.Duration) error {
 	case errors.Is(context.Cause(ctx), errAttemptTimedOut):
 		return fmt.Errorf("no answer within %s", timeout)
 	case errors.As(err, &refused):
-		return errors.New("its address is refused")
+		return errRefused
 	}
 	return errors.New("it could not be reached")
 }
