@@ -107,8 +107,12 @@ func respond(id int, transcript ...conversation.Message) conversation.Request {
 	return conversation.Request{Kind: conversation.Respond, ResponseID: id, Transcript: transcript}
 }
 
-func user(s string) conversation.Message  { return conversation.Message{Role: conversation.RoleUser, Content: s} }
-func agent(s string) conversation.Message { return conversation.Message{Role: conversation.RoleAgent, Content: s} }
+func user(s string) conversation.Message {
+	return conversation.Message{Role: conversation.RoleUser, Content: s}
+}
+func agent(s string) conversation.Message {
+	return conversation.Message{Role: conversation.RoleAgent, Content: s}
+}
 
 func TestBeginMessageIsResponseZero(t *testing.T) {
 	for _, begin := range []string{"Hello, this is Chez Ada.", ""} {
@@ -651,7 +655,9 @@ func TestOpenRefusesBadTools(t *testing.T) {
 		{"schema reading a file", func(c *Config) {
 			c.Functions = []Function{{Name: "f", URL: "http://x/f", Parameters: json.RawMessage(`{"type":"object","$ref":"file:///etc/passwd"}`)}}
 		}},
-		{"bad secret", func(c *Config) { c.Functions = []Function{{Name: "f", URL: "http://x/f", SigningSecret: "whsec_short"}} }},
+		{"bad secret", func(c *Config) {
+			c.Functions = []Function{{Name: "f", URL: "http://x/f", SigningSecret: "whsec_short"}}
+		}},
 		{"name of a built-in", func(c *Config) { c.Functions = []Function{{Name: "end_call", URL: "http://x/f"}} }},
 	} {
 		cfg := config("http://127.0.0.1:1/v1")
