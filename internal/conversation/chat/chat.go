@@ -307,16 +307,6 @@ func (s *session) emit(ctx context.Context, c conversation.Chunk) error {
 	}
 }
 
-// builtIn reports whether the Agent gave the model the built-in tool name.
-func builtIn(cfg Config, name string) bool {
-	for _, b := range cfg.BuiltIn {
-		if b == name {
-			return true
-		}
-	}
-	return false
-}
-
 // The built-in tools this package runs.
 const (
 	toolEndCall    = switchboardv1.ToolEndCall

@@ -44,16 +44,7 @@ func (s *session) messages(req conversation.Request) []openai.ChatCompletionMess
 			for j < len(t) && t[j].Role == conversation.RoleToolCallInvocation {
 				j++
 			}
-			var calls []invokedCall
-			for _, inv := range t[i:j] {
-				res, ok := results[inv.ToolCallID]
-				content := interrupted
-				if ok && inv.ToolCallID != "" {
-					content = res.Content
-				}
-				calls = append(calls, invokedCall{id: inv.ToolCallID, name: inv.Name, arguments: inv.Arguments, result: content})
-			}
-			out = append(out, toolRound("", calls)...)
+			out = append(out, toolRound("", withResults(t[i:j], results))...)
 			i = j - 1
 		}
 	}
@@ -61,6 +52,20 @@ func (s *session) messages(req conversation.Request) []openai.ChatCompletionMess
 		out = append(out, openai.UserMessage(RemindPrompt))
 	}
 	return out
+}
+
+// withResults pairs invocations with their results; one without is
+// told interrupted.
+func withResults(invocations []conversation.Message, results map[string]conversation.Message) []invokedCall {
+	calls := make([]invokedCall, 0, len(invocations))
+	for _, inv := range invocations {
+		content := interrupted
+		if res, ok := results[inv.ToolCallID]; ok && inv.ToolCallID != "" {
+			content = res.Content
+		}
+		calls = append(calls, invokedCall{id: inv.ToolCallID, name: inv.Name, arguments: inv.Arguments, result: content})
+	}
+	return calls
 }
 
 // invokedCall is a tool call with its result, as the model is told it.

@@ -92,7 +92,7 @@ func (s *session) complete(ctx context.Context, messages []openai.ChatCompletion
 	defer func() { _ = stream.Close() }()
 	var out completion
 	var text strings.Builder
-	calls := map[int64]*toolCall{}
+	calls := gathered{}
 	events := 0
 	for stream.Next() {
 		events++
@@ -106,36 +106,16 @@ func (s *session) complete(ctx context.Context, messages []openai.ChatCompletion
 		}
 		started.Store(true)
 		timer.Reset(s.firstTok)
-		for _, tc := range delta.ToolCalls {
-			c := calls[tc.Index]
-			if c == nil {
-				c = &toolCall{}
-				calls[tc.Index] = c
-			}
-			if c.name == "" {
-				c.name = tc.Function.Name
-			}
-			c.arguments += tc.Function.Arguments
+		calls.add(delta.ToolCalls)
+		said, capped, err := s.say(ctx, r, delta.Content)
+		text.WriteString(said)
+		if err != nil {
+			return out, err
 		}
-		if delta.Content == "" {
-			continue
-		}
-		content := delta.Content
-		if room := MaxResponseChars - r.chars; utf8.RuneCountInString(content) >= room {
-			content, out.capped = cutRunes(content, room), true
-		}
-		r.chars += utf8.RuneCountInString(content)
-		text.WriteString(content)
-		if content != "" {
-			if err := s.emit(ctx, conversation.Chunk{ResponseID: r.id, Content: content}); err != nil {
-				return out, err
-			}
-		}
-		if out.capped {
+		if capped {
 			// Closing the stream drops the connection: the model's
 			// endless answer is not read any further.
-			out.text = text.String()
-			return out, nil
+			return completion{text: text.String(), capped: true}, nil
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -147,16 +127,52 @@ func (s *session) complete(ctx context.Context, messages []openai.ChatCompletion
 	if events == 0 {
 		return out, fault("the endpoint's answer was not an event stream of chat completion chunks")
 	}
-	out.text = text.String()
-	indexes := make([]int64, 0, len(calls))
-	for i := range calls {
+	return completion{text: text.String(), calls: calls.inOrder()}, nil
+}
+
+// say emits content as a chunk, cut where the response reaches
+// MaxResponseChars (capped), and returns what it said.
+func (s *session) say(ctx context.Context, r *response, content string) (string, bool, error) {
+	capped := false
+	if room := MaxResponseChars - r.chars; utf8.RuneCountInString(content) >= room {
+		content, capped = cutRunes(content, room), true
+	}
+	if content == "" {
+		return "", capped, nil
+	}
+	r.chars += utf8.RuneCountInString(content)
+	return content, capped, s.emit(ctx, conversation.Chunk{ResponseID: r.id, Content: content})
+}
+
+// gathered are a stream's tool calls by index, as their deltas come: the
+// first names the call, the others add to its arguments.
+type gathered map[int64]*toolCall
+
+func (g gathered) add(deltas []openai.ChatCompletionChunkChoiceDeltaToolCall) {
+	for _, d := range deltas {
+		c := g[d.Index]
+		if c == nil {
+			c = &toolCall{}
+			g[d.Index] = c
+		}
+		if c.name == "" {
+			c.name = d.Function.Name
+		}
+		c.arguments += d.Function.Arguments
+	}
+}
+
+func (g gathered) inOrder() []toolCall {
+	indexes := make([]int64, 0, len(g))
+	for i := range g {
 		indexes = append(indexes, i)
 	}
 	sort.Slice(indexes, func(a, b int) bool { return indexes[a] < indexes[b] })
+	calls := make([]toolCall, 0, len(g))
 	for _, i := range indexes {
-		out.calls = append(out.calls, *calls[i])
+		calls = append(calls, *g[i])
 	}
-	return out, nil
+	return calls
 }
 
 // params is the chat-completions request; the last round offers the tools

@@ -432,25 +432,8 @@ func (st *streamer) stream(r *http.Request, a answer, maxTokens *int) {
 	}
 	if len(a.calls) > 0 && finish == "stop" {
 		finish = "tool_calls"
-		for i, c := range a.calls {
-			var head toolCallDelta
-			head.Index, head.ID, head.Type = i, fmt.Sprintf("call_%s_%d", st.id, i), "function"
-			head.Function.Name = c.Name
-			d := delta{ToolCalls: []toolCallDelta{head}}
-			if first {
-				d.Role, first = "assistant", false
-			}
-			if !st.send(d, nil) {
-				return
-			}
-			for _, piece := range pieces(c.Arguments, 7) {
-				var more toolCallDelta
-				more.Index = i
-				more.Function.Arguments = piece
-				if !st.send(delta{ToolCalls: []toolCallDelta{more}}, nil) {
-					return
-				}
-			}
+		if !st.sendCalls(a.calls, first) {
+			return
 		}
 	}
 	if !st.send(delta{}, &finish) {
@@ -458,6 +441,32 @@ func (st *streamer) stream(r *http.Request, a answer, maxTokens *int) {
 	}
 	_, _ = io.WriteString(st.w, "data: [DONE]\n\n")
 	st.flush()
+}
+
+// sendCalls streams each call: a delta with its index, id and name, then
+// its arguments in pieces.
+func (st *streamer) sendCalls(calls []ToolCall, first bool) bool {
+	for i, c := range calls {
+		var head toolCallDelta
+		head.Index, head.ID, head.Type = i, fmt.Sprintf("call_%s_%d", st.id, i), "function"
+		head.Function.Name = c.Name
+		d := delta{ToolCalls: []toolCallDelta{head}}
+		if first {
+			d.Role, first = "assistant", false
+		}
+		if !st.send(d, nil) {
+			return false
+		}
+		for _, piece := range pieces(c.Arguments, 7) {
+			var more toolCallDelta
+			more.Index = i
+			more.Function.Arguments = piece
+			if !st.send(delta{ToolCalls: []toolCallDelta{more}}, nil) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // pieces cuts s every n bytes, as a model's tokens cut JSON anywhere.
