@@ -714,3 +714,15 @@ func TestDemoDialogue(t *testing.T) {
 		t.Errorf("reminder %q", got)
 	}
 }
+
+func TestASlowReaderIsNotAStalledModel(t *testing.T) {
+	llm := llmtest.New(llmtest.Turn{Say: strings.Repeat("word ", 150)})
+	cfg := config(llmtest.Start(t, llm))
+	cfg.FirstTokenTimeout = 100 * time.Millisecond
+	s := open(t, cfg)
+	s.Request(respond(1, user("Talk.")))
+	time.Sleep(300 * time.Millisecond) // the chunk buffer fills up meanwhile
+	if got := said(chunksOf(t, s, 1)); got != strings.Repeat("word ", 150) {
+		t.Errorf("said %q", got)
+	}
+}

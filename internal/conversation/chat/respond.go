@@ -105,10 +105,13 @@ func (s *session) complete(ctx context.Context, messages []openai.ChatCompletion
 			continue
 		}
 		started.Store(true)
-		timer.Reset(s.firstTok)
+		// The clock stops while the chunk waits for the loop: a slow
+		// reader is not a stalled model.
+		timer.Stop()
 		calls.add(delta.ToolCalls)
 		said, capped, err := s.say(ctx, r, delta.Content)
 		text.WriteString(said)
+		timer.Reset(s.firstTok)
 		if err != nil {
 			return out, err
 		}
