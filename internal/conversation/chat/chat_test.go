@@ -482,9 +482,9 @@ func TestFunctionRedirectIsNotFollowed(t *testing.T) {
 }
 
 func TestFunctionOnAPrivateAddressIsRefused(t *testing.T) {
-	// The function's server is on loopback and the policy is production's:
-	// the address guard refuses it when dialing (the model's endpoint is
-	// the test's own transport, the functions' too, so wrap the guard).
+	// Production's policy, and a function on loopback: the address guard
+	// refuses it when dialing. (The stand-in model, on loopback too, is
+	// let through by the test's transport.)
 	f := serveFunction(t, func(http.ResponseWriter, *http.Request) {})
 	llm := checking(`{"party_size":4,"time":"20:00"}`)
 	cfg := config(llmtest.Start(t, llm))
@@ -708,6 +708,9 @@ func TestDemoDialogue(t *testing.T) {
 	}
 	if !last.EndCall || !strings.Contains(said([]conversation.Chunk{last}), "Goodbye") {
 		t.Errorf("the demo ended with %+v", last)
+	}
+	if strings.Contains(transcript[2].Content, "Hello") {
+		t.Errorf("the demo greeted after the begin message: %q", transcript[2].Content)
 	}
 	s.Request(conversation.Request{Kind: conversation.Remind, ResponseID: 9, Transcript: transcript[:3]})
 	if got := said(chunksOf(t, s, 9)); got != "Are you still there?" {

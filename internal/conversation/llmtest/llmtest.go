@@ -137,8 +137,9 @@ type Tool struct {
 // between requests.
 type Server struct {
 	turns []Turn
-	// Otherwise is said when no turn answers.
-	otherwise string
+	// otherwise is said when no turn answers; greeting starts the first
+	// answer of a conversation the agent has not spoken in yet.
+	otherwise, greeting string
 
 	mu         sync.Mutex
 	delay      time.Duration
@@ -152,17 +153,19 @@ func New(turns ...Turn) *Server {
 	return &Server{turns: turns, otherwise: "Sorry, could you say that again?"}
 }
 
-// Demo is a server playing a restaurant's reservation agent (whose begin
-// message greets the callee): it asks the party size and the time,
-// confirms, and hangs up with end_call. It answers reminders with "Are you
-// still there?".
+// Demo is a server playing a restaurant's reservation agent: it greets
+// the callee (unless the Agent's begin message did), asks the party size
+// and the time, confirms, and hangs up with end_call saying goodbye. It
+// answers reminders with "Are you still there?".
 func Demo() *Server {
-	return New(
+	s := New(
 		Turn{Say: "Lovely. For how many people should I book the table?"},
 		Turn{Say: "Thank you. And at what time would you like to come?"},
 		Turn{Say: "Perfect, I have noted your reservation. ",
 			Rounds: [][]ToolCall{Call("end_call", `{"message":"We look forward to seeing you. Goodbye!"}`)}},
 	)
+	s.greeting = "Hello, this is the reservation desk of Chez Ada. "
+	return s
 }
 
 // SetFirstTokenDelay delays every answer's first token (after the
@@ -270,8 +273,9 @@ type answer struct {
 // else the next turn in order (counting the callee's lines), and the round
 // from the tool results since that line.
 func (s *Server) answer(req Request) answer {
-	last, lines, rounds := "", 0, 0
+	last, lines, rounds, spoken := "", 0, 0, false
 	for _, m := range req.Messages {
+		spoken = spoken || m.Role == "assistant"
 		switch {
 		case m.Role == "user":
 			last, rounds = m.Content, 0
@@ -282,6 +286,15 @@ func (s *Server) answer(req Request) answer {
 			rounds++
 		}
 	}
+	a := s.play(req, last, lines, rounds)
+	if !spoken && a.text != "" {
+		a.text = s.greeting + a.text
+	}
+	return a
+}
+
+// play is the turn's answer, or what is said when no turn answers.
+func (s *Server) play(req Request, last string, lines, rounds int) answer {
 	turn, ok := s.pick(last, lines)
 	if !ok {
 		if stageDirection(last) {

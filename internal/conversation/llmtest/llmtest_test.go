@@ -130,3 +130,14 @@ func TestFaultStatus(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+func TestDemoGreetsWhenTheAgentWaits(t *testing.T) {
+	res, err := client(Start(t, Demo())).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Choices[0].Message.Content; !strings.HasPrefix(got, "Hello, this is the reservation desk") || !strings.Contains(got, "how many people") {
+		t.Errorf("the demo opened with %q", got)
+	}
+}
