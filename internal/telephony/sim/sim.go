@@ -243,8 +243,19 @@ func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time) tele
 	if now.Before(endedAt) {
 		return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt, NextCheck: endedAt.Sub(now)}
 	}
-	return ended(d, endedAt, talk, &answeredAt)
+	p := ended(d, endedAt, talk, &answeredAt)
+	if d == telephony.Answered && scripted(req) {
+		if _, cut := runScript(req, answeredAt); cut {
+			p.DisconnectionReason = maxDuration
+		}
+	}
+	return p
 }
+
+// maxDuration is the disconnection reason of a call whose script went
+// round until MaxScriptSteps (a real call's at the agent's
+// maxDurationSeconds).
+const maxDuration = "max_duration"
 
 // stopped ends at stopAt a call that was p then: as it was answered (d:
 // a person or a machine) if it had connected, as not answered if it was
