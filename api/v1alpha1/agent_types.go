@@ -512,6 +512,32 @@ func (s *AgentSpec) IsActive() bool { return s.Active == nil || *s.Active }
 // IsOutbound reports spec.outbound, true when unset.
 func (s *AgentSpec) IsOutbound() bool { return s.Outbound == nil || *s.Outbound }
 
+// Inputs is how the gather takes its answer: keys, speech or both.
+// Without input set, a gather with choices or a capture type takes both,
+// one of keyed digits keys alone (as before there was speech).
+func (g *GatherStep) Inputs() (keys, speech bool) {
+	if len(g.Input) == 0 {
+		return true, g.Choices != nil || g.Capture != ""
+	}
+	for _, in := range g.Input {
+		keys = keys || in == GatherDTMF
+		speech = speech || in == GatherSpeech
+	}
+	return keys, speech
+}
+
+// DefaultGatherRetries is a noInput's or noMatch's retries when unset
+// (the CRD's default, for objects stored before it).
+const DefaultGatherRetries = 2
+
+// Tries is r.retries, defaulted.
+func (r *GatherRetry) Tries() int {
+	if r.Retries == nil {
+		return DefaultGatherRetries
+	}
+	return int(*r.Retries)
+}
+
 // AgentStatus is the observed state of an Agent.
 type AgentStatus struct {
 	// agentID is the resolved agent_id: spec.id, or metadata.uid.

@@ -99,7 +99,9 @@ func utterance(t telephony.Turn) Utterance {
 	switch {
 	case t.Speaker == "agent":
 		u.Role = RoleAgent
-	case t.Digits != "":
+	case t.Digits != "" && t.Recognizer == "":
+		// Keys: a spoken answer has the value its gather took in Digits
+		// too, but a recognizer.
 		u.Role = RoleDTMF
 		if u.Content == "" {
 			u.Content = t.Digits

@@ -16,7 +16,7 @@ func TestRenderTranscript(t *testing.T) {
 	turns := []telephony.Turn{
 		{Speaker: "agent", Text: "How many people?", End: 1500 * time.Millisecond},
 		{Speaker: "callee", Text: "um, four people", Start: 2 * time.Second, End: 3250 * time.Millisecond,
-			Confidence: 0.875, Recognizer: "embedded", Branch: "four", Next: "confirm", Words: []telephony.Word{
+			Confidence: 0.875, Recognizer: "embedded", Field: "party_size", Digits: "4", Branch: "four", Next: "confirm", Words: []telephony.Word{
 				{Text: "four", Start: 2310 * time.Millisecond, End: 2650 * time.Millisecond},
 				{Text: "people", Start: 2650 * time.Millisecond, End: 3100 * time.Millisecond}}},
 		{Speaker: "callee", Text: "pressed 1#", Field: "confirmed", Digits: "1", Start: 5 * time.Second, End: 5 * time.Second},
@@ -29,7 +29,7 @@ func TestRenderTranscript(t *testing.T) {
 	want := `{"call_id":"call_1","transcript":"Agent: How many people?\nUser: um, four people\nUser (keypad): pressed 1#\nAgent: Goodbye.\n",` +
 		`"transcript_object":[` +
 		`{"role":"agent","content":"How many people?","words":[],"start":0,"end":1.5},` +
-		`{"role":"user","content":"um, four people","words":[{"word":"four","start":2.31,"end":2.65},{"word":"people","start":2.65,"end":3.1}],"start":2,"end":3.25,"confidence":0.875,"recognizer":"embedded","branch":"four","next":"confirm"},` +
+		`{"role":"user","content":"um, four people","words":[{"word":"four","start":2.31,"end":2.65},{"word":"people","start":2.65,"end":3.1}],"start":2,"end":3.25,"confidence":0.875,"recognizer":"embedded","digits":"4","field":"party_size","branch":"four","next":"confirm"},` +
 		`{"role":"dtmf","content":"pressed 1#","words":[],"start":5,"end":5,"digits":"1","field":"confirmed"},` +
 		`{"role":"agent","content":"Goodbye.","words":[],"start":null,"end":null}]}`
 	if string(got) != want {

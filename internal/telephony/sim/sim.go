@@ -15,7 +15,7 @@
 //	0007  ended, carrier_failure
 //	0008  Admit and Dial fail with dispatch_error
 //	0009  Admit and Dial fail with dispatch_failed
-//	other ended, answered
+//	other ended, answered (0010 to 0012: see Scripted agents)
 //
 // # Timeline
 //
@@ -27,7 +27,8 @@
 //
 // # What the simulated callee says
 //
-// On an answered call the agent greets the callee with the agent's greeting
+// On an answered call of an agent without a script (see Scripted agents
+// for one with a script) the agent greets the callee with the agent's greeting
 // (or "Hello, this is an automated call."), then asks for each extracted-data
 // field in turn, using the field's description or else its name. The callee
 // answers in the varied ways people do, the wording chosen by the last two
@@ -43,6 +44,55 @@
 // and "simulated" otherwise. The agent then says goodbye. The simulator
 // stays media-free: no speech is synthesized or recognized, and its
 // transcript goes through the same analysis as a real call's.
+//
+// # Scripted agents
+//
+// An agent with a script has it run as the SIP engine runs it (script.go):
+// its greeting when set, then each step in order or where a gather's
+// answer leads (a choice's next, the gather's next, noInput's or
+// noMatch's next once their retries are used up), {{name}} placeholders
+// filled; a play step is the turn "(plays <configmap>/<key>)"; the call
+// hangs up at a hangup step or after the last one, with no goodbye of the
+// simulator's. Each gather's prompt is followed by the simulated callee's
+// answer, which goes through the SIP engine's own reading of answers
+// (understand.Gather), so the turns carry the same Field, Digits, Branch
+// and Next, and a re-prompt (noInput's or noMatch's prompt, else the
+// gather's) is said as its retries allow. The callee speaks when the
+// gather listens to speech (Recognizer "simulated", confidence 1) and
+// keys otherwise:
+//
+//	gather              spoken answer (wording 0 / 1 / 2 / 3)                               keyed
+//	choices             the first choice's first phrase (else its value):                    the first choice's digits
+//	                    "<Phrase>." / "Um, <phrase>." / "<Phrase>, please." / "I'd say <phrase>."
+//	number              the number field's answers above (four)                              4
+//	yes_no              the boolean field's answers above (yes)                              1
+//	digits              "One two three four." / "It's one two three four." / ... / "1234."   1234
+//	date                "Tomorrow." / "Tomorrow, please." / "Um, tomorrow." / "How about tomorrow?"
+//	time                "Seven pm." / "At seven in the evening." / "Um, seven pm." / "19:00."
+//	text                the string field's answers above, for the gather's field
+//	keyed digits only                                                                        number field 4, boolean 1, else 1234
+//
+// Keyed digits are left-padded with zeros to numDigits, and the finish key
+// ends them unless numDigits or a choice's digits completed them. Keys
+// cannot give a date, a time or text, nor a choice without digits: the
+// callee keys 1, which the gather takes as no match. Should a wording of a
+// choice also name another choice, the bare phrase is said. Dates are read
+// from the moment the call was answered, in the callee's time zone.
+//
+// The callee's answers to gathers also follow these endings of To (any
+// other number answers every gather at once):
+//
+//	0010  silent at every gather: noInput each time ("(no answer)")
+//	0011  nonsense the first time each gather asks ("Purple monkey
+//	      dishwasher.", or the key *), noMatch, then a valid answer
+//	0012  nonsense at every attempt: noMatch each time
+//
+// A text capture takes any words, nonsense included. These numbers are
+// answered calls like any other; an agent without a script is not affected.
+// A script that goes round (a branch back that the callee's answers take
+// every time) is cut after MaxScriptSteps steps and the call ends as a
+// real one does at maxDurationSeconds, with disconnection_reason
+// max_duration.
 //
 // On an answering machine the machine says "You have reached the voicemail
 // of <To>. Please leave a message after the tone." and the agent leaves a
@@ -243,8 +293,19 @@ func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time) tele
 	if now.Before(endedAt) {
 		return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt, NextCheck: endedAt.Sub(now)}
 	}
-	return ended(d, endedAt, talk, &answeredAt)
+	p := ended(d, endedAt, talk, &answeredAt)
+	if d == telephony.Answered && scripted(req) {
+		if _, cut := runScript(req, answeredAt); cut {
+			p.DisconnectionReason = maxDuration
+		}
+	}
+	return p
 }
+
+// maxDuration is the disconnection reason of a call whose script went
+// round until MaxScriptSteps (a real call's at the agent's
+// maxDurationSeconds).
+const maxDuration = "max_duration"
 
 // stopped ends at stopAt a call that was p then: as it was answered (d:
 // a person or a machine) if it had connected, as not answered if it was

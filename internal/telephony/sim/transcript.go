@@ -40,12 +40,27 @@ func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telepho
 // turns is the conversation of a connected call, placed in its recording.
 func turns(req telephony.Request, p telephony.Progress) []telephony.Turn {
 	var t []telephony.Turn
-	if p.Disposition == telephony.AnsweringMachine {
+	switch {
+	case p.Disposition == telephony.AnsweringMachine:
 		t = voicemail(req)
-	} else {
+	case scripted(req):
+		t, _ = runScript(req, answeredAt(p))
+	default:
 		t = conversation(req)
 	}
 	return place(t, recordingLength(p))
+}
+
+// answeredAt is when the call was answered (when it ended, should the
+// progress not say).
+func answeredAt(p telephony.Progress) time.Time {
+	switch {
+	case p.AnsweredAt != nil:
+		return *p.AnsweredAt
+	case p.EndedAt != nil:
+		return *p.EndedAt
+	}
+	return time.Time{}
 }
 
 // place gives each turn an equal slot of the recording, of which it speaks

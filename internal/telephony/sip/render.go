@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,7 +153,7 @@ func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1
 func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep, vars map[string]any) (engine.Step, error) {
 	eg := &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
 		Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second, Capture: string(g.Capture), Next: g.Next}
-	keys, listen := gatherInput(g)
+	keys, listen := g.Inputs()
 	eg.Speech, eg.NoKeys = listen, !keys
 	eg.MinConfidence = speech.DefaultMinConfidence(string(g.Capture))
 	if g.MinConfidencePercent != nil {
@@ -179,26 +178,13 @@ func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep
 	return s, err
 }
 
-// gatherInput is how a gather takes its answer: keys, speech or both.
-// Without input set, a gather with choices or a capture type takes both,
-// one of keyed digits keys alone (as before there was speech).
-func gatherInput(g *switchboardv1.GatherStep) (keys, speech bool) {
-	if len(g.Input) == 0 {
-		return true, g.Choices != nil || g.Capture != ""
-	}
-	return slices.Contains(g.Input, switchboardv1.GatherDTMF), slices.Contains(g.Input, switchboardv1.GatherSpeech)
-}
-
 // retry renders a noInput or noMatch: its prompt spoken, its retries
 // (defaulted as the CRD does, for objects stored before the default).
 func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetry, vars map[string]any) (*engine.Retry, error) {
 	if rt == nil {
 		return nil, nil
 	}
-	out := &engine.Retry{Retries: defaultRetries, Next: rt.Next}
-	if rt.Retries != nil {
-		out.Retries = int(*rt.Retries)
-	}
+	out := &engine.Retry{Retries: rt.Tries(), Next: rt.Next}
 	if rt.Prompt != "" {
 		said, err := r.say(ctx, rt.Prompt, vars)
 		if err != nil {
@@ -208,9 +194,6 @@ func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetr
 	}
 	return out, nil
 }
-
-// defaultRetries is a noInput's or noMatch's retries when unset.
-const defaultRetries = 2
 
 func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
 	filled := tts.Fill(text, vars)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/media"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 	"github.com/switchboard-dev/switchboard/internal/telephony/stream"
+	"github.com/switchboard-dev/switchboard/internal/understand"
 )
 
 // Trunk is the SIP trunk a call goes out on.
@@ -161,25 +162,20 @@ type Gather struct {
 
 // Capture types of Gather.Capture.
 const (
-	CaptureNumber = "number"
-	CaptureDigits = "digits"
-	CaptureDate   = "date"
-	CaptureTime   = "time"
-	CaptureYesNo  = "yes_no"
-	CaptureText   = "text"
+	CaptureNumber = understand.CaptureNumber
+	CaptureDigits = understand.CaptureDigits
+	CaptureDate   = understand.CaptureDate
+	CaptureTime   = understand.CaptureTime
+	CaptureYesNo  = understand.CaptureYesNo
+	CaptureText   = understand.CaptureText
 )
 
-// Choice is one answer a Gather accepts.
-type Choice struct {
-	// Value is the answer's value (Result.Digits, Event.Branch).
-	Value string
-	// Phrases are what the callee may say for it (Value counts too).
-	Phrases []string
-	// Digits keyed select it; "" cannot be keyed.
-	Digits string
-	// Next is the ID of the step to go to; "" is the Gather's Next.
-	Next string
-}
+// Choice is one answer a Gather accepts: Value (Result.Digits,
+// Event.Branch), the Phrases the callee may say for it (Value counts
+// too), the Digits keyed that select it ("" cannot be keyed), and the
+// Next step ("" is the Gather's Next). It is understand's, which reads
+// the answers.
+type Choice = understand.GatherChoice
 
 // Retry is what a Gather does without a usable answer: play Audio (the
 // Gather's prompt when nil) and listen again, Retries times, then go to
@@ -194,7 +190,7 @@ type Retry struct {
 // Branches of a Gather without a usable answer (Event.Branch).
 const (
 	BranchNoInput = "noInput"
-	BranchNoMatch = "noMatch"
+	BranchNoMatch = understand.BranchNoMatch
 )
 
 // Voicemail is what to do when the detector says MACHINE.
