@@ -19,6 +19,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	. "github.com/switchboard-dev/switchboard/internal/app/apptest"
@@ -155,4 +156,11 @@ func TestSIPConversationModelFailureEndsWithTheFallbackLine(t *testing.T) {
 	lines := transcriptLines(t, o, id)
 	g.Expect(lines).To(ContainSubstring("agent: Hello Ada, this is Chez Ada.\nuser: I would like a table\n"))
 	g.Expect(lines).To(ContainSubstring("agent: Sorry, we will call you back.\n"))
+	// kubectl describe says why, as a Warning Event on the Call.
+	var calls switchboardv1.CallList
+	g.Expect(K8s.List(context.Background(), &calls, client.InNamespace(o.Ns))).To(Succeed())
+	g.Expect(calls.Items).To(HaveLen(1))
+	g.Eventually(func() string {
+		return ControlPlane.Kubectl(t).MustRun(t, "describe", "call", "-n", o.Ns, calls.Items[0].Name).Stdout
+	}, 10*time.Second, 200*time.Millisecond).Should(MatchRegexp(`Warning\s+ConversationFailed\s+.*error_llm: .*500`))
 }
