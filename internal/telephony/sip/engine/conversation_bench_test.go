@@ -4,10 +4,16 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/zaf/g711"
 
 	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
@@ -97,4 +103,98 @@ func reportVoiceToVoice(b *testing.B, lat []conversation.Latency, endpointing, f
 		b.ReportMetric(float64(percentile(m.d, 95).Milliseconds()), "p95_"+m.name+"_ms")
 	}
 	b.ReportMetric(float64(len(total)), "answers")
+}
+
+// BenchmarkConcurrentConversations holds SWITCHBOARD_BENCH_CONVERSATIONS
+// (default 100) conversations at once with sipp's callees
+// (testdata/bench_stream.xml) for SWITCHBOARD_BENCH_SIP_TALK (default
+// 30s): each callee says a line (flite's or espeak-ng's voice) every
+// conversationGap, looped, the calls spread over the loop; one embedded
+// recognizer shared by all calls hears them (open recognition, as a
+// conversation listens), a stand-in model answers "Okay, noted." 200 ms
+// after each request, and flite voices it. It reports the voice-to-voice
+// latency over every answer of every call (p50, p95, and its parts, as
+// BenchmarkVoiceToVoice), the recognitions' latency and the CPU per call
+// (cpu_%, 100 is one core). Run it with -benchtime=1x.
+func BenchmarkConcurrentConversations(b *testing.B) {
+	const endpointing, firstToken = 400 * time.Millisecond, 200 * time.Millisecond
+	calls := testsupport.EnvPositive(b, "SWITCHBOARD_BENCH_CONVERSATIONS", 100)
+	talk := envDuration(b, "SWITCHBOARD_BENCH_SIP_TALK", 30*time.Second)
+	testsupport.Needs(b, "sipp, flite, espeak-ng")
+	embedded, err := speech.NewEmbedded(speech.EmbeddedOptions{})
+	if err != nil {
+		b.Fatalf("the embedded recognizer (apt-get install libpocketsphinx-dev pocketsphinx-en-us): %v", err)
+	}
+	loop, loopLen := writeConversationLoop(b)
+	s := startBenchSipp(b, benchMediaPort(), benchScenario(b, "bench_stream.xml",
+		"tone", loop, "talk_ms", strconv.Itoa(int(talk.Milliseconds())))...)
+	e, err := NewEngine(b.Context(), EngineConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = e.Close() }()
+	voice := &tts.Flite{}
+	for range b.N {
+		r := &timedRecognizer{Recognizer: embedded, all: true}
+		cpu := startCPU(b, s)
+		runs := make([]callRun, calls)
+		var wg sync.WaitGroup
+		for i := range runs {
+			script := &answerScript{firstToken: firstToken, repeat: true, answers: []conversation.Chunk{{Content: "Okay, noted."}}}
+			cfg := conversation.Config{TurnTaking: conversation.DefaultTurnTaking(), FallbackLine: "Sorry."}
+			cfg.TurnTaking.MinEndpointing, cfg.TurnTaking.MaxEndpointing = endpointing, endpointing
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(b.Context(), talk+time.Minute)
+				defer cancel()
+				runs[i].res, runs[i].err = e.Place(ctx, Trunk{Address: "sip:" + s.addr}, CallSpec{
+					CallID: fmt.Sprintf("converse-%d", i), From: "+14155550100", To: "+14155550123",
+					MaxDuration: talk + 30*time.Second, Recognizer: r,
+					Conversation: &Conversation{Open: script.open, Config: cfg, Voice: voice},
+				})
+			})
+			time.Sleep(loopLen / time.Duration(calls))
+		}
+		wg.Wait()
+		b.StopTimer()
+		cpu.report(b, s, calls, "call")
+		reportCalls(b, runs)
+		var lat []conversation.Latency
+		for _, run := range runs {
+			lat = append(lat, run.res.Latencies...)
+		}
+		reportVoiceToVoice(b, lat, endpointing, firstToken)
+		if took := r.durations(); len(took) > 0 {
+			b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "p50_recognize_ms")
+			b.ReportMetric(float64(percentile(took, 95).Milliseconds()), "p95_recognize_ms")
+		}
+		b.StartTimer()
+	}
+}
+
+// conversationGap is the time from one of the callee's lines to the next
+// in BenchmarkConcurrentConversations: room for the agent's answer.
+const conversationGap = 4 * time.Second
+
+// writeConversationLoop writes the callees' loop of lines as raw PCMU for
+// sipp: each line, then silence to conversationGap.
+func writeConversationLoop(b *testing.B) (string, time.Duration) {
+	var pcm []int16
+	for i, text := range []string{"I would like a table for four", "at seven tonight please", "yes that is right", "no thank you"} {
+		v := voiceFlite
+		if i%2 == 1 {
+			v = voiceESpeak
+		}
+		s := say(b, v, text)
+		pcm = append(pcm, s...)
+		pcm = append(pcm, make([]int16, max(int(conversationGap.Seconds()*sampleRate)-len(s), sampleRate))...)
+	}
+	ulaw := make([]byte, len(pcm))
+	for i, v := range pcm {
+		ulaw[i] = g711.EncodeUlawFrame(v)
+	}
+	path := filepath.Join(b.TempDir(), "conversation.ulaw")
+	if err := os.WriteFile(path, ulaw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path, samplesDuration(len(pcm))
 }
