@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/switchboard-dev/switchboard/hack/standinllm"
 	"github.com/switchboard-dev/switchboard/hack/streambot"
 	"github.com/switchboard-dev/switchboard/internal/devenv"
 )
@@ -50,7 +51,9 @@ func localControlPlane(ctx context.Context, set settings, log logr.Logger) (*res
 	log.Info("sample SIP trunk (SIPTrunk local-pbx): start a callee there to try it", "address", "sip:"+addrs.SIPTrunk,
 		"moveWith", devenv.SampleTrunkAddrEnv)
 	stopBot := startStreamBot(ctx, addrs.StreamBot, log)
+	stopModel := startStandInModel(ctx, addrs.StandInModel, log)
 	return env.Config, func() {
+		stopModel()
 		stopBot()
 		if err := env.Stop(); err != nil {
 			log.Error(err, "stopping control plane")
@@ -73,6 +76,26 @@ func startStreamBot(ctx context.Context, addr string, log logr.Logger) func() {
 		}
 	}()
 	log.Info("example stream bot (Agent stream-echo)", "url", "ws://"+addr+"/stream")
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// startStandInModel serves the stand-in model (hack/standinllm: a fixed
+// dialogue, no model) on loopback for the sample Agent reservations-llm,
+// at SWITCHBOARD_STANDIN_MODEL_ADDR (127.0.0.1:8091 by default). A busy
+// port only loses the example.
+func startStandInModel(ctx context.Context, addr string, log logr.Logger) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := standinllm.Serve(ctx, addr); err != nil {
+			log.Error(err, "the stand-in model is not served", "addr", addr)
+		}
+	}()
+	log.Info("stand-in model, a fixed dialogue and no model (Agent reservations-llm)", "url", "http://"+addr+"/v1")
 	return func() {
 		cancel()
 		<-done

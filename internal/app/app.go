@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/calls/placementgate"
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
+	"github.com/switchboard-dev/switchboard/internal/conversation/engines"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
 	"github.com/switchboard-dev/switchboard/internal/egress"
@@ -311,6 +312,8 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 		return dialer, nil, nil
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
+	opts.SIP.Conversations = engines.Source{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy(),
+		Log: opts.Log.WithName("conversation")}
 	opts.SIP.RecordingMaxBytes = opts.RecordingMaxBytes
 	opts.SIP.AddressPolicy = egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure, Trusted: opts.SIP.PrivateNetworks}
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)

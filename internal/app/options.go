@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/switchboard-dev/switchboard/internal/conversation/engines"
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
@@ -471,6 +472,9 @@ type SIPOptions struct {
 	// Streams builds the streams of agents that stream to a bot (set
 	// from the webhook policy: ws:// and private addresses only with --dev).
 	Streams sip.StreamSource
+	// Conversations builds the conversations of agents that converse with
+	// the organization's model (set by the process, not by a flag).
+	Conversations engines.Source
 	// Speech configures the embedded speech recognizer, which hears the
 	// callees of agents without a speech server of their own.
 	Speech speech.EmbeddedOptions

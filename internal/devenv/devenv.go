@@ -76,7 +76,8 @@ type Env struct {
 // it stops what it started and returns ctx's error.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	opts.SampleAddrs = SampleAddrs{StreamBot: orDefault(opts.SampleAddrs.StreamBot, DefaultStreamBotAddr),
-		SIPTrunk: orDefault(opts.SampleAddrs.SIPTrunk, DefaultSampleTrunkAddr)}
+		SIPTrunk:     orDefault(opts.SampleAddrs.SIPTrunk, DefaultSampleTrunkAddr),
+		StandInModel: orDefault(opts.SampleAddrs.StandInModel, DefaultStandInModelAddr)}
 	// etcd keeps its data under the state folder, so that calls, agents
 	// and endpoints survive a restart of `make run`. The path is absolute
 	// so that a leftover etcd can be recognized by it.

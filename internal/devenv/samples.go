@@ -15,31 +15,38 @@ import (
 )
 
 // The samples point at peers on this machine: the example stream bot
-// (Agent stream-echo) and a SIP callee (SIPTrunk local-pbx). Both
-// addresses can be moved, and the samples follow.
+// (Agent stream-echo), the stand-in model (Agent reservations-llm) and a
+// SIP callee (SIPTrunk local-pbx). Each address can be moved, and the
+// samples follow.
 const (
 	// StreamBotAddrEnv moves the example stream bot, and the sample Agent
 	// that streams to it.
 	StreamBotAddrEnv = "SWITCHBOARD_STREAMBOT_ADDR"
 	// SampleTrunkAddrEnv moves the sample SIPTrunk's callee.
 	SampleTrunkAddrEnv = "SWITCHBOARD_SAMPLE_TRUNK_ADDR"
+	// StandInModelAddrEnv moves the stand-in model server, and the sample
+	// Agent that converses with it.
+	StandInModelAddrEnv = "SWITCHBOARD_STANDIN_MODEL_ADDR"
 	// DefaultStreamBotAddr and DefaultSampleTrunkAddr are the addresses the
 	// sample files name.
-	DefaultStreamBotAddr   = "127.0.0.1:8090"
-	DefaultSampleTrunkAddr = "127.0.0.1:5070"
+	DefaultStreamBotAddr    = "127.0.0.1:8090"
+	DefaultSampleTrunkAddr  = "127.0.0.1:5070"
+	DefaultStandInModelAddr = "127.0.0.1:8091"
 )
 
 // SampleAddrs are where the samples' local peers listen (host:port).
 type SampleAddrs struct {
-	StreamBot string `json:"streamBot"`
-	SIPTrunk  string `json:"sipTrunk"`
+	StreamBot    string `json:"streamBot"`
+	SIPTrunk     string `json:"sipTrunk"`
+	StandInModel string `json:"standInModel"`
 }
 
 // SampleAddrsFromEnv reads the addresses from the environment, defaulting
 // to the sample files' own.
 func SampleAddrsFromEnv(getenv func(string) string) SampleAddrs {
 	return SampleAddrs{StreamBot: orDefault(getenv(StreamBotAddrEnv), DefaultStreamBotAddr),
-		SIPTrunk: orDefault(getenv(SampleTrunkAddrEnv), DefaultSampleTrunkAddr)}
+		SIPTrunk:     orDefault(getenv(SampleTrunkAddrEnv), DefaultSampleTrunkAddr),
+		StandInModel: orDefault(getenv(StandInModelAddrEnv), DefaultStandInModelAddr)}
 }
 
 func orDefault(s, def string) string {
@@ -62,6 +69,7 @@ type samplePeer struct {
 var samplePeers = []samplePeer{
 	{"Agent", []string{"spec", "stream", "url"}, DefaultStreamBotAddr, func(a SampleAddrs) string { return a.StreamBot }},
 	{"SIPTrunk", []string{"spec", "address"}, DefaultSampleTrunkAddr, func(a SampleAddrs) string { return a.SIPTrunk }},
+	{"Agent", []string{"spec", "conversation", "llm", "url"}, DefaultStandInModelAddr, func(a SampleAddrs) string { return a.StandInModel }},
 }
 
 // pointAt rewrites o's peer fields from the sample's addresses to addrs';
@@ -85,7 +93,7 @@ const addrsFile = "sample-addresses.json"
 // as it is. State folders from before the record hold the files' own.
 func followAddrs(ctx context.Context, c client.Client, opts Options, fresh bool) error {
 	path := filepath.Join(opts.StateDir, addrsFile)
-	last := SampleAddrs{StreamBot: DefaultStreamBotAddr, SIPTrunk: DefaultSampleTrunkAddr}
+	last := SampleAddrs{StreamBot: DefaultStreamBotAddr, SIPTrunk: DefaultSampleTrunkAddr, StandInModel: DefaultStandInModelAddr}
 	if raw, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(raw, &last); err != nil {
 			return fmt.Errorf("%s: %w", path, err)

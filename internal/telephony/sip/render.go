@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
@@ -43,6 +44,15 @@ type ScriptRenderer struct {
 	Timeout time.Duration
 	// Streams builds the stream of agents that stream to a bot.
 	Streams StreamSource
+	// Conversations builds the conversation of agents that converse with
+	// the organization's model; nil refuses those calls.
+	Conversations ConversationSource
+}
+
+// ConversationSource builds a call's conversation from its agent
+// (engines.Source).
+type ConversationSource interface {
+	For(ctx context.Context, req telephony.Request) (conversation.Opener, conversation.Config, conversation.CallDetails, error)
 }
 
 // Render prepares the call's script, voicemail behaviour and limits. A
@@ -78,6 +88,10 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		if spec.Stream, err = r.Streams.Config(ctx, req); err != nil {
 			return spec, err
 		}
+	} else if agent.Spec.Conversation != nil {
+		if spec.Conversation, err = r.conversation(ctx, req); err != nil {
+			return spec, err
+		}
 	} else if spec.Script, err = r.steps(ctx, req, agent); err != nil {
 		return spec, err
 	}
@@ -93,6 +107,20 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		}
 	}
 	return spec, nil
+}
+
+// conversation prepares the call's conversation: its engine is opened
+// when the call is answered, and the answers are spoken in the agent's
+// voice.
+func (r *ScriptRenderer) conversation(ctx context.Context, req telephony.Request) (*engine.Conversation, error) {
+	if r.Conversations == nil {
+		return nil, errors.New("conversations are not enabled on this operator")
+	}
+	open, cfg, details, err := r.Conversations.For(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("conversation: %w", err)
+	}
+	return &engine.Conversation{Open: open, Config: cfg, Call: details, Voice: r.Speaker}, nil
 }
 
 func scriptError(err error) error {
