@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -444,8 +445,8 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	r.setReady(c, metav1.ConditionFalse, reason, "The call ended; post-call processing is under way.")
 	r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Ended", "Hangup", "Call ended: %s (%s) after %s",
 		p.Disposition, p.DisconnectionReason, c.Status.Duration)
-	if p.Detail != "" { // a bot's stream failed: say how
-		r.Events.Eventf(c, nil, corev1.EventTypeWarning, "StreamFailed", "Hangup", "%s", p.Detail)
+	if p.Detail != "" { // a bot's stream, or a conversation's engine, failed: say how
+		r.Events.Eventf(c, nil, corev1.EventTypeWarning, failureEvent(p.DisconnectionReason), "Hangup", "%s", p.Detail)
 	}
 	// The post-call steps usually complete at once; doing them in the same
 	// pass saves the apiserver a status write per call. If one fails, the
@@ -701,4 +702,14 @@ func (r *CallReconciler) SetupWithManager(mgr manager.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.Wake, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
+}
+
+// failureEvent is the reason of the Warning Event that says how an agent's
+// peer failed: the organization's model or Retell server
+// (ConversationFailed), or its bot's stream (StreamFailed).
+func failureEvent(disconnectionReason string) string {
+	if strings.HasPrefix(disconnectionReason, "error_llm") {
+		return "ConversationFailed"
+	}
+	return "StreamFailed"
 }

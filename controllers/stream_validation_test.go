@@ -23,7 +23,7 @@ func TestKubectlApplyChecksAgentStreams(t *testing.T) {
 	}
 	for _, tt := range []struct{ name, spec, want string }{
 		{"stream-and-script", "  script:\n  - say: Hi\n  stream:\n    url: wss://bot.example/media\n",
-			"an agent has a script or a stream, not both"},
+			"an agent has at most one of script, stream and conversation"},
 		{"stream-http", "  stream:\n    url: https://bot.example/media\n", "stream url must be wss://host/path"},
 		{"stream-credentials", "  stream:\n    url: wss://user:pw@bot.example/media\n", "must not contain credentials"},
 		{"stream-slow", "  stream:\n    url: wss://bot.example/media\n    connectTimeoutSeconds: 60\n", "connectTimeoutSeconds"},
