@@ -29,6 +29,11 @@ const (
 	RoleUser  = "user"
 	// RoleDTMF is a keypress, as Retell's DTMF utterances are.
 	RoleDTMF = "dtmf"
+	// RoleToolCallInvocation and RoleToolCallResult are a conversation's
+	// tool call and its answer, as Retell's transcript_with_tool_calls
+	// names them.
+	RoleToolCallInvocation = "tool_call_invocation"
+	RoleToolCallResult     = "tool_call_result"
 )
 
 // Utterance is one turn of the conversation.
@@ -56,6 +61,15 @@ type Utterance struct {
 	Next   string `json:"next,omitempty"`
 	// Mark is a streaming bot's mark.
 	Mark string `json:"mark,omitempty"`
+	// ToolCallID, Name and Arguments (the model's arguments, as JSON) are
+	// set on a tool call's invocation; ToolCallID, Name, Content (the
+	// tool's answer) and Successful (null: not reported) on its result,
+	// as Retell's transcript_with_tool_calls items carry them. Content is
+	// empty on an invocation.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+	Successful *bool  `json:"successful,omitempty"`
 	// Note is set when Content is Switchboard's account of what happened
 	// ("(no answer)", "(not recognized: timeout)"), not words anyone said.
 	Note bool `json:"note,omitempty"`
@@ -89,6 +103,10 @@ func Line(u Utterance) string {
 		return "Agent: " + u.Content
 	case RoleDTMF:
 		return "User (keypad): " + u.Content
+	case RoleToolCallInvocation:
+		return "Agent (tool call): " + u.Name + " " + u.Arguments
+	case RoleToolCallResult:
+		return "Tool (" + u.Name + "): " + u.Content
 	}
 	return "User: " + u.Content
 }
@@ -97,6 +115,12 @@ func utterance(t telephony.Turn) Utterance {
 	u := Utterance{Role: RoleUser, Content: t.Text, Words: []Word{}, Recognizer: t.Recognizer,
 		Digits: t.Digits, Field: t.Field, Branch: t.Branch, Next: t.Next, Mark: t.Mark, Note: t.Note}
 	switch {
+	case t.Tool != nil && t.Tool.Answered:
+		u.Role, u.Content = RoleToolCallResult, t.Tool.Result
+		u.ToolCallID, u.Name, u.Successful = t.Tool.ID, t.Tool.Name, t.Tool.Successful
+	case t.Tool != nil:
+		u.Role, u.Content = RoleToolCallInvocation, ""
+		u.ToolCallID, u.Name, u.Arguments = t.Tool.ID, t.Tool.Name, t.Tool.Arguments
 	case t.Speaker == "agent":
 		u.Role = RoleAgent
 	case t.Digits != "" && t.Recognizer == "":

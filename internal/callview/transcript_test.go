@@ -39,3 +39,32 @@ func TestRenderTranscript(t *testing.T) {
 		t.Errorf("an empty transcript renders as %s", empty)
 	}
 }
+
+// A conversation's tool call shows as Retell's transcript_with_tool_calls
+// items: the invocation with its id, name and arguments, the result with
+// its id, content and successful; the text says both in a line each.
+func TestRenderTranscriptToolCalls(t *testing.T) {
+	yes := true
+	turns := []telephony.Turn{
+		{Speaker: "callee", Text: "Is Friday free?", Start: time.Second, End: 2 * time.Second},
+		{Speaker: "agent", Text: `(called check_availability {"day":"friday"})`, Note: true,
+			Tool: &telephony.ToolCall{ID: "call_7", Name: "check_availability", Arguments: `{"day":"friday"}`}},
+		{Speaker: "agent", Text: "(check_availability answered: 7 pm is free)", Note: true,
+			Tool: &telephony.ToolCall{ID: "call_7", Name: "check_availability", Answered: true, Result: "7 pm is free", Successful: &yes}},
+		{Speaker: "agent", Text: "(end_call answered: )", Note: true,
+			Tool: &telephony.ToolCall{ID: "call_8", Name: "end_call", Answered: true}},
+	}
+	got, err := json.Marshal(RenderTranscript("call_1", turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"call_id":"call_1","transcript":"User: Is Friday free?\nAgent (tool call): check_availability {\"day\":\"friday\"}\nTool (check_availability): 7 pm is free\nTool (end_call): \n",` +
+		`"transcript_object":[` +
+		`{"role":"user","content":"Is Friday free?","words":[],"start":1,"end":2},` +
+		`{"role":"tool_call_invocation","content":"","words":[],"start":null,"end":null,"tool_call_id":"call_7","name":"check_availability","arguments":"{\"day\":\"friday\"}","note":true},` +
+		`{"role":"tool_call_result","content":"7 pm is free","words":[],"start":null,"end":null,"tool_call_id":"call_7","name":"check_availability","successful":true,"note":true},` +
+		`{"role":"tool_call_result","content":"","words":[],"start":null,"end":null,"tool_call_id":"call_8","name":"end_call","note":true}]}`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,6 +198,9 @@ type extracted struct{ Name, Value string }
 type line struct {
 	callview.Utterance
 	Speaker, Seek, At string
+	// Tool: a conversation's tool call or its answer, shown apart from
+	// what was said.
+	Tool bool
 }
 
 func (d *dashboard) showCall(w http.ResponseWriter, r *http.Request) {
@@ -270,6 +274,17 @@ func (d *dashboard) transcript(ctx context.Context, namespace, id string) ([]lin
 	var lines []line
 	for _, u := range callview.RenderTranscript(id, t.Turns).Utterances {
 		l := line{Utterance: u, Speaker: speakers[u.Role]}
+		switch u.Role { // a conversation's tool call: what was asked, what came back
+		case callview.RoleToolCallInvocation:
+			l.Speaker, l.Tool = "Tool call", true
+			l.Content = strings.TrimSpace("Called " + u.Name + " " + u.Arguments)
+		case callview.RoleToolCallResult:
+			l.Speaker, l.Tool = "Tool result", true
+			l.Content = cmp.Or(u.Name, "The tool") + " answered: " + u.Content
+			if u.Successful != nil && !*u.Successful {
+				l.Content = cmp.Or(u.Name, "The tool") + " failed: " + u.Content
+			}
+		}
 		if u.Start != nil {
 			l.Seek = strconv.FormatFloat(*u.Start, 'f', 3, 64)
 			minutes := int(*u.Start) / 60

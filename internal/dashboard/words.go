@@ -31,7 +31,7 @@ var reasonWords = map[string]string{
 	"user_hangup":         "the callee hung up",
 	"api_hangup":          "stopped from the API or the dashboard",
 	"canceled":            "stopped before it was dialed",
-	"max_duration":        "it reached the agent's maximum duration",
+	"max_duration":        "it reached the agent's maximum duration (or a conversation's maximum turns)",
 	"no_answer":           "nobody answered",
 	"dial_busy":           "the line was busy",
 	"dial_rejected":       "the callee rejected the call",
@@ -42,6 +42,14 @@ var reasonWords = map[string]string{
 	// Agents that stream to the organization's bot (issue 26).
 	"stream_connect_failed": "the agent's bot could not be reached",
 	"stream_disconnected":   "the connection to the agent's bot dropped",
+	// Agents that converse with the organization's language model
+	// (spec.conversation), named as Retell names them.
+	"error_llm":                           "the agent's language model failed (an error, or no answer in time)",
+	"error_llm_websocket_open":            "the agent's conversation server could not be reached",
+	"error_llm_websocket_lost_connection": "the connection to the agent's conversation server was lost",
+	"error_llm_websocket_runtime":         "the agent's conversation server closed the connection with an error",
+	"error_llm_websocket_corrupt_payload": "the agent's conversation server sent a message Switchboard could not read",
+	"inactivity":                          "the callee stayed silent through every reminder",
 	// SIP answers whose media the outbound address policy refuses (issue 36).
 	"address_refused": "the carrier asked for audio at an address the operator does not allow",
 }

@@ -49,6 +49,32 @@ type storedTurn struct {
 	// Words are kept as [text, start ms, end ms] triples: a long call has
 	// thousands.
 	Words []storedWord `json:"words,omitempty"`
+	// Tool is a conversation's tool call (telephony.Turn.Tool).
+	Tool *storedTool `json:"tool,omitempty"`
+}
+
+// storedTool is a turn's tool call, in the stored JSON.
+type storedTool struct {
+	ID         string `json:"id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+	Answered   bool   `json:"answered,omitempty"`
+	Result     string `json:"result,omitempty"`
+	Successful *bool  `json:"successful,omitempty"`
+}
+
+func storeTool(t *telephony.ToolCall) *storedTool {
+	if t == nil {
+		return nil
+	}
+	return &storedTool{ID: t.ID, Name: t.Name, Arguments: t.Arguments, Answered: t.Answered, Result: t.Result, Successful: t.Successful}
+}
+
+func loadTool(t *storedTool) *telephony.ToolCall {
+	if t == nil {
+		return nil
+	}
+	return &telephony.ToolCall{ID: t.ID, Name: t.Name, Arguments: t.Arguments, Answered: t.Answered, Result: t.Result, Successful: t.Successful}
 }
 
 // storedWord is a word of a turn, in the stored JSON.
@@ -110,7 +136,8 @@ func transcriptArgs(namespace, callID string, t Transcript) ([]any, error) {
 	for i, turn := range t.Turns {
 		stored[i] = storedTurn{Speaker: turn.Speaker, Text: turn.Text, Field: turn.Field, Digits: turn.Digits,
 			StartMS: turn.Start.Milliseconds(), EndMS: turn.End.Milliseconds(), Confidence: turn.Confidence,
-			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark, Note: turn.Note, Words: storeWords(turn.Words)}
+			Recognizer: turn.Recognizer, Branch: turn.Branch, Next: turn.Next, Mark: turn.Mark, Note: turn.Note, Words: storeWords(turn.Words),
+			Tool: storeTool(turn.Tool)}
 	}
 	turns, err := json.Marshal(stored)
 	if err != nil {
@@ -141,7 +168,8 @@ func (l transcriptLog) GetTranscript(ctx context.Context, namespace, callID stri
 	for i, s := range stored {
 		t.Turns[i] = telephony.Turn{Speaker: s.Speaker, Text: s.Text, Field: s.Field, Digits: s.Digits,
 			Start: time.Duration(s.StartMS) * time.Millisecond, End: time.Duration(s.EndMS) * time.Millisecond,
-			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark, Note: s.Note, Words: loadWords(s.Words)}
+			Confidence: s.Confidence, Recognizer: s.Recognizer, Branch: s.Branch, Next: s.Next, Mark: s.Mark, Note: s.Note, Words: loadWords(s.Words),
+			Tool: loadTool(s.Tool)}
 	}
 	return t, nil
 }

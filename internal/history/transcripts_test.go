@@ -19,6 +19,7 @@ func testTranscriptWrittenOnce(t *testing.T, b backend) {
 	ctx := context.Background()
 	s := open(t, b.fresh(t))
 	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	yes := true
 	first := history.Transcript{StoredAt: at, Turns: []telephony.Turn{
 		{Speaker: "agent", Text: "How many people?", Start: 0, End: 1500 * time.Millisecond},
 		{Speaker: "callee", Text: "um, four people", Start: 2 * time.Second, End: 3200 * time.Millisecond,
@@ -26,6 +27,10 @@ func testTranscriptWrittenOnce(t *testing.T, b backend) {
 				{Text: "four", Start: 2310 * time.Millisecond, End: 2650 * time.Millisecond},
 				{Text: "people", Start: 2650 * time.Millisecond, End: 3100 * time.Millisecond}}},
 		{Speaker: "callee", Field: "party_size", Digits: "4", Start: 4 * time.Second, End: 4 * time.Second},
+		{Speaker: "agent", Text: `(called check_availability {"day":"friday"})`, Note: true,
+			Tool: &telephony.ToolCall{ID: "tc_1", Name: "check_availability", Arguments: `{"day":"friday"}`}},
+		{Speaker: "agent", Text: "(check_availability answered: 7 pm)", Note: true,
+			Tool: &telephony.ToolCall{ID: "tc_1", Name: "check_availability", Answered: true, Result: "7 pm", Successful: &yes}},
 		{Speaker: "agent", Mark: "goodbye", Text: "Thank you — goodbye. 👋"},
 	}}
 	if _, err := s.GetTranscript(ctx, "org-a", "call_1"); !errors.Is(err, history.ErrNotFound) {

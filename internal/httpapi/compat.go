@@ -57,8 +57,8 @@ func (a *api) createPhoneCall(w http.ResponseWriter, r *http.Request) {
 }
 
 // getSDKCall is call.retrieve: GET /v1/calls/{call_id}, with the
-// transcript (GET /v1/calls/{call_id}/transcript) as the SDK's transcript
-// and transcript_object once the call has one.
+// transcript (GET /v1/calls/{call_id}/transcript) as the SDK's transcript,
+// transcript_object and transcript_with_tool_calls once the call has one.
 func (a *api) getSDKCall(w http.ResponseWriter, r *http.Request) {
 	call, ok := a.findCall(w, r)
 	if !ok {

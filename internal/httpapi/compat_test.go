@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/callview"
 	"github.com/switchboard-dev/switchboard/internal/history"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
 func TestSDKCallOf(t *testing.T) {
@@ -266,5 +267,43 @@ func TestSDKTimeFilterBoundaries(t *testing.T) {
 		if got := in(body); got != want {
 			t.Errorf("%s: in = %v, want %v", body, got, want)
 		}
+	}
+}
+
+// The SDK's transcript and transcript_object hold the agent's and the
+// user's utterances only; transcript_with_tool_calls weaves a
+// conversation's tool calls in, in the service's item shapes, and leaves
+// keypresses out as the other two do.
+func TestSDKTranscriptWithToolCalls(t *testing.T) {
+	yes := true
+	turns := []telephony.Turn{
+		{Speaker: "agent", Text: "Hello Ada."},
+		{Speaker: "callee", Text: "Is Friday free?"},
+		{Speaker: "agent", Text: `(called check_availability {"day":"friday"})`, Note: true,
+			Tool: &telephony.ToolCall{ID: "tc_1", Name: "check_availability", Arguments: `{"day":"friday"}`}},
+		{Speaker: "agent", Text: "(check_availability answered: 7 pm)", Note: true,
+			Tool: &telephony.ToolCall{ID: "tc_1", Name: "check_availability", Answered: true, Result: "7 pm", Successful: &yes}},
+		{Speaker: "agent", Text: "(press_digit answered: )", Note: true,
+			Tool: &telephony.ToolCall{ID: "tc_2", Name: "press_digit", Answered: true}},
+		{Speaker: "callee", Text: "pressed 1", Digits: "1"},
+		{Speaker: "agent", Text: "Friday at 7 pm is free."},
+	}
+	var out sdkCall
+	out.sdkTranscript(callview.RenderTranscript("call_1", turns))
+	got, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"call_id":"","call_type":"","call_status":"","direction":"",` +
+		`"transcript":"Agent: Hello Ada.\nUser: Is Friday free?\nAgent: Friday at 7 pm is free.\n",` +
+		`"transcript_object":[{"role":"agent","content":"Hello Ada.","words":[]},{"role":"user","content":"Is Friday free?","words":[]},` +
+		`{"role":"agent","content":"Friday at 7 pm is free.","words":[]}],` +
+		`"transcript_with_tool_calls":[{"role":"agent","content":"Hello Ada.","words":[]},{"role":"user","content":"Is Friday free?","words":[]},` +
+		`{"role":"tool_call_invocation","tool_call_id":"tc_1","name":"check_availability","arguments":"{\"day\":\"friday\"}"},` +
+		`{"role":"tool_call_result","tool_call_id":"tc_1","content":"7 pm","successful":true},` +
+		`{"role":"tool_call_result","tool_call_id":"tc_2","content":""},` +
+		`{"role":"agent","content":"Friday at 7 pm is free.","words":[]}]}`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }

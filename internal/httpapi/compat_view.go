@@ -48,6 +48,10 @@ type sdkCall struct {
 	// call has a transcript (see sdkTranscript).
 	Transcript       string         `json:"transcript,omitempty"`
 	TranscriptObject []sdkUtterance `json:"transcript_object,omitempty"`
+	// TranscriptWithToolCalls is transcript_object with a conversation's
+	// tool calls woven in where they happened: sdkUtterance,
+	// sdkToolCallInvocation and sdkToolCallResult items.
+	TranscriptWithToolCalls []any `json:"transcript_with_tool_calls,omitempty"`
 }
 
 // sdkUtterance is the SDK's transcript_object item: role agent or user,
@@ -59,19 +63,47 @@ type sdkUtterance struct {
 	Words   []callview.Word `json:"words"`
 }
 
-// sdkTranscript fills the SDK's transcript and transcript_object from the
-// call's transcript. The SDK's utterances are the agent's and the user's
-// only, so keypresses (Switchboard's dtmf role, which the SDK keeps in
-// another field) are left out of both.
+// sdkToolCallInvocation and sdkToolCallResult are the SDK's
+// transcript_with_tool_calls items of a tool call (ToolCallInvocationUtterance,
+// ToolCallResultUtterance); successful is left out when not reported.
+type sdkToolCallInvocation struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Arguments  string `json:"arguments"`
+}
+
+type sdkToolCallResult struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Content    string `json:"content"`
+	Successful *bool  `json:"successful,omitempty"`
+}
+
+// sdkTranscript fills the SDK's transcript, transcript_object and
+// transcript_with_tool_calls from the call's transcript. The SDK's
+// transcript and transcript_object hold the agent's and the user's
+// utterances only, so keypresses (Switchboard's dtmf role, which the SDK
+// keeps in another field) and tool calls are left out of them; tool calls
+// are in transcript_with_tool_calls, beside the utterances, as the
+// service's call object has them.
 func (out *sdkCall) sdkTranscript(t callview.Transcript) {
 	var text strings.Builder
 	for _, u := range t.Utterances {
-		if u.Role != callview.RoleAgent && u.Role != callview.RoleUser {
-			continue
+		switch u.Role {
+		case callview.RoleAgent, callview.RoleUser:
+			item := sdkUtterance{Role: u.Role, Content: u.Content, Words: u.Words}
+			out.TranscriptObject = append(out.TranscriptObject, item)
+			out.TranscriptWithToolCalls = append(out.TranscriptWithToolCalls, item)
+			text.WriteString(callview.Line(u))
+			text.WriteByte('\n')
+		case callview.RoleToolCallInvocation:
+			out.TranscriptWithToolCalls = append(out.TranscriptWithToolCalls, sdkToolCallInvocation{
+				Role: u.Role, ToolCallID: u.ToolCallID, Name: u.Name, Arguments: u.Arguments})
+		case callview.RoleToolCallResult:
+			out.TranscriptWithToolCalls = append(out.TranscriptWithToolCalls, sdkToolCallResult{
+				Role: u.Role, ToolCallID: u.ToolCallID, Content: u.Content, Successful: u.Successful})
 		}
-		out.TranscriptObject = append(out.TranscriptObject, sdkUtterance{Role: u.Role, Content: u.Content, Words: u.Words})
-		text.WriteString(callview.Line(u))
-		text.WriteByte('\n')
 	}
 	out.Transcript = text.String()
 }
