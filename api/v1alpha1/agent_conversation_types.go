@@ -224,7 +224,7 @@ type TurnTaking struct {
 	// +kubebuilder:default=500
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=5000
-	MinEndpointingDelayMs int32 `json:"minEndpointingDelayMs,omitempty"`
+	MinEndpointingDelayMs *int32 `json:"minEndpointingDelayMs,omitempty"`
 
 	// maxEndpointingDelayMs is the silence waited for instead when what
 	// the callee said sounds unfinished ("and", "um", "so").
@@ -232,7 +232,7 @@ type TurnTaking struct {
 	// +kubebuilder:default=3000
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
-	MaxEndpointingDelayMs int32 `json:"maxEndpointingDelayMs,omitempty"`
+	MaxEndpointingDelayMs *int32 `json:"maxEndpointingDelayMs,omitempty"`
 
 	// minInterruptionMs is how long the callee must speak over the agent
 	// to interrupt it (barge-in); shorter sounds do not.
@@ -240,7 +240,7 @@ type TurnTaking struct {
 	// +kubebuilder:default=500
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=5000
-	MinInterruptionMs int32 `json:"minInterruptionMs,omitempty"`
+	MinInterruptionMs *int32 `json:"minInterruptionMs,omitempty"`
 
 	// backchannels are words that never interrupt the agent ("uh-huh",
 	// "yeah", "okay"): said alone while it speaks, they are noted and the

@@ -122,16 +122,19 @@ func (s Source) secret(ctx context.Context, ns, name, key string) (string, error
 func LoopConfig(c *switchboardv1.Conversation) conversation.Config {
 	tt := conversation.DefaultTurnTaking()
 	if t := c.TurnTaking; t != nil {
-		ms := func(v int32, def time.Duration) time.Duration {
-			if v <= 0 {
+		// 0 is a real value of these (at once), so unset is nil.
+		ms := func(v *int32, def time.Duration) time.Duration {
+			if v == nil {
 				return def
 			}
-			return time.Duration(v) * time.Millisecond
+			return time.Duration(*v) * time.Millisecond
 		}
 		tt.MinEndpointing = ms(t.MinEndpointingDelayMs, tt.MinEndpointing)
 		tt.MaxEndpointing = ms(t.MaxEndpointingDelayMs, tt.MaxEndpointing)
 		tt.MinInterruption = ms(t.MinInterruptionMs, tt.MinInterruption)
-		tt.ReminderAfter = ms(t.ReminderAfterMs, tt.ReminderAfter)
+		if t.ReminderAfterMs > 0 {
+			tt.ReminderAfter = time.Duration(t.ReminderAfterMs) * time.Millisecond
+		}
 		if t.ReminderMaxCount != nil {
 			tt.ReminderMax = int(*t.ReminderMaxCount)
 		}

@@ -22,10 +22,10 @@ func agentWith(c *switchboardv1.Conversation) *switchboardv1.Agent {
 }
 
 func TestLoopConfigTakesTheAgentsTurnTakingAndDefaults(t *testing.T) {
-	got := LoopConfig(&switchboardv1.Conversation{TurnTaking: &switchboardv1.TurnTaking{MinEndpointingDelayMs: 300,
+	got := LoopConfig(&switchboardv1.Conversation{TurnTaking: &switchboardv1.TurnTaking{MinEndpointingDelayMs: ptr.To[int32](300), MinInterruptionMs: ptr.To[int32](0),
 		ReminderMaxCount: ptr.To[int32](0), Backchannels: []string{"aha"}}})
 	if got.TurnTaking.MinEndpointing != 300*time.Millisecond || got.TurnTaking.MaxEndpointing != 3*time.Second ||
-		got.TurnTaking.ReminderMax != 0 || strings.Join(got.TurnTaking.Backchannels, ",") != "aha" {
+		got.TurnTaking.ReminderMax != 0 || got.TurnTaking.MinInterruption != 0 || strings.Join(got.TurnTaking.Backchannels, ",") != "aha" {
 		t.Fatalf("turn-taking = %+v", got.TurnTaking)
 	}
 	if got.MaxTurns != 200 || got.FallbackLine == "" {
