@@ -156,6 +156,9 @@ type Carrier struct {
 	// streams holds the live sessions of streamed calls (stream.go);
 	// nil until EnableStreams.
 	streams *streams
+	// convs holds the live sessions of conversations (conversation.go);
+	// nil until EnableConversations.
+	convs *conversations
 }
 
 var _ telephony.Dialer = (*Carrier)(nil)
@@ -247,10 +250,14 @@ func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) er
 	return check(req)
 }
 
-// Release drops a streamed call's session; other calls keep no state.
+// Release drops a streamed call's or a conversation's session; other
+// calls keep no state.
 func (c *Carrier) Release(_ context.Context, req telephony.Request) {
 	if c.streams != nil {
 		c.streams.release(req.CallID)
+	}
+	if c.convs != nil {
+		c.convs.release(req.CallID)
 	}
 }
 
@@ -265,6 +272,9 @@ func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, n
 		return telephony.Progress{}, err
 	}
 	if p, ok := c.streamProgress(req, placedAt, now); ok {
+		return p, nil
+	}
+	if p, ok := c.conversationProgress(req, placedAt, now); ok {
 		return p, nil
 	}
 	p := c.unstopped(req, placedAt, now)
