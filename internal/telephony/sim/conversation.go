@@ -108,8 +108,8 @@ func (c *Carrier) conversationProgress(req telephony.Request, placedAt, now time
 		return p, false
 	}
 	answeredAt := placedAt.Add(c.t.Ring)
-	if now.Before(answeredAt) {
-		return p, false // ringing
+	if now.Before(answeredAt) || req.StopAt != nil && req.StopAt.Before(answeredAt) {
+		return p, false // ringing, or stopped while it rang
 	}
 	if answeredAt.Before(c.convs.started) {
 		return connectedEnd(answeredAt, c.convs.started, "operator_restart"), true

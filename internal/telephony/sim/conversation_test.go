@@ -323,3 +323,27 @@ func TestSimConversationCalleePlan(t *testing.T) {
 		}
 	}
 }
+
+// A conversation stopped while it rang is never opened: it was not
+// answered.
+func TestSimConversationStoppedWhileRinging(t *testing.T) {
+	c := New(Timings{Ring: 50 * time.Millisecond})
+	opened := false
+	c.EnableConversations(func(context.Context, telephony.Request) (conversation.Opener, conversation.Config, conversation.CallDetails, error) {
+		opened = true
+		return nil, conversation.Config{}, conversation.CallDetails{}, errors.New("no")
+	})
+	req := reservation("+14155551234", chatConversation(""))
+	t.Cleanup(func() { c.Release(context.Background(), req) })
+	placedAt := time.Now().Add(-time.Second)
+	stopAt := placedAt.Add(10 * time.Millisecond)
+	req.StopAt = &stopAt
+	p, _ := c.Progress(context.Background(), req, placedAt, time.Now())
+	if p.Phase != telephony.Ended || p.Disposition != telephony.NoAnswer || p.DisconnectionReason != telephony.APIHangup {
+		t.Errorf("progress %+v: want not answered, api_hangup", p)
+	}
+	c.Release(context.Background(), req)
+	if opened {
+		t.Error("the conversation was opened on a call stopped while it rang")
+	}
+}
