@@ -236,7 +236,10 @@ func (s *simConversation) converse(ctx context.Context, cfg conversation.Config,
 		s.reason = maxDuration
 	}
 	for _, e := range out.Transcript {
-		s.turns = append(s.turns, e.Turns(answeredAt)...)
+		for _, t := range e.Turns(answeredAt) {
+			t.Start, t.End = t.Start.Truncate(time.Millisecond), t.End.Truncate(time.Millisecond)
+			s.turns = append(s.turns, t)
+		}
 	}
 	placeAgent(s.turns, line.spans)
 }
@@ -257,7 +260,7 @@ func placeAgent(turns []telephony.Turn, spans []span) {
 			next = turns[lines[k+1]].Start
 		}
 		for _, sp := range spans {
-			if sp.start >= turns[i].Start && sp.start < next || sp.start == turns[i].Start {
+			if sp.start >= turns[i].Start && sp.start < next {
 				turns[i].End = max(turns[i].End, sp.end)
 			}
 		}

@@ -49,7 +49,10 @@ func reservation(to string, conv *switchboardv1.Conversation) telephony.Request 
 
 // chatCarrier is a carrier whose conversations go to the stand-in model
 // at url.
-func chatCarrier(url string) *Carrier {
+func chatCarrier(url string) *Carrier { return chatCarrierWith(url, quickTurns()) }
+
+// chatCarrierWith is chatCarrier with the loop's configuration loop.
+func chatCarrierWith(url string, loop conversation.Config) *Carrier {
 	c := New(Timings{Ring: 10 * time.Millisecond})
 	c.EnableConversations(func(_ context.Context, req telephony.Request) (conversation.Opener, conversation.Config, conversation.CallDetails, error) {
 		spec := req.Agent.Spec.Conversation
@@ -59,7 +62,7 @@ func chatCarrier(url string) *Carrier {
 		open := func(ctx context.Context, call conversation.CallDetails) (conversation.Session, error) {
 			return chat.Open(ctx, cfg, call)
 		}
-		return open, quickTurns(), conversation.CallDetails{CallID: req.CallID, From: req.From, To: req.To}, nil
+		return open, loop, conversation.CallDetails{CallID: req.CallID, From: req.From, To: req.To}, nil
 	})
 	c.convs.timing = quickLine()
 	return c
@@ -113,9 +116,9 @@ func TestSimConversationChatDemo(t *testing.T) {
 			continue
 		}
 		if tr.End <= tr.Start || tr.Start < last || tr.End > p.Duration {
-			t.Errorf("turn %q at %v-%v (after %v, call %v): want placed in order within the call", tr.Text, tr.Start, tr.End, last, p.Duration)
+			t.Errorf("turn %q at %v-%v (after %v, call %v): want placed one after the other within the call", tr.Text, tr.Start, tr.End, last, p.Duration)
 		}
-		last = tr.Start
+		last = tr.End
 		if tr.Speaker == callee && (tr.Confidence != 1 || tr.Recognizer != simRecognizer) {
 			t.Errorf("callee turn %+v: want recognizer simulated, confidence 1", tr)
 		}
@@ -345,5 +348,20 @@ func TestSimConversationStoppedWhileRinging(t *testing.T) {
 	c.Release(context.Background(), req)
 	if opened {
 		t.Error("the conversation was opened on a call stopped while it rang")
+	}
+}
+
+// A callee that never speaks to an agent that never reminds: the call
+// ends at maxDurationSeconds.
+func TestSimConversationMaxDuration(t *testing.T) {
+	loop := quickTurns()
+	loop.TurnTaking.ReminderMax = 0
+	c := chatCarrierWith(llmtest.Start(t, llmtest.Demo()), loop)
+	req := reservation("+14155550010", chatConversation("Hello, this is Chez Ada."))
+	req.Agent.Spec.MaxDurationSeconds = 1
+	t.Cleanup(func() { c.Release(context.Background(), req) })
+	p := untilEnded(t, c, req, time.Now())
+	if p.DisconnectionReason != maxDuration || p.Duration < time.Second || p.Duration > 1500*time.Millisecond {
+		t.Errorf("progress %+v: want max_duration after a second", p)
 	}
 }
