@@ -330,6 +330,21 @@ type simLine struct {
 	done   chan struct{}
 	// spans is the agent's speech as played; read once done is closed.
 	spans []span
+
+	// The rest is run's own. The agent's speech: pieces queued, the one
+	// playing and since when, its words since the callee's last line.
+	queue    []pieceToSay
+	playing  *pieceToSay
+	playedAt time.Time
+	heard    strings.Builder
+	// The callee's line in progress ("": none), whether it hangs up
+	// after it, and when it started.
+	said    string
+	hangup  bool
+	started time.Time
+	// play ends the piece playing, answer makes the callee speak, utter
+	// ends its line.
+	play, answer, utter *time.Timer
 }
 
 var _ conversation.Line = (*simLine)(nil)
@@ -381,102 +396,107 @@ func (l *simLine) emit(ev conversation.LineEvent) bool {
 // up or the line's ctx ends.
 func (l *simLine) run() {
 	defer close(l.done)
-	var (
-		queue    []pieceToSay
-		playing  *pieceToSay
-		playedAt time.Time
-		heard    strings.Builder // the agent's words since the callee's last line
-		said     string          // the callee's line in progress
-		hangup   bool
-		started  time.Time
-	)
-	play, answer, utter := stoppedTimer(), stoppedTimer(), stoppedTimer()
-	defer play.Stop()
-	defer answer.Stop()
-	defer utter.Stop()
-	answer.Reset(l.timing.opening)
-	ended := func(now time.Time, cut bool) bool {
-		ok := l.emit(conversation.LineEvent{Kind: conversation.PlayEnded, Text: playing.text, Tag: playing.tag, Cut: cut, At: now})
-		l.addSpan(playedAt, now)
-		playing = nil
-		return ok
+	l.play, l.answer, l.utter = stoppedTimer(), stoppedTimer(), stoppedTimer()
+	defer l.play.Stop()
+	defer l.answer.Stop()
+	defer l.utter.Stop()
+	l.answer.Reset(l.timing.opening)
+	for l.step() {
 	}
-	next := func() bool {
-		for len(queue) > 0 && queue[0].gen != l.gen.Load() {
-			queue = queue[1:]
+}
+
+// step takes what happens next; false once the line is done.
+func (l *simLine) step() bool {
+	select {
+	case <-l.ctx.Done():
+		return false
+	case p := <-l.says:
+		if p.gen != l.gen.Load() {
+			return true // cut before it was spoken
 		}
-		if len(queue) == 0 {
-			if heard.Len() > 0 && said == "" {
-				answer.Reset(l.timing.idle)
-			}
+		l.queue = append(l.queue, p)
+		return l.playing != nil || l.next()
+	case <-l.cut:
+		l.queue = l.queue[:0]
+		if l.playing == nil {
 			return true
 		}
-		p := queue[0]
-		queue = queue[1:]
-		playing, playedAt = &p, time.Now()
-		answer.Stop()
-		if heard.Len() > 0 {
-			heard.WriteByte(' ')
-		}
-		heard.WriteString(p.text)
-		play.Reset(l.timing.speaking(p.text))
-		return l.emit(conversation.LineEvent{Kind: conversation.PlayStarted, Text: p.text, Tag: p.tag, At: playedAt})
+		l.play.Stop()
+		return l.ended(time.Now(), true) && l.next()
+	case now := <-l.play.C:
+		return l.ended(now, false) && l.next()
+	case <-l.answer.C:
+		return l.speak()
+	case now := <-l.utter.C:
+		return l.uttered(now)
 	}
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case p := <-l.says:
-			if p.gen != l.gen.Load() {
-				continue // cut before it was spoken
-			}
-			queue = append(queue, p)
-			if playing == nil && !next() {
-				return
-			}
-		case <-l.cut:
-			queue = queue[:0]
-			if playing != nil {
-				play.Stop()
-				if !ended(time.Now(), true) || !next() {
-					return
-				}
-			}
-		case now := <-play.C:
-			if !ended(now, false) || !next() {
-				return
-			}
-		case <-answer.C:
-			if playing != nil || said != "" {
-				continue
-			}
-			text, last, ok := l.plan.next(heard.String())
-			heard.Reset()
-			if !ok {
-				continue
-			}
-			said, hangup, started = text, last, time.Now()
-			if !l.emit(conversation.LineEvent{Kind: conversation.SpeechStarted, At: started}) {
-				return
-			}
-			utter.Reset(l.timing.speaking(text))
-		case now := <-utter.C:
-			if !l.emit(conversation.LineEvent{Kind: conversation.Utterance, Text: said, At: now, Recognized: now,
-				Confidence: 1, Recognizer: simRecognizer,
-				Start: offset(l.answeredAt, started), End: offset(l.answeredAt, now)}) {
-				return
-			}
-			said = ""
-			if hangup {
-				l.hungUp.Store(true)
-				close(l.events)
-				return
-			}
-			if playing == nil && heard.Len() > 0 {
-				answer.Reset(l.timing.idle) // the agent spoke over the callee
-			}
-		}
+}
+
+// ended reports the end of the piece playing.
+func (l *simLine) ended(now time.Time, cut bool) bool {
+	ok := l.emit(conversation.LineEvent{Kind: conversation.PlayEnded, Text: l.playing.text, Tag: l.playing.tag, Cut: cut, At: now})
+	l.addSpan(l.playedAt, now)
+	l.playing = nil
+	return ok
+}
+
+// next plays the next piece queued, or lets the callee answer once the
+// agent has said something and is silent.
+func (l *simLine) next() bool {
+	for len(l.queue) > 0 && l.queue[0].gen != l.gen.Load() {
+		l.queue = l.queue[1:]
 	}
+	if len(l.queue) == 0 {
+		if l.heard.Len() > 0 && l.said == "" {
+			l.answer.Reset(l.timing.idle)
+		}
+		return true
+	}
+	p := l.queue[0]
+	l.queue = l.queue[1:]
+	l.playing, l.playedAt = &p, time.Now()
+	l.answer.Stop()
+	if l.heard.Len() > 0 {
+		l.heard.WriteByte(' ')
+	}
+	l.heard.WriteString(p.text)
+	l.play.Reset(l.timing.speaking(p.text))
+	return l.emit(conversation.LineEvent{Kind: conversation.PlayStarted, Text: p.text, Tag: p.tag, At: l.playedAt})
+}
+
+// speak starts the callee's answer to what the agent said, if it has one.
+func (l *simLine) speak() bool {
+	if l.playing != nil || l.said != "" {
+		return true
+	}
+	text, hangup, ok := l.plan.next(l.heard.String())
+	l.heard.Reset()
+	if !ok {
+		return true
+	}
+	l.said, l.hangup, l.started = text, hangup, time.Now()
+	l.utter.Reset(l.timing.speaking(text))
+	return l.emit(conversation.LineEvent{Kind: conversation.SpeechStarted, At: l.started})
+}
+
+// uttered ends the callee's line: the loop hears it, and the callee
+// hangs up when it was its goodbye.
+func (l *simLine) uttered(now time.Time) bool {
+	if !l.emit(conversation.LineEvent{Kind: conversation.Utterance, Text: l.said, At: now, Recognized: now,
+		Confidence: 1, Recognizer: simRecognizer,
+		Start: offset(l.answeredAt, l.started), End: offset(l.answeredAt, now)}) {
+		return false
+	}
+	l.said = ""
+	if l.hangup {
+		l.hungUp.Store(true)
+		close(l.events)
+		return false
+	}
+	if l.playing == nil && l.heard.Len() > 0 {
+		l.answer.Reset(l.timing.idle) // the agent spoke over the callee
+	}
+	return true
 }
 
 // addSpan keeps a stretch of the agent's speech, joined to the previous
