@@ -42,6 +42,9 @@ func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephon
 	if c.streamed(req) {
 		return c.streams.recording(req.CallID)
 	}
+	if c.conversed(req) {
+		return c.conversationRecording(req, recordingLength(p))
+	}
 	pcm := make([]int16, c.boundedSamples(samples(recordingLength(p))))
 	for _, t := range turns(req, p) {
 		hz := agentHz

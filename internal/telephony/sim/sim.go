@@ -15,7 +15,7 @@
 //	0007  ended, carrier_failure
 //	0008  Admit and Dial fail with dispatch_error
 //	0009  Admit and Dial fail with dispatch_failed
-//	other ended, answered (0010 to 0012: see Scripted agents)
+//	other ended, answered (0010 to 0012: see Scripted agents and Conversations)
 //
 // # Timeline
 //
@@ -101,7 +101,40 @@
 // The recording is a 16-bit mono 8 kHz WAV as long as the connected time:
 // each turn of the transcript has an equal slot of it and is a tone of its
 // speaker's pitch for the first four fifths of the slot, and the
-// transcript gives each turn those offsets.
+// transcript gives each turn those offsets (a conversation's turns keep
+// their real offsets, see Conversations).
+//
+// # Conversations
+//
+// An agent with spec.conversation, on a carrier with conversations
+// enabled (EnableConversations), talks to its language model as on a SIP
+// trunk: the conversation loop (package conversation) runs from the
+// answer on a simulated line, and the call ends when it does (see
+// conversations for the reasons). The agent's speech plays in 40 ms a
+// word (150 ms at least); the simulated callee speaks once the agent has
+// been silent for 300 ms after saying something (or after 1 s at the
+// start, when the agent waits for it to speak first: "Hello?"), its
+// utterance lasting as long by the same measure (recognizer "simulated",
+// confidence 1). It answers the agent's words since its last line:
+//
+//	a field asked     the field whose keywords they say most (its name's and description's
+//	                  words of three letters or more, common words such as "what" or "your"
+//	                  aside): the field's answer above (number four, boolean yes, string
+//	                  the call variable of the same name), in the call's wording
+//	yes/no question   the last sentence ending in "?" starts (after "and", "so" and such)
+//	                  with is, are, do, does, did, can, could, would, will, should, have...:
+//	                  the boolean answer (yes)
+//	anything else     "Okay." / "Alright." / "I see." / "Okay, thanks." (by wording)
+//
+// Once the agent says "goodbye" or "bye" the callee says nothing more;
+// after six lines without the agent ending the call it says "Thanks,
+// that's all. Goodbye." and hangs up (user_hangup). The endings of To
+// apply as for scripts: 0010 never speaks (the agent's reminders, then
+// inactivity), 0011 first says "Purple monkey dishwasher." and then
+// follows the plan, 0012 always says it. The transcript is the loop's,
+// each turn at its real offset from the answer (an agent's line from its
+// first sound to its last), and the recording renders those turns as
+// tones at those offsets, as long as the call.
 package sim
 
 import (
@@ -156,6 +189,9 @@ type Carrier struct {
 	// streams holds the live sessions of streamed calls (stream.go);
 	// nil until EnableStreams.
 	streams *streams
+	// convs holds the live sessions of conversations (conversation.go);
+	// nil until EnableConversations.
+	convs *conversations
 }
 
 var _ telephony.Dialer = (*Carrier)(nil)
@@ -247,10 +283,14 @@ func (c *Carrier) Dial(_ context.Context, req telephony.Request, _ time.Time) er
 	return check(req)
 }
 
-// Release drops a streamed call's session; other calls keep no state.
+// Release drops a streamed call's or a conversation's session; other
+// calls keep no state.
 func (c *Carrier) Release(_ context.Context, req telephony.Request) {
 	if c.streams != nil {
 		c.streams.release(req.CallID)
+	}
+	if c.convs != nil {
+		c.convs.release(req.CallID)
 	}
 }
 
@@ -265,6 +305,9 @@ func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, n
 		return telephony.Progress{}, err
 	}
 	if p, ok := c.streamProgress(req, placedAt, now); ok {
+		return p, nil
+	}
+	if p, ok := c.conversationProgress(req, placedAt, now); ok {
 		return p, nil
 	}
 	p := c.unstopped(req, placedAt, now)

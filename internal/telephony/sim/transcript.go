@@ -34,6 +34,12 @@ func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telepho
 		}
 		return nil, nil // cut off by a restart: nothing of it is left
 	}
+	if c.conversed(req) {
+		if s := c.convs.ended(req.CallID); s != nil {
+			return s.transcript(), nil
+		}
+		return nil, nil
+	}
 	return turns(req, p), nil
 }
 
@@ -46,7 +52,7 @@ func turns(req telephony.Request, p telephony.Progress) []telephony.Turn {
 	case scripted(req):
 		t, _ = runScript(req, answeredAt(p))
 	default:
-		t = conversation(req)
+		t = questions(req)
 	}
 	return place(t, recordingLength(p))
 }
@@ -84,7 +90,9 @@ func voicemail(req telephony.Request) []telephony.Turn {
 	}
 }
 
-func conversation(req telephony.Request) []telephony.Turn {
+// questions is the call of an agent without a script: its greeting, each
+// field asked and answered, a goodbye.
+func questions(req telephony.Request) []telephony.Turn {
 	greeting := req.Greeting
 	if greeting == "" {
 		greeting = defaultGreeting

@@ -13,7 +13,6 @@ import (
 	"github.com/emiago/diago"
 
 	"github.com/switchboard-dev/switchboard/internal/conversation"
-	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -94,29 +93,14 @@ func (r *Result) addConversation(out conversation.Outcome, answeredAt time.Time)
 	}
 }
 
-// conversationEvent is the transcript's account of one entry.
+// conversationEvent is the transcript's account of one entry (the
+// mapping every carrier shares, conversation.Entry.Turns), each turn at
+// the entry's moment, a following note a millisecond after.
 func conversationEvent(e conversation.Entry, answeredAt time.Time) []Event {
-	ev := Event{At: e.At, Turn: telephony.Turn{Speaker: SpeakerAgent, Text: e.Content, Note: e.Note}}
-	switch e.Role {
-	case conversation.RoleUser:
-		ev.Speaker, ev.Start, ev.End = SpeakerCallee, e.Start, e.End
-		ev.Confidence, ev.Recognizer = e.Confidence, e.Recognizer
-	case conversation.RoleToolCallInvocation:
-		ev.Text, ev.Note = fmt.Sprintf("(called %s %s)", e.Name, e.Arguments), true
-		ev.Tool = &telephony.ToolCall{ID: e.ToolCallID, Name: e.Name, Arguments: e.Arguments}
-	case conversation.RoleToolCallResult:
-		ev.Text, ev.Note = fmt.Sprintf("(%s answered: %s)", cmp.Or(e.Name, "the tool"), e.Content), true
-		ev.Tool = &telephony.ToolCall{ID: e.ToolCallID, Name: e.Name, Result: e.Content, Successful: e.Successful, Answered: true}
-	default:
-		if !e.At.IsZero() && !answeredAt.IsZero() && !e.Note {
-			ev.Start = max(e.At.Sub(answeredAt), 0)
-			ev.End = ev.Start
-		}
-	}
-	out := []Event{ev}
-	if e.Interrupted {
-		out = append(out, Event{At: e.At.Add(time.Millisecond), Turn: telephony.Turn{Speaker: SpeakerCallee,
-			Text: "(interrupted the agent)", Note: true}})
+	turns := e.Turns(answeredAt)
+	out := make([]Event, len(turns))
+	for i, t := range turns {
+		out[i] = Event{At: e.At.Add(time.Duration(i) * time.Millisecond), Turn: t}
 	}
 	return out
 }
