@@ -302,9 +302,12 @@ func indexFields(ctx context.Context, indexer client.FieldIndexer) error {
 func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Directory, opts Options) (*telephony.Router, *sipStack, error) {
 	dialer := &telephony.Router{}
 	streams := sip.StreamSource{Secrets: mgr.GetAPIReader(), Policy: egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure}}
+	conversations := engines.Source{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy(),
+		Log: opts.Log.WithName("conversation")}
 	if !opts.DisableSimulator {
 		carrier := sim.New(opts.SimTimings)
 		carrier.EnableStreams(streams.Config)
+		carrier.EnableConversations(conversations.For)
 		carrier.LimitRecordings(opts.RecordingMaxBytes)
 		dialer.Sim = carrier
 	}
@@ -312,8 +315,7 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 		return dialer, nil, nil
 	}
 	opts.SIP.Streams, opts.SIP.ModelPolicy = streams, opts.Webhooks.modelPolicy()
-	opts.SIP.Conversations = engines.Source{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy(),
-		Log: opts.Log.WithName("conversation")}
+	opts.SIP.Conversations = conversations
 	opts.SIP.RecordingMaxBytes = opts.RecordingMaxBytes
 	opts.SIP.AddressPolicy = egress.URLPolicy{AllowInsecure: opts.Webhooks.AllowInsecure, Trusted: opts.SIP.PrivateNetworks}
 	sipCalls, err := newSIPStack(ctx, mgr, dir, opts.Worker.ID, opts.SIP, opts.Log)
