@@ -148,21 +148,14 @@ func (l *loop) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case c, ok := <-chunks:
-			if !ok {
-				l.sessionEnded(ctx)
-				return
-			}
-			if l.chunk(ctx, c) {
+			if l.received(ctx, c, ok) {
 				return
 			}
 		case st := <-settings:
 			l.settings(st)
 		case ev, ok := <-events:
-			if !ok {
-				return // the callee hung up
-			}
-			if l.event(ctx, ev) {
-				return
+			if !ok || l.event(ctx, ev) {
+				return // !ok: the callee hung up
 			}
 		case <-l.endpoint.C:
 			if l.turnEnded() {
@@ -178,6 +171,16 @@ func (l *loop) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// received takes what the session sent (ok false: it ended); true when the
+// call ends.
+func (l *loop) received(ctx context.Context, c Chunk, ok bool) bool {
+	if !ok {
+		l.sessionEnded(ctx)
+		return true
+	}
+	return l.chunk(ctx, c)
 }
 
 // chunk takes a piece of the engine's answer; true when the call ends.
@@ -242,12 +245,7 @@ func (l *loop) say(piece string) {
 func (l *loop) event(ctx context.Context, ev LineEvent) bool {
 	switch ev.Kind {
 	case SpeechStarted:
-		l.talking++
-		l.reminder.Stop()
-		l.endpoint.Stop()
-		if l.speaking() && l.interruptible() {
-			l.interrupt.Reset(l.cfg.TurnTaking.MinInterruption)
-		}
+		l.speechStarted()
 	case Utterance:
 		if !ev.Cut && l.talking > 0 {
 			l.talking-- // a Cut utterance: the callee is still speaking
@@ -255,30 +253,52 @@ func (l *loop) event(ctx context.Context, ev LineEvent) bool {
 		l.interrupt.Stop()
 		l.utterance(ev)
 	case Key:
-		l.interrupt.Stop()
-		l.reminder.Stop()
-		if l.speaking() && l.interruptible() {
-			l.bargeIn()
-		}
-		l.pending = append(l.pending, "(pressed "+ev.Text+")")
-		l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleUser, Content: "pressed " + ev.Text}, At: ev.At})
-		l.voiceEnded = ev.At
-		l.endpoint.Reset(l.cfg.TurnTaking.MinEndpointing)
+		l.key(ev)
 	case PlayStarted:
 		if ev.Tag == l.tag {
 			l.played(ev)
 		}
 	case PlayEnded:
-		if ev.Tag == fallbackTag {
-			return true
-		}
-		if ev.Tag != l.tag || ev.Cut {
-			return false
-		}
-		l.queued--
-		if l.queued == 0 && l.complete {
-			return l.responseSpoken(ctx)
-		}
+		return l.playEnded(ctx, ev)
+	}
+	return false
+}
+
+// speechStarted: the callee speaks, over the agent perhaps.
+func (l *loop) speechStarted() {
+	l.talking++
+	l.reminder.Stop()
+	l.endpoint.Stop()
+	if l.speaking() && l.interruptible() {
+		l.interrupt.Reset(l.cfg.TurnTaking.MinInterruption)
+	}
+}
+
+// key takes a key the callee pressed: it interrupts, and is their turn.
+func (l *loop) key(ev LineEvent) {
+	l.interrupt.Stop()
+	l.reminder.Stop()
+	if l.speaking() && l.interruptible() {
+		l.bargeIn()
+	}
+	l.pending = append(l.pending, "(pressed "+ev.Text+")")
+	l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleUser, Content: "pressed " + ev.Text}, At: ev.At})
+	l.voiceEnded = ev.At
+	l.endpoint.Reset(l.cfg.TurnTaking.MinEndpointing)
+}
+
+// playEnded counts a piece of the agent's speech that ended; true when the
+// call ends (the fallback line, or an answer with end_call, was spoken).
+func (l *loop) playEnded(ctx context.Context, ev LineEvent) bool {
+	if ev.Tag == fallbackTag {
+		return true
+	}
+	if ev.Tag != l.tag || ev.Cut {
+		return false
+	}
+	l.queued--
+	if l.queued == 0 && l.complete {
+		return l.responseSpoken(ctx)
 	}
 	return false
 }
