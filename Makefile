@@ -142,8 +142,9 @@ bench-listen: ## Benchmark voice activity detection per frame, end of speech to 
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentListeningCalls' -benchtime 1x -count 1 -timeout 10m
 
 .PHONY: bench-conversation
-bench-conversation: ## Benchmark a conversation's voice-to-voice latency and its parts on a real call to baresip (embedded recognizer, stand-in model).
+bench-conversation: ## Benchmark a conversation's voice-to-voice latency and its parts on a real call to baresip, then 100 conversations at once against sipp (embedded recognizer, stand-in model).
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'VoiceToVoice' -benchtime 1x -count 1 -timeout 10m
+	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentConversations' -benchtime 1x -count 1 -timeout 30m
 
 .PHONY: bench-speech
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.

@@ -32,6 +32,11 @@ type Conversation struct {
 }
 
 const (
+	// conversationHangover is the silence that ends an utterance on a
+	// conversation's call (the VAD's default is 400 ms): short enough for
+	// the recognizer to have the words before the endpointing delay
+	// (400 – 500 ms) ends the turn.
+	conversationHangover = 200 * time.Millisecond
 	// lineEvents bounds the events the line holds for the loop.
 	lineEvents = 64
 	// lineSays bounds the pieces of speech queued: a response's pieces

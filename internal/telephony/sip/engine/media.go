@@ -58,7 +58,15 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	if dtmf != nil {
 		m.dtmf = dtmf
 	}
-	m.listenWith(e.cfg.VAD, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
+	vad := e.cfg.VAD
+	if c.Conversation != nil && vad.Hangover == 0 {
+		// A conversation's turn ends at its endpointing delay, counted from
+		// the end of the voice; a shorter pause ending the utterance lets
+		// the recognizer start within that delay (the loop joins the
+		// utterances of one turn).
+		vad.Hangover = conversationHangover
+	}
+	m.listenWith(vad, c.Recognizer, cmp.Or(e.cfg.RecognizeTimeout, defaultRecognizeTimeout))
 	m.zone = cmp.Or(c.Zone, time.UTC)
 	tctx, cancelTranscripts := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTranscripts()
