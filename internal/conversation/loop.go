@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -378,6 +379,8 @@ func (l *loop) remind() bool {
 	}
 	l.reminders++
 	l.voiceEnded = time.Time{}
+	l.note(RoleAgent, fmt.Sprintf("(the callee was silent for %s: reminder %d of %d)",
+		l.cfg.TurnTaking.ReminderAfter.Round(time.Second), l.reminders, l.cfg.TurnTaking.ReminderMax))
 	l.request(Remind)
 	return false
 }

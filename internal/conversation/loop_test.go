@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -298,6 +299,9 @@ func TestConversationRemindsThenHangsUpOnSilence(t *testing.T) {
 	if o.Reason != ReasonInactivity {
 		t.Fatalf("reason = %q, want inactivity", o.Reason)
 	}
+	if got := strings.Count(transcriptText(o), "(the callee was silent for 0s: reminder"); got != 2 {
+		t.Fatalf("transcript:\n%s\nwant each reminder noted", transcriptText(o))
+	}
 }
 
 func TestConversationSaysTheFallbackLineWhenTheEngineFails(t *testing.T) {
@@ -367,5 +371,27 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met")
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A long call's requests carry the most recent messages only, while the
+// call's own transcript keeps every turn.
+func TestConversationBoundsWhatTheEngineIsSent(t *testing.T) {
+	s, line := newFakeSession(), newFakeLine(true)
+	cfg := quickTurns()
+	cfg.MaxEngineTranscript = 10
+	out := runAsync(t, cfg, s, line)
+	s.say(0, "")
+	for i := 1; i <= 30; i++ {
+		line.callee(fmt.Sprintf("line %d", i))
+		r := nextRequest(t, s)
+		if len(r.Transcript) > 10 {
+			t.Fatalf("request %d carried %d messages, want at most 10", i, len(r.Transcript))
+		}
+		s.chunks <- Chunk{ResponseID: r.ResponseID, Content: "Okay.", Complete: true, EndCall: i == 30}
+	}
+	o := wait(t, out)
+	if got := strings.Count(transcriptText(o), "user: line "); got != 30 {
+		t.Fatalf("the call's transcript kept %d of 30 lines", got)
 	}
 }
