@@ -379,8 +379,7 @@ func (l *loop) remind() bool {
 	}
 	l.reminders++
 	l.voiceEnded = time.Time{}
-	l.note(RoleAgent, fmt.Sprintf("(the callee was silent for %s: reminder %d of %d)",
-		l.cfg.TurnTaking.ReminderAfter.Round(time.Second), l.reminders, l.cfg.TurnTaking.ReminderMax))
+	l.note(RoleAgent, fmt.Sprintf("(the callee was silent: reminder %d of %d)", l.reminders, l.cfg.TurnTaking.ReminderMax))
 	l.request(Remind)
 	return false
 }

@@ -199,7 +199,7 @@ func TestSimConversationSilentCallee(t *testing.T) {
 	p := untilEnded(t, c, req, time.Now())
 	turns, _ := c.Transcript(context.Background(), req, p)
 	got := texts(turns)
-	if p.DisconnectionReason != conversation.ReasonInactivity || got != "agent: Hello, this is Chez Ada.\nagent: Are you still there?\n" {
+	if p.DisconnectionReason != conversation.ReasonInactivity || got != "agent: Hello, this is Chez Ada.\nagent: (the callee was silent: reminder 1 of 1)\nagent: Are you still there?\n" {
 		t.Errorf("reason %q, transcript:\n%s\nwant inactivity after one reminder", p.DisconnectionReason, got)
 	}
 }
