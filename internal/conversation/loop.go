@@ -458,6 +458,11 @@ func (l *loop) abandon(interrupted bool) {
 		l.out.Transcript[l.agentEntry].Interrupted = true
 	}
 	l.startResponse(noResponse)
+	if interrupted {
+		// The callee has the turn: the engine may stop the answer (a
+		// model's stream), and a Retell server is told as Retell tells it.
+		l.s.Update(l.engineTranscript(), "user_turn")
+	}
 }
 
 func (l *loop) calleeTalking() bool { return l.talking > 0 }

@@ -219,6 +219,12 @@ func TestConversationBargeInCutsTheAnswerAndDropsItsRest(t *testing.T) {
 	waitFor(t, func() bool { return len(line.saidSoFar()) == 2 })
 	line.finish()
 	o := wait(t, out)
+	s.mu.Lock()
+	told := strings.Join(s.updates, ",")
+	s.mu.Unlock()
+	if !strings.Contains(told, "agent_turn,user_turn") {
+		t.Errorf("updates %q: the engine is told the callee took the turn", told)
+	}
 	if got := line.saidSoFar(); strings.Join(got, "|") != "We open at nine.|Monday to Saturday." {
 		t.Fatalf("spoken = %q: the interrupted answer's rest must not be spoken", got)
 	}

@@ -237,9 +237,19 @@ func (s *session) Request(req conversation.Request) {
 	}
 }
 
-// Update implements conversation.Session: the next Request carries the
-// whole transcript, so updates are not needed.
-func (s *session) Update([]conversation.Message, string) {}
+// Update implements conversation.Session: when the callee takes the turn
+// (they interrupted the agent), the answer still streaming is cancelled,
+// since the loop drops its words anyway; the model stops generating them.
+func (s *session) Update(_ []conversation.Message, turn string) {
+	if turn != "user_turn" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight != nil {
+		s.inFlight()
+	}
+}
 
 // Settings implements conversation.Session: a model does not change the
 // turn-taking.

@@ -259,6 +259,31 @@ func TestNewerRequestDiscardsTheOlder(t *testing.T) {
 	}
 }
 
+// The callee interrupts (the loop tells the session the turn is theirs):
+// the answer still streaming stops, and the session answers the next
+// request as before.
+func TestBargeInCancelsTheStreamingAnswer(t *testing.T) {
+	llm := llmtest.New(llmtest.Turn{Say: "A long answer."}, llmtest.Turn{Say: "Second answer."})
+	llm.SetFirstTokenDelay(300 * time.Millisecond)
+	s := open(t, config(llmtest.Start(t, llm)))
+	chunksOf(t, s, 0)
+	s.Request(respond(1, user("One.")))
+	time.Sleep(50 * time.Millisecond) // the request is out
+	s.Update(nil, "user_turn")
+	select {
+	case c := <-s.Chunks():
+		t.Fatalf("a chunk of the cancelled answer: %+v", c)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err = %v: a cancelled answer is no failure", err)
+	}
+	s.Request(respond(2, user("One."), user("Two.")))
+	if got := said(chunksOf(t, s, 2)); got != "Second answer." {
+		t.Errorf("response 2 said %q", got)
+	}
+}
+
 func TestEndCallSaysItsLineAndHangsUp(t *testing.T) {
 	llm := llmtest.New(llmtest.Turn{Say: "Perfect. ", Rounds: [][]llmtest.ToolCall{llmtest.Call("end_call", `{"message":"Goodbye!"}`)}})
 	s := open(t, config(llmtest.Start(t, llm)))
