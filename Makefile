@@ -75,7 +75,7 @@ test-unit: ## Run the tests that need no control plane and no tool outside Go (g
 	go test -short -timeout 5m $(TEST_FLAGS) ./...
 
 TEST_ENV = KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" SWITCHBOARD_VERSITYGW="$(abspath $(VERSITYGW))" SWITCHBOARD_HELM="$(abspath $(HELM))"
-TEST_NEEDS = manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules hack/openapi-lint/node_modules $(VERSITYGW) $(HELM)
+TEST_NEEDS = manifests generate vet hack/receivers/node/node_modules hack/sdk-compat/node_modules hack/openapi-lint/node_modules hack/retell-node-demo/node_modules $(VERSITYGW) $(HELM)
 
 .PHONY: test
 test: $(TEST_NEEDS) ## Run every test, envtest, S3 (versitygw) and the Helm chart included.
@@ -99,6 +99,9 @@ hack/receivers/node/node_modules: hack/receivers/node/package-lock.json
 # The hosted service's Node SDK, pinned, which TestSDKCompatNode drives Switchboard with.
 hack/sdk-compat/node_modules: hack/sdk-compat/package-lock.json
 	npm ci --prefix hack/sdk-compat
+
+hack/retell-node-demo/node_modules: hack/retell-node-demo/package-lock.json
+	npm ci --prefix hack/retell-node-demo
 
 # Redocly's OpenAPI linter, pinned, which TestOpenAPILint runs.
 hack/openapi-lint/node_modules: hack/openapi-lint/package-lock.json

@@ -10,9 +10,15 @@ package sip
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,4 +169,92 @@ func TestSIPConversationModelFailureEndsWithTheFallbackLine(t *testing.T) {
 	g.Eventually(func() string {
 		return ControlPlane.Kubectl(t).MustRun(t, "describe", "call", "-n", o.Ns, calls.Items[0].Name).Stdout
 	}, 10*time.Second, 200*time.Millisecond).Should(MatchRegexp(`Warning\s+ConversationFailed\s+.*error_llm: .*500`))
+}
+
+// Retell's published Node demo server (hack/retell-node-demo: its src/ as
+// RetellAI/retell-custom-llm-node-demo publishes it, the function-calling
+// client behind it) holds the conversation, unmodified: its config and
+// begin message after call_details, its ping_pong, its streamed answers
+// drafted by the OpenAI library (pointed by OPENAI_BASE_URL at the
+// stand-in model), and its end_call function's last line, which hangs up.
+func TestSIPConversationWithRetellsNodeDemo(t *testing.T) {
+	g := NewWithT(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (Retell's demo needs Node.js 18 or later): %v", err)
+	}
+	dir := filepath.Join(RepoRoot, "hack", "retell-node-demo")
+	tsNode := filepath.Join(dir, "node_modules", "ts-node", "dist", "bin.js")
+	if _, err := os.Stat(tsNode); err != nil {
+		t.Fatalf("hack/retell-node-demo/node_modules is missing: run `npm ci --prefix hack/retell-node-demo` (make test does it): %v", err)
+	}
+	model := llmtest.Demo()
+	port := freePort(t)
+	cmd := exec.Command(node, tsNode, "--transpile-only", "launch.ts", strconv.Itoa(port))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OPENAI_APIKEY=sk-test", "OPENAI_BASE_URL="+llmtest.Start(t, model))
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	g.Expect(cmd.Start()).To(Succeed())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("Retell's demo said:\n%s", out.String())
+		}
+	})
+	g.Eventually(out.String, 60*time.Second, 100*time.Millisecond).Should(ContainSubstring("Listening on"))
+
+	addr, asr := speakingCallee(t, map[float64]string{6: "I would like a table", 12.5: "four people", 19: "seven pm"},
+		[]float64{6, 12.5, 19}, 34*time.Second)
+	o := conversationOrg(t, addr, asr, &switchboardv1.Conversation{
+		LLMWebSocket: &switchboardv1.ConversationWebSocket{URL: fmt.Sprintf("ws://127.0.0.1:%d/llm-websocket", port),
+			ConnectTimeoutSeconds: 5}})
+	id := o.CreateCall(t, "+14155550123", nil)
+	call := o.WaitLongAnalyzed(t, id)
+	lines := transcriptLines(t, o, id)
+	g.Expect(call).To(HaveKeyWithValue("disconnection_reason", "agent_hangup"), "transcript:\n%s", lines)
+	for _, want := range []string{
+		"agent: Hey there, I'm your personal AI therapist, how can I help you",
+		"user: I would like a table",
+		"agent: Lovely. For how many people should I book the table?",
+		"user: four people",
+		"user: seven pm",
+		"We look forward to seeing you. Goodbye!",
+	} {
+		g.Expect(lines).To(ContainSubstring(want), "transcript:\n%s", lines)
+	}
+	g.Expect(out.String()).To(ContainSubstring("call details:"), "the demo asked for and got call_details")
+	reqs := model.Requests()
+	g.Expect(reqs).NotTo(BeEmpty())
+	g.Expect(reqs[0].Model).To(Equal("gpt-4-turbo-preview"), "the demo's own request reached the stand-in")
+}
+
+// freePort is a TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is a strings.Builder a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
