@@ -379,7 +379,7 @@ func (l *loop) remind() bool {
 	}
 	l.reminders++
 	l.voiceEnded = time.Time{}
-	l.note(RoleAgent, fmt.Sprintf("(the callee was silent: reminder %d of %d)", l.reminders, l.cfg.TurnTaking.ReminderMax))
+	l.note(fmt.Sprintf("(the callee was silent: reminder %d of %d)", l.reminders, l.cfg.TurnTaking.ReminderMax))
 	l.request(Remind)
 	return false
 }
@@ -419,13 +419,13 @@ func (l *loop) responseSpoken(ctx context.Context) bool {
 	l.startResponse(noResponse)
 	if digits != "" {
 		if err := l.line.Press(ctx, digits); err != nil {
-			l.note(RoleAgent, "(could not press "+digits+": "+err.Error()+")")
+			l.note("(could not press " + digits + ": " + err.Error() + ")")
 		} else {
 			l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleAgent, Content: "pressed " + digits}, At: time.Now(), Note: true})
 		}
 	}
 	if xfer != "" {
-		l.note(RoleAgent, "(asked to transfer the call to "+xfer+"; transfers are not in this release, so the call goes on)")
+		l.note("(asked to transfer the call to " + xfer + "; transfers are not in this release, so the call goes on)")
 	}
 	if endCall {
 		l.out.Reason = ReasonAgentHangup
@@ -498,7 +498,7 @@ func (l *loop) sessionEnded(ctx context.Context) {
 	if e, ok := err.(*Error); ok {
 		l.out.Reason, l.out.Detail = e.Reason, e.Detail
 	}
-	l.note(RoleAgent, "(the response engine failed: "+l.out.Detail+")")
+	l.note("(the response engine failed: " + l.out.Detail + ")")
 	l.abandon(false)
 	if l.cfg.FallbackLine == "" || !l.line.Say(l.cfg.FallbackLine, fallbackTag) {
 		return
@@ -534,8 +534,9 @@ func (l *loop) drain(ctx context.Context, tag int) {
 	}
 }
 
-func (l *loop) note(role, text string) {
-	l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: role, Content: text}, At: time.Now(), Note: true})
+// note appends the loop's account of what happened, in the agent's name.
+func (l *loop) note(text string) {
+	l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleAgent, Content: text}, At: time.Now(), Note: true})
 }
 
 // engineTranscript is what the engine is sent: the most recent messages,
