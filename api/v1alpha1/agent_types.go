@@ -89,6 +89,11 @@ type AgentSpec struct {
 	// +optional
 	TrunkRef *LocalObjectReference `json:"trunkRef,omitempty"`
 
+	// voice is how the agent sounds: the embedded voice by default, or a
+	// text-to-speech server the organization runs (see AgentVoice).
+	// +optional
+	Voice *AgentVoice `json:"voice,omitempty"`
+
 	// speech is the speech recognition server for this agent's calls.
 	// Without it the embedded recognizer, on Switchboard's own CPU, hears
 	// the callee.

@@ -42,6 +42,16 @@ type Speaker interface {
 	Speak(ctx context.Context, text string) ([]int16, error)
 }
 
+// Streamer is a Speaker that can also hand its speech over as it is
+// synthesized, so that the first words play before the whole line exists
+// (a streaming server's). write is called with consecutive pieces of
+// SampleRate mono PCM, which it must not keep, until the line is spoken;
+// an error from write stops the stream and is returned.
+type Streamer interface {
+	Speaker
+	Stream(ctx context.Context, text string, write func(pcm []int16) error) error
+}
+
 // Flite speaks with the flite binary, which writes 8 kHz 16-bit mono WAV
 // with its built-in voices: no resampling. Recent results are cached (an
 // agent says the same greeting on every call), and concurrent requests for
