@@ -52,13 +52,9 @@ type conversations struct {
 
 // simConversation is one conversation's session.
 type simConversation struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	liveEnd
 	// Set before done is closed.
-	endedAt time.Time
-	reason  string
-	detail  string
-	turns   []telephony.Turn
+	turns []telephony.Turn
 }
 
 // lineTiming is how the simulated line paces the conversation.
@@ -119,25 +115,7 @@ func (c *Carrier) conversationProgress(req telephony.Request, placedAt, now time
 		maxDur = time.Duration(s) * time.Second
 	}
 	maxAt := answeredAt.Add(maxDur)
-	s := c.convs.open(req, answeredAt, maxAt)
-	if req.StopAt != nil && !req.StopAt.After(now) {
-		s.stop()
-		if s.endedAt.Before(*req.StopAt) {
-			p := connectedEnd(answeredAt, s.endedAt, s.reason)
-			p.Detail = s.detail
-			return p, true
-		}
-		return connectedEnd(answeredAt, *req.StopAt, telephony.APIHangup), true
-	}
-	select {
-	case <-s.done:
-		p := connectedEnd(answeredAt, s.endedAt, s.reason)
-		p.Detail = s.detail
-		return p, true
-	default:
-	}
-	return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt,
-		NextCheck: max(min(maxAt.Sub(now), streamNextCheck), time.Millisecond)}, true
+	return c.convs.open(req, answeredAt, maxAt).progress(req, answeredAt, maxAt, now), true
 }
 
 // open returns the call's session, starting it the first time.
@@ -148,7 +126,7 @@ func (cs *conversations) open(req telephony.Request, answeredAt, maxAt time.Time
 		return s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &simConversation{cancel: cancel, done: make(chan struct{})}
+	s := &simConversation{liveEnd: liveEnd{cancel: cancel, done: make(chan struct{})}}
 	cs.calls[req.CallID] = s
 	go s.run(ctx, cs.fn, cs.timing, req, answeredAt, maxAt)
 	return s
@@ -179,11 +157,6 @@ func (cs *conversations) release(callID string) {
 }
 
 // stop ends the call (the API's stop) and waits for the session's end.
-func (s *simConversation) stop() {
-	s.cancel()
-	<-s.done
-}
-
 // run holds the conversation until the loop ends it, the callee hangs
 // up, maxAt passes or ctx ends (stop, release).
 func (s *simConversation) run(ctx context.Context, fn ConversationFunc, timing lineTiming, req telephony.Request, answeredAt, maxAt time.Time) {

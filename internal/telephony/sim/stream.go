@@ -54,12 +54,8 @@ type streams struct {
 
 // simStream is one streamed call's simulated callee.
 type simStream struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	liveEnd
 	// Set before done is closed.
-	endedAt time.Time
-	reason  string
-	detail  string
 	recPath string // the recording ("": none)
 	// maxBytes bounds the recording (0: none).
 	maxBytes int64
@@ -92,23 +88,44 @@ func (c *Carrier) streamProgress(req telephony.Request, placedAt, now time.Time)
 	if answeredAt.Before(c.streams.started) {
 		return connectedEnd(answeredAt, minTime(hangupAt, c.streams.started), "operator_restart"), true
 	}
-	s := c.streams.open(req, answeredAt, hangupAt)
+	return c.streams.open(req, answeredAt, hangupAt).progress(req, answeredAt, hangupAt, now), true
+}
+
+// liveEnd is how a live simulated call (streamed, or holding a
+// conversation) ends: its fields are set before done is closed.
+type liveEnd struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	endedAt time.Time
+	reason  string
+	detail  string
+}
+
+// stop ends the call's session and waits for it.
+func (l *liveEnd) stop() {
+	l.cancel()
+	<-l.done
+}
+
+// progress reports the live call answered at answeredAt, which ends by
+// endBy at the latest, as of now: stopped by the API, ended by its
+// session, or still connected.
+func (l *liveEnd) progress(req telephony.Request, answeredAt, endBy, now time.Time) telephony.Progress {
 	if req.StopAt != nil && !req.StopAt.After(now) {
-		s.stop()
-		if s.endedAt.Before(*req.StopAt) {
-			return connectedEnd(answeredAt, s.endedAt, s.reason), true
+		l.stop()
+		if !l.endedAt.Before(*req.StopAt) {
+			return connectedEnd(answeredAt, *req.StopAt, telephony.APIHangup)
 		}
-		return connectedEnd(answeredAt, *req.StopAt, telephony.APIHangup), true
 	}
 	select {
-	case <-s.done:
-		p := connectedEnd(answeredAt, s.endedAt, s.reason)
-		p.Detail = s.detail
-		return p, true
+	case <-l.done:
+		p := connectedEnd(answeredAt, l.endedAt, l.reason)
+		p.Detail = l.detail
+		return p
 	default:
 	}
 	return telephony.Progress{Phase: telephony.Connected, AnsweredAt: &answeredAt,
-		NextCheck: max(min(hangupAt.Sub(now), streamNextCheck), time.Millisecond)}, true
+		NextCheck: max(min(endBy.Sub(now), streamNextCheck), time.Millisecond)}
 }
 
 func connectedEnd(answeredAt, endedAt time.Time, reason string) telephony.Progress {
@@ -139,7 +156,7 @@ func (ss *streams) open(req telephony.Request, answeredAt, hangupAt time.Time) *
 		return s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &simStream{cancel: cancel, done: make(chan struct{}), maxBytes: ss.maxBytes}
+	s := &simStream{liveEnd: liveEnd{cancel: cancel, done: make(chan struct{})}, maxBytes: ss.maxBytes}
 	ss.calls[req.CallID] = s
 	go s.run(ctx, ss.cfg, req, answeredAt, hangupAt)
 	return s
@@ -178,11 +195,6 @@ func (ss *streams) ended(callID string) *simStream {
 }
 
 // stop ends the call (the API's stop) and waits for the session's end.
-func (s *simStream) stop() {
-	s.cancel()
-	<-s.done
-}
-
 // release drops the call's session, ending it if it still runs, and its
 // recording.
 func (ss *streams) release(callID string) {
