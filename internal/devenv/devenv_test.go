@@ -178,10 +178,12 @@ func TestSamplesFollowTheirPeers(t *testing.T) {
 	state := t.TempDir()
 	opts := options(t, state)
 	opts.SampleAddrs = devenv.SampleAddrsFromEnv(env{
-		devenv.StreamBotAddrEnv: "127.0.0.1:18090", devenv.SampleTrunkAddrEnv: "127.0.0.1:15070"}.get)
+		devenv.StreamBotAddrEnv: "127.0.0.1:18090", devenv.SampleTrunkAddrEnv: "127.0.0.1:15070",
+		devenv.StandInModelAddrEnv: "127.0.0.1:18091"}.get)
 	_, stop := start(t, opts)
 	admin := adminClient(t, filepath.Join(state, "kubeconfig"))
 	expectPeers(t, admin, "ws://127.0.0.1:18090/stream", "sip:127.0.0.1:15070")
+	expectModel(t, admin, "http://127.0.0.1:18091/v1")
 
 	var trunk switchboardv1.SIPTrunk
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "local-pbx"}, &trunk); err != nil {
@@ -192,15 +194,17 @@ func TestSamplesFollowTheirPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	opts.SampleAddrs = devenv.SampleAddrs{StreamBot: "127.0.0.1:28090", SIPTrunk: "127.0.0.1:25070"}
+	opts.SampleAddrs = devenv.SampleAddrs{StreamBot: "127.0.0.1:28090", SIPTrunk: "127.0.0.1:25070", StandInModel: "127.0.0.1:28091"}
 	start(t, opts)
-	expectPeers(t, adminClient(t, filepath.Join(state, "kubeconfig")), "ws://127.0.0.1:28090/stream", "sip:127.0.0.1:5080")
+	admin = adminClient(t, filepath.Join(state, "kubeconfig"))
+	expectPeers(t, admin, "ws://127.0.0.1:28090/stream", "sip:127.0.0.1:5080")
+	expectModel(t, admin, "http://127.0.0.1:28091/v1")
 }
 
 // Without the variables, the samples keep the files' addresses.
 func TestSampleAddrsFromEnv(t *testing.T) {
 	if got := devenv.SampleAddrsFromEnv(env{}.get); got != (devenv.SampleAddrs{
-		StreamBot: devenv.DefaultStreamBotAddr, SIPTrunk: devenv.DefaultSampleTrunkAddr}) {
+		StreamBot: devenv.DefaultStreamBotAddr, SIPTrunk: devenv.DefaultSampleTrunkAddr, StandInModel: devenv.DefaultStandInModelAddr}) {
 		t.Errorf("without the variables: %+v", got)
 	}
 	got := devenv.SampleAddrsFromEnv(env{devenv.SampleTrunkAddrEnv: " 192.0.2.10:5060 "}.get)
@@ -231,5 +235,18 @@ func expectPeers(t *testing.T, c client.Client, stream, trunk string) {
 	}
 	if tr.Spec.Address != trunk {
 		t.Errorf("the sample SIPTrunk is at %s, want %s", tr.Spec.Address, trunk)
+	}
+}
+
+// expectModel checks where the sample conversation Agent's model is.
+func expectModel(t *testing.T, c client.Client, url string) {
+	t.Helper()
+	var agent switchboardv1.Agent
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "demo", Name: "reservations-llm"}, &agent); err != nil ||
+		agent.Spec.Conversation == nil || agent.Spec.Conversation.LLM == nil {
+		t.Fatalf("the sample conversation Agent: %v", err)
+	}
+	if got := agent.Spec.Conversation.LLM.URL; got != url {
+		t.Errorf("the sample Agent's model is at %s, want %s", got, url)
 	}
 }
