@@ -219,6 +219,9 @@ type callMedia struct {
 	bot atomic.Pointer[stream.Session]
 	// dtmf keys digits for a conversation's agent (nil: it cannot).
 	dtmf dtmfWriter
+	// underruns counts the frames of silence streamed playbacks played
+	// because their audio came late.
+	underruns atomic.Int64
 	// lastPlay is the playback the script started last (nil: none), for
 	// the transcript's timeline; the script's goroutine only.
 	lastPlay *playback
@@ -239,9 +242,17 @@ type keyPress struct {
 	at  time.Time
 }
 
-// playback is audio queued for the writer.
+// playback is audio queued for the writer: pcm, whole, or a stream whose
+// audio arrives while it plays.
 type playback struct {
 	pcm []int16
+	// stream, when set, is the audio instead of pcm (newStreamPlayback).
+	stream *pcmStream
+	// started, when set, is closed once the first frame was written.
+	started chan struct{}
+	// underruns counts the frames of silence a stream played because its
+	// audio came late, set by the writer before done is closed.
+	underruns int
 	// cut stops it at the next frame (barge-in).
 	cut atomic.Bool
 	// done is closed once it played or was cut, or the writer stopped.
@@ -352,7 +363,7 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 	pos := 0
 	defer func() {
 		if cur != nil {
-			close(cur.done)
+			m.finish(cur)
 		}
 	}()
 	frame := make([]int16, frameSamples)
@@ -370,8 +381,24 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 			}
 		}
 		clear(frame)
+		drained := false
+		if cur != nil && cur.stream != nil && !cur.cut.Load() {
+			n, underrun, end := cur.stream.read(frame)
+			if underrun {
+				cur.underruns++
+				m.underruns.Add(1)
+			}
+			if n == 0 && end {
+				// Nothing was left of it: this frame is not its own.
+				m.finish(cur)
+				cur = nil
+			}
+			drained = end
+		}
 		if cur != nil && !cur.cut.Load() {
-			pos += copy(frame, cur.pcm[pos:])
+			if cur.stream == nil {
+				pos += copy(frame, cur.pcm[pos:])
+			}
 		} else if bot := m.bot.Load(); bot != nil {
 			bot.NextFrame(frame)
 		}
@@ -385,14 +412,26 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		if cur != nil {
 			if cur.frames == 0 {
 				cur.first = now
+				if cur.started != nil {
+					close(cur.started)
+				}
 			}
 			cur.frames++
 		}
-		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
-			close(cur.done)
+		if cur != nil && (cur.cut.Load() || drained || (cur.stream == nil && pos >= len(cur.pcm))) {
+			m.finish(cur)
 			cur = nil
 		}
 	}
+}
+
+// finish ends a playback on the writer's goroutine: a cut stream's
+// producer is stopped (unblocked), and done is closed.
+func (m *callMedia) finish(p *playback) {
+	if p.stream != nil {
+		p.stream.halt()
+	}
+	close(p.done)
 }
 
 // listen records the callee's audio, decodes their keys and, with AMD on,
