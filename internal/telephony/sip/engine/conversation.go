@@ -124,8 +124,8 @@ type sipLine struct {
 	// producing is the stream the voice is filling (nil: none), which a
 	// cut stops even before it plays.
 	producing atomic.Pointer[pcmStream]
-	utters  chan speechEvent
-	wg      sync.WaitGroup
+	utters    chan speechEvent
+	wg        sync.WaitGroup
 }
 
 type pieceToSay struct {
