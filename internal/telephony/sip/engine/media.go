@@ -403,6 +403,9 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 			bot.NextFrame(frame)
 		}
 		now := time.Now()
+		if cur != nil && cur.frames == 0 && cur.started != nil {
+			close(cur.started) // its first frame is handed to the RTP writer
+		}
 		if _, err := w.Write(enc(frame)); err != nil {
 			// The media closed (the call is over) or broke: either way
 			// nothing more is played.
@@ -412,9 +415,6 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		if cur != nil {
 			if cur.frames == 0 {
 				cur.first = now
-				if cur.started != nil {
-					close(cur.started)
-				}
 			}
 			cur.frames++
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // fakeStreamer is a streaming voice: each line is samples samples (never
@@ -101,7 +102,7 @@ type lineRig struct {
 	path   string
 }
 
-func newLineRig(t *testing.T, voice *fakeStreamer, period time.Duration) *lineRig {
+func newLineRig(t testing.TB, voice tts.Speaker, period time.Duration) *lineRig {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "call.wav")
 	rec, err := audio.NewRecorder(path)
@@ -121,7 +122,7 @@ func newLineRig(t *testing.T, voice *fakeStreamer, period time.Duration) *lineRi
 }
 
 // next returns the line's next play event.
-func (r *lineRig) next(t *testing.T, timeout time.Duration) conversation.LineEvent {
+func (r *lineRig) next(t testing.TB, timeout time.Duration) conversation.LineEvent {
 	t.Helper()
 	for {
 		select {
@@ -136,7 +137,7 @@ func (r *lineRig) next(t *testing.T, timeout time.Duration) conversation.LineEve
 }
 
 // close ends the line and the writer and returns the agent's channel.
-func (r *lineRig) close(t *testing.T) []int16 {
+func (r *lineRig) close(t testing.TB) []int16 {
 	t.Helper()
 	r.cancel()
 	r.line.wait()
