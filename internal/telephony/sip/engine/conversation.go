@@ -335,7 +335,7 @@ func (l *sipLine) play() {
 			continue
 		}
 		var p *playback
-		ok := true
+		var ok bool
 		if v.stream != nil {
 			p, ok = l.startStream(v)
 		} else {

@@ -253,6 +253,8 @@ type playback struct {
 	// underruns counts the frames of silence a stream played because its
 	// audio came late, set by the writer before done is closed.
 	underruns int
+	// pos is how much of pcm the writer played.
+	pos int
 	// cut stops it at the next frame (barge-in).
 	cut atomic.Bool
 	// done is closed once it played or was cut, or the writer stopped.
@@ -360,7 +362,6 @@ func (m *callMedia) dropSpeech() {
 func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 	defer close(m.writerGone)
 	var cur *playback
-	pos := 0
 	defer func() {
 		if cur != nil {
 			m.finish(cur)
@@ -376,32 +377,11 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		if cur == nil {
 			select {
 			case cur = <-m.plays:
-				pos = 0
 			default:
 			}
 		}
-		clear(frame)
-		drained := false
-		if cur != nil && cur.stream != nil && !cur.cut.Load() {
-			n, underrun, end := cur.stream.read(frame)
-			if underrun {
-				cur.underruns++
-				m.underruns.Add(1)
-			}
-			if n == 0 && end {
-				// Nothing was left of it: this frame is not its own.
-				m.finish(cur)
-				cur = nil
-			}
-			drained = end
-		}
-		if cur != nil && !cur.cut.Load() {
-			if cur.stream == nil {
-				pos += copy(frame, cur.pcm[pos:])
-			}
-		} else if bot := m.bot.Load(); bot != nil {
-			bot.NextFrame(frame)
-		}
+		var last bool
+		cur, last = m.fill(cur, frame)
 		now := time.Now()
 		if cur != nil && cur.frames == 0 && cur.started != nil {
 			close(cur.started) // its first frame is handed to the RTP writer
@@ -417,12 +397,40 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 				cur.first = now
 			}
 			cur.frames++
-		}
-		if cur != nil && (cur.cut.Load() || drained || (cur.stream == nil && pos >= len(cur.pcm))) {
-			m.finish(cur)
-			cur = nil
+			if last || cur.cut.Load() {
+				m.finish(cur)
+				cur = nil
+			}
 		}
 	}
+}
+
+// fill makes frame the next of cur, else the bot's, else silence. It
+// returns the playback the frame belongs to (nil: none; a stream with
+// nothing left is finished here) and whether it is that playback's last:
+// its end, or the frame after a cut, which is silence.
+func (m *callMedia) fill(cur *playback, frame []int16) (*playback, bool) {
+	clear(frame)
+	if cur != nil && !cur.cut.Load() {
+		if cur.stream == nil {
+			cur.pos += copy(frame, cur.pcm[cur.pos:])
+			return cur, cur.pos >= len(cur.pcm)
+		}
+		n, underrun, drained := cur.stream.read(frame)
+		if underrun {
+			cur.underruns++
+			m.underruns.Add(1)
+		}
+		if n > 0 || !drained {
+			return cur, drained
+		}
+		m.finish(cur) // nothing was left of it: this frame is not its own
+		cur = nil
+	}
+	if bot := m.bot.Load(); bot != nil {
+		bot.NextFrame(frame)
+	}
+	return cur, cur != nil
 }
 
 // finish ends a playback on the writer's goroutine: a cut stream's
