@@ -297,3 +297,22 @@ func TestPCMStreamUnderrunAndEnd(t *testing.T) {
 		t.Fatalf("read %d %v %v, want the rest and the end", n, underrun, drained)
 	}
 }
+
+// The writer's side of a stream allocates nothing per frame.
+func TestPCMStreamReadAllocatesNothing(t *testing.T) {
+	s := newPCMStream(streamBuffer)
+	m := &callMedia{}
+	p := &playback{stream: s, done: make(chan struct{})}
+	frame := make([]int16, frameSamples)
+	piece := make([]int16, 3*frameSamples/2)
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := s.write(t.Context(), piece); err != nil {
+			t.Fatal(err)
+		}
+		m.fill(p, frame)
+		m.fill(p, frame)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame", allocs)
+	}
+}
