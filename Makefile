@@ -149,6 +149,10 @@ bench-conversation: ## Benchmark a conversation's voice-to-voice latency and its
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'VoiceToVoice' -benchtime 1x -count 1 -timeout 10m
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentConversations' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-voice
+bench-voice: ## Benchmark a line's time from its text to its first audio frame: the embedded voice cold and cached, a streaming voice.
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'FirstAudio' -benchtime 60x -count 1
+
 .PHONY: bench-speech
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.
 	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'HeldOut' -benchtime 1x -count 1 -timeout 30m

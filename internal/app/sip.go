@@ -59,7 +59,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
-			Streams: opts.Streams, Conversations: opts.Conversations},
+			Streams: opts.Streams, Conversations: opts.Conversations, Prompts: sip.NewPromptCache(0)},
 		Backlog:           sip.WorkerBacklog(dir.QueuedOnTrunk, worker),
 		SpoolDir:          spool,
 		RecordingMaxBytes: opts.RecordingMaxBytes,

@@ -47,6 +47,17 @@ type ScriptRenderer struct {
 	// Conversations builds the conversation of agents that converse with
 	// the organization's model; nil refuses those calls.
 	Conversations ConversationSource
+	// Prompts keeps the speech of the lines without variables (say
+	// steps, prompts, the greeting, the voicemail message), synthesized
+	// once per agent version and shared by all its calls; nil synthesizes
+	// every line per call. Lines with variables are synthesized per call.
+	//
+	// The speaker's own cache (tts.Flite's) stays: it is what makes
+	// concurrent runs of one text share a flite process, and it serves the
+	// lines said again outside scripts (a conversation's fallback line).
+	// A prompt is not held twice: the Cache keeps the very slice the
+	// speaker returned, so a line in both costs one copy of its samples.
+	Prompts *tts.Cache
 }
 
 // ConversationSource builds a call's conversation from its agent
@@ -96,14 +107,16 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		return spec, err
 	}
 	if vm := agent.Spec.Voicemail; vm != nil {
+		l := r.lines(req)
 		params := amdParams(agent.Spec.AnsweringMachineDetection)
 		spec.AMD = &params
 		spec.Voicemail.LeaveMessage = vm.Action == switchboardv1.VoicemailLeaveMessage
 		if spec.Voicemail.LeaveMessage {
-			spec.Voicemail.MessageText = tts.Fill(vm.Message, req.Variables)
-			if spec.Voicemail.Message, err = r.Speaker.Speak(ctx, spec.Voicemail.MessageText); err != nil {
+			said, err := l.say(ctx, vm.Message)
+			if err != nil {
 				return spec, fmt.Errorf("voicemail message: %w", err)
 			}
+			spec.Voicemail.MessageText, spec.Voicemail.Message = said.Text, said.Audio
 		}
 	}
 	return spec, nil
@@ -131,15 +144,16 @@ func scriptError(err error) error {
 // steps renders the greeting (said first, when set) and the script.
 func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent *switchboardv1.Agent) ([]engine.Step, error) {
 	var steps []engine.Step
+	l := r.lines(req)
 	if agent.Spec.Greeting != "" {
-		s, err := r.say(ctx, agent.Spec.Greeting, req.Variables)
+		s, err := l.say(ctx, agent.Spec.Greeting)
 		if err != nil {
 			return nil, fmt.Errorf("greeting: %w", err)
 		}
 		steps = append(steps, s)
 	}
 	for i, st := range agent.Spec.Script {
-		s, err := r.step(ctx, req.Namespace, st, req.Variables)
+		s, err := r.step(ctx, req.Namespace, st, l)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", i+1, err)
 		}
@@ -148,8 +162,8 @@ func (r *ScriptRenderer) steps(ctx context.Context, req telephony.Request, agent
 	return steps, nil
 }
 
-func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
-	s, err := r.action(ctx, ns, st, vars)
+func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.ScriptStep, l lines) (engine.Step, error) {
+	s, err := r.action(ctx, ns, st, l)
 	s.ID = st.ID
 	if st.BargeIn != nil {
 		s.BargeIn = *st.BargeIn
@@ -160,16 +174,16 @@ func (r *ScriptRenderer) step(ctx context.Context, ns string, st switchboardv1.S
 	return s, err
 }
 
-func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1.ScriptStep, vars map[string]any) (engine.Step, error) {
+func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1.ScriptStep, l lines) (engine.Step, error) {
 	switch {
 	case st.Say != "":
-		return r.say(ctx, st.Say, vars)
+		return l.say(ctx, st.Say)
 	case st.Play != nil:
 		ref := st.Play.ConfigMapKeyRef
 		audio, err := r.audio(ctx, ns, ref)
 		return engine.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
 	case st.Gather != nil:
-		return r.gather(ctx, st.Gather, vars)
+		return r.gather(ctx, st.Gather, l)
 	case st.Hangup != nil:
 		return engine.Step{Hangup: true}, nil
 	}
@@ -178,7 +192,7 @@ func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1
 
 // gather renders a gather step: its prompts spoken, its input and choices
 // as the engine takes them.
-func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep, vars map[string]any) (engine.Step, error) {
+func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep, l lines) (engine.Step, error) {
 	eg := &engine.Gather{Field: g.Field, NumDigits: int(g.NumDigits), FinishOnKey: g.FinishOnKey,
 		Timeout: time.Duration(max(g.TimeoutSeconds, 1)) * time.Second, Capture: string(g.Capture), Next: g.Next}
 	keys, listen := g.Inputs()
@@ -191,30 +205,30 @@ func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep
 		eg.Choices = append(eg.Choices, engine.Choice{Value: c.Value, Phrases: c.Phrases, Digits: c.Digits, Next: c.Next})
 	}
 	var err error
-	if eg.NoInput, err = r.retry(ctx, g.NoInput, vars); err != nil {
+	if eg.NoInput, err = r.retry(ctx, g.NoInput, l); err != nil {
 		return engine.Step{}, fmt.Errorf("noInput: %w", err)
 	}
-	if eg.NoMatch, err = r.retry(ctx, g.NoMatch, vars); err != nil {
+	if eg.NoMatch, err = r.retry(ctx, g.NoMatch, l); err != nil {
 		return engine.Step{}, fmt.Errorf("noMatch: %w", err)
 	}
 	s := engine.Step{Gather: eg}
 	if g.Prompt == "" {
 		return s, nil
 	}
-	said, err := r.say(ctx, g.Prompt, vars)
+	said, err := l.say(ctx, g.Prompt)
 	s.Text, s.Audio = said.Text, said.Audio
 	return s, err
 }
 
 // retry renders a noInput or noMatch: its prompt spoken, its retries
 // (defaulted as the CRD does, for objects stored before the default).
-func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetry, vars map[string]any) (*engine.Retry, error) {
+func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetry, l lines) (*engine.Retry, error) {
 	if rt == nil {
 		return nil, nil
 	}
 	out := &engine.Retry{Retries: rt.Tries(), Next: rt.Next}
 	if rt.Prompt != "" {
-		said, err := r.say(ctx, rt.Prompt, vars)
+		said, err := l.say(ctx, rt.Prompt)
 		if err != nil {
 			return nil, err
 		}
@@ -223,9 +237,49 @@ func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetr
 	return out, nil
 }
 
-func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
-	filled := tts.Fill(text, vars)
-	audio, err := r.Speaker.Speak(ctx, filled)
+// lines is how a call's lines are spoken: those with variables filled in
+// by the call's own voice, those without by the agent's shared voice (its
+// prompts cached, when the renderer has a cache).
+type lines struct {
+	vars   map[string]any
+	call   tts.Speaker
+	shared tts.Speaker
+}
+
+// lines returns the voices of req's lines. The renderer runs when the
+// call is dialed, before it is placed (Dialer.run renders, then places):
+// the prompts of an agent are ready, and shared, before its first call
+// connects.
+func (r *ScriptRenderer) lines(req telephony.Request) lines {
+	l := lines{vars: req.Variables, call: r.Speaker, shared: r.Speaker}
+	if r.Prompts != nil && req.Agent != nil {
+		l.shared = r.Prompts.Voice(voiceIdentity(req.Agent), r.Speaker)
+	}
+	return l
+}
+
+// voiceIdentity names the agent version whose prompts a cached line is:
+// its UID (an agent deleted and created again under its name is another),
+// its generation (any change to its spec, its lines and voice included, is
+// a new one) and its voice's settings.
+func voiceIdentity(a *switchboardv1.Agent) string {
+	id := fmt.Sprintf("%s/%s/%s@%d", a.Namespace, a.Name, a.UID, a.Generation)
+	if v := a.Spec.Voice; v != nil && v.Server != nil {
+		s := v.Server
+		id += fmt.Sprintf(" server=%s model=%s voice=%s speed=%s", s.URL, s.Model, s.Voice, s.Speed)
+	}
+	return id
+}
+
+// say renders one line: with its variables filled in, per call, or, when
+// it has none, in the agent's shared voice.
+func (l lines) say(ctx context.Context, text string) (engine.Step, error) {
+	voice := l.shared
+	if len(tts.Placeholders(text)) > 0 {
+		voice = l.call
+	}
+	filled := tts.Fill(text, l.vars)
+	audio, err := voice.Speak(ctx, filled)
 	if err != nil {
 		return engine.Step{}, fmt.Errorf("text-to-speech: %w", err)
 	}

@@ -3,6 +3,7 @@ package sip
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +131,63 @@ func TestDialGivesTheCallItsRecognizer(t *testing.T) {
 	spec := <-p.spec
 	if spec.Recognizer == nil || spec.Recognizer.Name() != "for org" {
 		t.Errorf("recognizer %v, want the one chosen for the call's organization", spec.Recognizer)
+	}
+}
+
+// countingLengthSpeaker is a lengthSpeaker that counts what it said.
+type countingLengthSpeaker struct {
+	mu   sync.Mutex
+	said map[string]int
+}
+
+func (s *countingLengthSpeaker) Speak(ctx context.Context, text string) ([]int16, error) {
+	s.mu.Lock()
+	if s.said == nil {
+		s.said = map[string]int{}
+	}
+	s.said[text]++
+	s.mu.Unlock()
+	return lengthSpeaker{}.Speak(ctx, text)
+}
+
+// An agent's lines without variables are synthesized once for all its
+// calls, until it changes; lines with variables, per call.
+func TestRenderSharesPromptsAcrossCalls(t *testing.T) {
+	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Greeting: "Hello.", Script: []switchboardv1.ScriptStep{
+		{Say: "Hi {{name}}."},
+		{Gather: &switchboardv1.GatherStep{Field: "ok", Prompt: "Is that right?", TimeoutSeconds: 4,
+			NoMatch: &switchboardv1.GatherRetry{Prompt: "Say yes or no."}}},
+	}, Voicemail: &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailLeaveMessage, Message: "Call us back."}}}
+	agent.Namespace, agent.Name, agent.UID, agent.Generation = "org", "a", "uid-1", 1
+	s := &countingLengthSpeaker{}
+	r := &ScriptRenderer{Speaker: s, Prompts: NewPromptCache(0)}
+	var wg sync.WaitGroup
+	for _, name := range []string{"Ada", "Bob", "Cy", "Ada"} {
+		wg.Go(func() {
+			spec, err := r.Render(t.Context(), telephony.Request{Agent: agent, Variables: map[string]any{"name": name}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if spec.Script[1].Text != "Hi "+name+"." || len(spec.Voicemail.Message) != len("Call us back.") {
+				t.Errorf("call of %s: %+v", name, spec)
+			}
+		})
+	}
+	wg.Wait()
+	for _, line := range []string{"Hello.", "Is that right?", "Say yes or no.", "Call us back."} {
+		if n := s.said[line]; n != 1 {
+			t.Errorf("%q synthesized %d times, want once", line, n)
+		}
+	}
+	if s.said["Hi Ada."] != 2 || s.said["Hi Bob."] != 1 {
+		t.Errorf("the variable line: %v, want per call", s.said)
+	}
+	agent.Generation = 2
+	if _, err := r.Render(t.Context(), telephony.Request{Agent: agent}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.said["Hello."]; n != 2 {
+		t.Errorf("after the agent changed, the greeting was synthesized %d times in all, want 2", n)
 	}
 }

@@ -121,8 +121,11 @@ type sipLine struct {
 	// gen counts the cuts: speech queued before the last cut is dropped.
 	gen     atomic.Int64
 	playing atomic.Pointer[playback]
-	utters  chan speechEvent
-	wg      sync.WaitGroup
+	// producing is the stream the voice is filling (nil: none), which a
+	// cut stops even before it plays.
+	producing atomic.Pointer[pcmStream]
+	utters    chan speechEvent
+	wg        sync.WaitGroup
 }
 
 type pieceToSay struct {
@@ -134,6 +137,9 @@ type pieceToSay struct {
 type voiced struct {
 	pieceToSay
 	pcm []int16
+	// stream, when the voice streams (tts.Streamer), is the piece's audio
+	// as it is synthesized, instead of pcm.
+	stream *pcmStream
 }
 
 func newSIPLine(ctx context.Context, m *callMedia, v tts.Speaker) *sipLine {
@@ -170,6 +176,9 @@ func (l *sipLine) Cut() {
 	l.gen.Add(1)
 	if p := l.playing.Load(); p != nil {
 		p.cut.Store(true)
+	}
+	if s := l.producing.Load(); s != nil {
+		s.halt()
 	}
 }
 
@@ -270,6 +279,12 @@ func (l *sipLine) synthesize() {
 		if s.gen != l.gen.Load() {
 			continue // cut before it was spoken
 		}
+		if st, ok := l.voice.(tts.Streamer); ok {
+			if !l.stream(st, s) {
+				return
+			}
+			continue
+		}
 		pcm, err := l.voice.Speak(l.ctx, s.text)
 		if err != nil {
 			pcm = nil // the piece is skipped, its end still reported
@@ -282,13 +297,50 @@ func (l *sipLine) synthesize() {
 	}
 }
 
+// stream hands a piece to the player as a stream, then fills it as the
+// voice synthesizes it: the writer plays the first frames while the rest
+// is synthesized, and the voice is held back (its write blocks) while the
+// stream's buffer is full. A cut stops the voice's stream. A voice that
+// fails is heard up to where it failed; one that fails before any audio
+// is a piece skipped, as when Speak fails. false when the line closes.
+func (l *sipLine) stream(st tts.Streamer, s pieceToSay) bool {
+	ctx, cancel := context.WithCancel(l.ctx)
+	defer cancel()
+	ps := newPCMStream(streamBuffer)
+	ps.onStop = cancel
+	l.producing.Store(ps)
+	defer l.producing.Store(nil)
+	if s.gen != l.gen.Load() {
+		return true // cut meanwhile
+	}
+	select {
+	case l.ready <- voiced{pieceToSay: s, stream: ps}:
+	case <-l.ctx.Done():
+		return false
+	}
+	_ = st.Stream(ctx, s.text, func(pcm []int16) error { return ps.write(ctx, pcm) })
+	ps.end()
+	return l.ctx.Err() == nil
+}
+
 // play plays the voiced pieces in order and reports their start and end.
+// A streamed piece starts once its first frame of audio arrived, and is
+// reported started once the writer took that frame.
 func (l *sipLine) play() {
 	for v := range l.ready {
 		if v.gen != l.gen.Load() {
+			if v.stream != nil {
+				v.stream.halt()
+			}
 			continue
 		}
-		p, ok := l.m.start(l.ctx, v.pcm)
+		var p *playback
+		var ok bool
+		if v.stream != nil {
+			p, ok = l.startStream(v)
+		} else {
+			p, ok = l.m.start(l.ctx, v.pcm)
+		}
 		if !ok {
 			return
 		}
@@ -315,6 +367,34 @@ func (l *sipLine) play() {
 			return
 		}
 	}
+}
+
+// startStream waits for a streamed piece's first frame of audio, hands
+// the stream to the writer and waits for the writer to play that frame.
+// It returns nil when the stream ended with no audio (or was cut) and
+// false when the line closes.
+func (l *sipLine) startStream(v voiced) (*playback, bool) {
+	s := v.stream
+	select {
+	case <-s.first:
+	case <-l.ctx.Done():
+		s.halt()
+		return nil, false
+	}
+	if s.drainedEmpty() {
+		return nil, true
+	}
+	p, ok := l.m.startStream(l.ctx, s)
+	if p == nil {
+		return nil, ok
+	}
+	select {
+	case <-p.started:
+	case <-p.done:
+	case <-l.ctx.Done():
+		return nil, false
+	}
+	return p, true
 }
 
 var _ conversation.Line = (*sipLine)(nil)

@@ -219,6 +219,9 @@ type callMedia struct {
 	bot atomic.Pointer[stream.Session]
 	// dtmf keys digits for a conversation's agent (nil: it cannot).
 	dtmf dtmfWriter
+	// underruns counts the frames of silence streamed playbacks played
+	// because their audio came late.
+	underruns atomic.Int64
 	// lastPlay is the playback the script started last (nil: none), for
 	// the transcript's timeline; the script's goroutine only.
 	lastPlay *playback
@@ -239,9 +242,19 @@ type keyPress struct {
 	at  time.Time
 }
 
-// playback is audio queued for the writer.
+// playback is audio queued for the writer: pcm, whole, or a stream whose
+// audio arrives while it plays.
 type playback struct {
 	pcm []int16
+	// stream, when set, is the audio instead of pcm (newStreamPlayback).
+	stream *pcmStream
+	// started, when set, is closed once the first frame was written.
+	started chan struct{}
+	// underruns counts the frames of silence a stream played because its
+	// audio came late, set by the writer before done is closed.
+	underruns int
+	// pos is how much of pcm the writer played.
+	pos int
 	// cut stops it at the next frame (barge-in).
 	cut atomic.Bool
 	// done is closed once it played or was cut, or the writer stopped.
@@ -349,10 +362,9 @@ func (m *callMedia) dropSpeech() {
 func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 	defer close(m.writerGone)
 	var cur *playback
-	pos := 0
 	defer func() {
 		if cur != nil {
-			close(cur.done)
+			m.finish(cur)
 		}
 	}()
 	frame := make([]int16, frameSamples)
@@ -365,17 +377,15 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 		if cur == nil {
 			select {
 			case cur = <-m.plays:
-				pos = 0
 			default:
 			}
 		}
-		clear(frame)
-		if cur != nil && !cur.cut.Load() {
-			pos += copy(frame, cur.pcm[pos:])
-		} else if bot := m.bot.Load(); bot != nil {
-			bot.NextFrame(frame)
-		}
+		var last bool
+		cur, last = m.fill(cur, frame)
 		now := time.Now()
+		if cur != nil && cur.frames == 0 && cur.started != nil {
+			close(cur.started) // its first frame is handed to the RTP writer
+		}
 		if _, err := w.Write(enc(frame)); err != nil {
 			// The media closed (the call is over) or broke: either way
 			// nothing more is played.
@@ -387,12 +397,49 @@ func (m *callMedia) play(w io.Writer, enc func([]int16) []byte) {
 				cur.first = now
 			}
 			cur.frames++
-		}
-		if cur != nil && (cur.cut.Load() || pos >= len(cur.pcm)) {
-			close(cur.done)
-			cur = nil
+			if last || cur.cut.Load() {
+				m.finish(cur)
+				cur = nil
+			}
 		}
 	}
+}
+
+// fill makes frame the next of cur, else the bot's, else silence. It
+// returns the playback the frame belongs to (nil: none; a stream with
+// nothing left is finished here) and whether it is that playback's last:
+// its end, or the frame after a cut, which is silence.
+func (m *callMedia) fill(cur *playback, frame []int16) (*playback, bool) {
+	clear(frame)
+	if cur != nil && !cur.cut.Load() {
+		if cur.stream == nil {
+			cur.pos += copy(frame, cur.pcm[cur.pos:])
+			return cur, cur.pos >= len(cur.pcm)
+		}
+		n, underrun, drained := cur.stream.read(frame)
+		if underrun {
+			cur.underruns++
+			m.underruns.Add(1)
+		}
+		if n > 0 || !drained {
+			return cur, drained
+		}
+		m.finish(cur) // nothing was left of it: this frame is not its own
+		cur = nil
+	}
+	if bot := m.bot.Load(); bot != nil {
+		bot.NextFrame(frame)
+	}
+	return cur, cur != nil
+}
+
+// finish ends a playback on the writer's goroutine: a cut stream's
+// producer is stopped (unblocked), and done is closed.
+func (m *callMedia) finish(p *playback) {
+	if p.stream != nil {
+		p.stream.halt()
+	}
+	close(p.done)
 }
 
 // listen records the callee's audio, decodes their keys and, with AMD on,

@@ -229,7 +229,24 @@ func (m *callMedia) start(callCtx context.Context, pcm []int16) (*playback, bool
 	if len(pcm) == 0 {
 		return nil, true
 	}
-	p := &playback{pcm: pcm, done: make(chan struct{})}
+	return m.hand(callCtx, &playback{pcm: pcm, done: make(chan struct{})})
+}
+
+// startStream hands a streamed playback to the writer, which plays its
+// audio as it arrives (see pcmStream); false when callCtx ended first.
+// When the writer stopped the stream is halted and nil returned.
+func (m *callMedia) startStream(callCtx context.Context, s *pcmStream) (*playback, bool) {
+	m.lastPlay = nil
+	p, ok := m.hand(callCtx, &playback{stream: s, done: make(chan struct{}), started: make(chan struct{})})
+	if p == nil {
+		s.halt()
+	}
+	return p, ok
+}
+
+// hand gives p to the writer; nil when the writer stopped, false when
+// callCtx ended first.
+func (m *callMedia) hand(callCtx context.Context, p *playback) (*playback, bool) {
 	select {
 	case m.plays <- p:
 		m.lastPlay = p
