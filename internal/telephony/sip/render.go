@@ -34,7 +34,12 @@ const DefaultRenderTimeout = time.Minute
 // say steps and prompts through text-to-speech with the call's variables
 // filled in, play steps from ConfigMaps.
 type ScriptRenderer struct {
+	// Speaker is the embedded voice.
 	Speaker tts.Speaker
+	// Voices, when set, gives the call's agent its voice (tts.Voices.For:
+	// its voice server's, else the embedded one) for all its lines; nil
+	// says them all with Speaker.
+	Voices func(ctx context.Context, req telephony.Request) (tts.Speaker, error)
 	// ConfigMaps reads the audio of play steps (a live reader: the
 	// manager caches no ConfigMaps, and may only get them in organization
 	// namespaces, per config/rbac/organization_role.yaml).
@@ -68,6 +73,15 @@ func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (eng
 	timeout := cmp.Or(r.Timeout, DefaultRenderTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if r.Voices != nil {
+		voice, err := r.Voices(ctx, req)
+		if err != nil {
+			return spec, scriptError(err)
+		}
+		withVoice := *r
+		withVoice.Speaker = voice
+		r = &withVoice
+	}
 	spec, err := r.render(ctx, spec, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("not ready within %s (%w)", timeout, err)
@@ -101,9 +115,11 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 		spec.Voicemail.LeaveMessage = vm.Action == switchboardv1.VoicemailLeaveMessage
 		if spec.Voicemail.LeaveMessage {
 			spec.Voicemail.MessageText = tts.Fill(vm.Message, req.Variables)
-			if spec.Voicemail.Message, err = r.Speaker.Speak(ctx, spec.Voicemail.MessageText); err != nil {
+			said, err := r.say(ctx, vm.Message, req.Variables)
+			if err != nil {
 				return spec, fmt.Errorf("voicemail message: %w", err)
 			}
+			spec.Voicemail.Message, spec.Voicemail.MessageNote = said.Audio, said.Note
 		}
 	}
 	return spec, nil
@@ -202,7 +218,7 @@ func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep
 		return s, nil
 	}
 	said, err := r.say(ctx, g.Prompt, vars)
-	s.Text, s.Audio = said.Text, said.Audio
+	s.Text, s.Audio, s.Note = said.Text, said.Audio, said.Note
 	return s, err
 }
 
@@ -218,18 +234,22 @@ func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetr
 		if err != nil {
 			return nil, err
 		}
-		out.Text, out.Audio = said.Text, said.Audio
+		out.Text, out.Audio, out.Note = said.Text, said.Audio, said.Note
 	}
 	return out, nil
 }
 
 func (r *ScriptRenderer) say(ctx context.Context, text string, vars map[string]any) (engine.Step, error) {
 	filled := tts.Fill(text, vars)
-	audio, err := r.Speaker.Speak(ctx, filled)
+	audio, fallback, err := tts.SpeakNoting(ctx, r.Speaker, filled)
 	if err != nil {
 		return engine.Step{}, fmt.Errorf("text-to-speech: %w", err)
 	}
-	return engine.Step{Text: filled, Audio: audio}, nil
+	s := engine.Step{Text: filled, Audio: audio}
+	if fallback != nil {
+		s.Note = "(said in the embedded voice: " + fallback.Error() + ")"
+	}
+	return s, nil
 }
 
 // audio reads a WAV from a ConfigMap key (binaryData, else data).

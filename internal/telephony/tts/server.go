@@ -41,11 +41,11 @@ const DefaultLineTimeout = 6 * time.Minute
 // Reasons a line fell back to the embedded voice (FallbackError.Reason,
 // the label of FallbacksTotal).
 const (
-	ReasonUnreachable = "unreachable"  // refused by the address policy, or no connection
-	ReasonSlow        = "slow"         // no audio within the first-byte timeout, or the line's bound
-	ReasonStatus      = "status"       // an HTTP error, or a redirect (never followed)
-	ReasonFormat      = "format"       // not pcm nor PCM16 mono WAV
-	ReasonStream      = "stream"       // broken or odd-length stream, or too long
+	ReasonUnreachable = "unreachable" // refused by the address policy, or no connection
+	ReasonSlow        = "slow"        // no audio within the first-byte timeout, or the line's bound
+	ReasonStatus      = "status"      // an HTTP error, or a redirect (never followed)
+	ReasonFormat      = "format"      // not pcm nor PCM16 mono WAV
+	ReasonStream      = "stream"      // broken or odd-length stream, or too long
 )
 
 // FallbacksTotal counts the lines said in the embedded voice because the

@@ -142,6 +142,9 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		if s.Text != "" {
 			res.event(SpeakerAgent, s.Text)
 		}
+		if s.Note != "" {
+			res.note(SpeakerAgent, s.Note)
+		}
 		next, ok := "", false
 		if s.Gather != nil {
 			next, ok = m.gather(callCtx, s, res)
@@ -188,6 +191,9 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 	}
 	if v.MessageText != "" {
 		res.event(SpeakerAgent, v.MessageText)
+	}
+	if v.MessageNote != "" {
+		res.note(SpeakerAgent, v.MessageNote)
 	}
 	if !m.playAll(callCtx, v.Message) {
 		return ""
