@@ -142,14 +142,17 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		if s.Text != "" {
 			res.event(SpeakerAgent, s.Text)
 		}
-		if s.Note != "" {
-			res.note(SpeakerAgent, s.Note)
-		}
 		next, ok := "", false
 		if s.Gather != nil {
+			if s.Note != "" {
+				res.note(SpeakerAgent, s.Note)
+			}
 			next, ok = m.gather(callCtx, s, res)
 		} else if ok = m.playStep(callCtx, s); ok {
 			res.placeLine(m.lastPlay, m.answeredAt)
+			if s.Note != "" {
+				res.note(SpeakerAgent, s.Note) // after the line: its place is the line's end
+			}
 		}
 		if !ok {
 			return ""
@@ -192,13 +195,13 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 	if v.MessageText != "" {
 		res.event(SpeakerAgent, v.MessageText)
 	}
-	if v.MessageNote != "" {
-		res.note(SpeakerAgent, v.MessageNote)
-	}
 	if !m.playAll(callCtx, v.Message) {
 		return ""
 	}
 	res.placeLine(m.lastPlay, m.answeredAt)
+	if v.MessageNote != "" {
+		res.note(SpeakerAgent, v.MessageNote)
+	}
 	if !sleep(callCtx, hangupTail) {
 		return ""
 	}
