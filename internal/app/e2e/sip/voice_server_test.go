@@ -64,7 +64,7 @@ func TestSIPCallSpeaksInTheVoiceServersVoice(t *testing.T) {
 			frames++
 		}
 	}
-	g.Expect(float64(frames) / 50).To(BeNumerically("~", 1.5, 0.06), "the tone's length")
+	g.Expect(float64(frames)/50).To(BeNumerically("~", 1.5, 0.06), "the tone's length")
 	// The pitch from the mean period between rising zero crossings, gaps
 	// (a frame the loaded machine played late) left out.
 	var periods, sum, prevRise int
@@ -77,7 +77,7 @@ func TestSIPCallSpeaksInTheVoiceServersVoice(t *testing.T) {
 		}
 	}
 	g.Expect(periods).To(BeNumerically(">", 500))
-	g.Expect(8000 / (float64(sum) / float64(periods))).To(BeNumerically("~", 440, 3), "the tone's pitch")
+	g.Expect(8000/(float64(sum)/float64(periods))).To(BeNumerically("~", 440, 3), "the tone's pitch")
 	g.Expect(voiceTranscript(t, o, id)).NotTo(ContainSubstring("embedded voice"))
 
 	// A server that fails: the line is said all the same, and noted.
