@@ -124,10 +124,7 @@ func (r *resampler) push(in []int16, final bool) []int16 {
 	b := r.b
 	r.out = r.out[:0]
 	end := r.off + len(r.buf)
-	for {
-		if final && r.n*b.m >= r.total*b.l {
-			break
-		}
+	for !final || r.n*b.m < r.total*b.l {
 		p := r.n*b.m + b.delay
 		base, phase := p/b.l, p%b.l
 		if base >= end {

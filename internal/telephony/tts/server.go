@@ -306,8 +306,6 @@ type decoder struct {
 	pcm     []int16
 }
 
-const readPiece = 8192
-
 func (d *decoder) decode(contentType string) error {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	mt = strings.ToLower(mt)
@@ -355,7 +353,7 @@ func (d *decoder) pcmStream(carry []byte, rate int) error {
 		whole := pending &^ 1
 		d.pcm = d.pcm[:0]
 		for i := 0; i < whole; i += 2 {
-			d.pcm = append(d.pcm, int16(binary.LittleEndian.Uint16(d.buf[i:])))
+			d.pcm = append(d.pcm, int16(binary.LittleEndian.Uint16(d.buf[i:]))) //nolint:gosec // PCM samples
 		}
 		final := errors.Is(err, io.EOF)
 		if final && pending != whole {
@@ -383,62 +381,70 @@ func (d *decoder) pcmStream(carry []byte, rate int) error {
 // PCM16 mono at any rate. The data chunk's size is not trusted (streamed
 // WAVs leave it 0 or ~0): the data runs to the end of the body.
 func (d *decoder) wav(head []byte) error {
-	hdr := make([]byte, 0, 256)
-	hdr = append(hdr, head...)
-	need := func(n int) error {
-		for len(hdr) < n {
-			if n > 64<<10 {
-				return fail(ReasonFormat, "sent a WAV header over 64 KiB")
-			}
-			m, err := d.body.Read(d.buf[:min(len(d.buf), n-len(hdr))])
-			hdr = append(hdr, d.buf[:m]...)
-			if err != nil && len(hdr) < n {
-				return fail(ReasonFormat, "sent a WAV that ends in its header")
-			}
-		}
-		return nil
-	}
-	if err := need(12); err != nil {
+	hdr := append(make([]byte, 0, 256), head...)
+	var err error
+	if hdr, err = d.header(hdr, 12); err != nil {
 		return err
 	}
 	if string(hdr[:4]) != "RIFF" || string(hdr[8:12]) != "WAVE" {
 		return fail(ReasonFormat, "sent something that is not a WAV")
 	}
 	rate := 0
-	at := 12
-	for {
-		if err := need(at + 8); err != nil {
+	for at := 12; ; {
+		if hdr, err = d.header(hdr, at+8); err != nil {
 			return err
 		}
 		id, size := string(hdr[at:at+4]), int(binary.LittleEndian.Uint32(hdr[at+4:]))
 		at += 8
-		if id == "data" {
-			if rate == 0 {
-				return fail(ReasonFormat, "sent a WAV without its format before the audio")
-			}
+		switch {
+		case id == "data" && rate == 0:
+			return fail(ReasonFormat, "sent a WAV without its format before the audio")
+		case id == "data":
 			return d.pcmStream(hdr[at:], rate)
-		}
-		if size > 64<<10 {
+		case size > 64<<10:
 			return fail(ReasonFormat, "sent a WAV with a %d-byte %q chunk", size, id)
 		}
-		if err := need(at + size + size&1); err != nil {
+		if hdr, err = d.header(hdr, at+size+size&1); err != nil {
 			return err
 		}
 		if id == "fmt " {
-			if size < 16 {
-				return fail(ReasonFormat, "sent a WAV with a short format chunk")
-			}
-			f := hdr[at:]
-			format, channels := binary.LittleEndian.Uint16(f), binary.LittleEndian.Uint16(f[2:])
-			rate = int(binary.LittleEndian.Uint32(f[4:]))
-			bits := binary.LittleEndian.Uint16(f[14:])
-			if format == 0xFFFE && size >= 26 {
-				format = binary.LittleEndian.Uint16(f[24:]) // WAVE_FORMAT_EXTENSIBLE's subformat
-			}
-			if format != 1 || channels != 1 || bits != 16 || rate < 4000 || rate > 192000 {
-				return fail(ReasonFormat, "sent a WAV of format %d, %d channels, %d bits at %d Hz, not 16-bit PCM mono", format, channels, bits, rate)
+			if rate, err = wavFormat(hdr[at : at+size]); err != nil {
+				return err
 			}
 		}
 		at += size + size&1
 	}
+}
+
+// header reads the body into hdr until it holds n bytes (at most 64 KiB).
+func (d *decoder) header(hdr []byte, n int) ([]byte, error) {
+	if n > 64<<10 {
+		return hdr, fail(ReasonFormat, "sent a WAV header over 64 KiB")
+	}
+	for len(hdr) < n {
+		m, err := d.body.Read(d.buf[:min(len(d.buf), n-len(hdr))])
+		hdr = append(hdr, d.buf[:m]...)
+		if err != nil && len(hdr) < n {
+			return hdr, fail(ReasonFormat, "sent a WAV that ends in its header")
+		}
+	}
+	return hdr, nil
+}
+
+// wavFormat checks a WAV's fmt chunk: 16-bit PCM mono at a rate from 4 to
+// 192 kHz, which it returns.
+func wavFormat(f []byte) (int, error) {
+	if len(f) < 16 {
+		return 0, fail(ReasonFormat, "sent a WAV with a short format chunk")
+	}
+	format, channels := binary.LittleEndian.Uint16(f), binary.LittleEndian.Uint16(f[2:])
+	rate := int(binary.LittleEndian.Uint32(f[4:]))
+	bits := binary.LittleEndian.Uint16(f[14:])
+	if format == 0xFFFE && len(f) >= 26 {
+		format = binary.LittleEndian.Uint16(f[24:]) // WAVE_FORMAT_EXTENSIBLE's subformat
+	}
+	if format != 1 || channels != 1 || bits != 16 || rate < 4000 || rate > 192000 {
+		return 0, fail(ReasonFormat, "sent a WAV of format %d, %d channels, %d bits at %d Hz, not 16-bit PCM mono", format, channels, bits, rate)
+	}
+	return rate, nil
 }

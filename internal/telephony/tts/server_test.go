@@ -91,7 +91,7 @@ func TestServerStreamsPCM(t *testing.T) {
 }
 
 func TestServerWAV(t *testing.T) {
-	for _, rate := range []int{24000, 22050, 16000} {
+	for _, rate := range []uint32{24000, 22050, 16000} {
 		s, _, fb, _ := newServer(t, ttstest.Behaviour{Mode: ttstest.WAV, WAVRate: rate, Tone: 1000, Length: time.Second})
 		pcm, err := s.Speak(context.Background(), "Hi.")
 		if err != nil || fb.calls != 0 {

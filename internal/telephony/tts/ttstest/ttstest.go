@@ -42,7 +42,7 @@ type Behaviour struct {
 	// Length is each line's audio; one second when zero.
 	Length time.Duration
 	// WAVRate is the rate of WAV mode; 24000 when zero.
-	WAVRate int
+	WAVRate uint32
 	// Delay comes before the first byte (a slow server).
 	Delay time.Duration
 	// Piece is the bytes per write, flushed each; 1001 (odd, so samples
@@ -120,18 +120,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, req)
 	b := s.b
 	s.mu.Unlock()
-	if b.Tone == 0 {
-		b.Tone = 440
-	}
-	if b.Length == 0 {
-		b.Length = time.Second
-	}
-	if b.WAVRate == 0 {
-		b.WAVRate = 24000
-	}
-	if b.Piece == 0 {
-		b.Piece = 1001
-	}
+	b = b.withDefaults()
 	if b.Delay > 0 {
 		select {
 		case <-time.After(b.Delay):
@@ -139,30 +128,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var body []byte
-	switch b.Mode {
-	case Status:
-		http.Error(w, `{"detail":"the model is not loaded"}`, http.StatusInternalServerError)
+	body, ok := b.body(w)
+	if !ok {
 		return
-	case Redirect:
-		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
-		return
-	case WrongFormat:
-		w.Header().Set("Content-Type", "audio/mpeg")
-		body = append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), make([]byte, 4000)...)
-	case WAV, Stereo:
-		w.Header().Set("Content-Type", "audio/wav")
-		channels := 1
-		if b.Mode == Stereo {
-			channels = 2
-		}
-		body = wavBytes(Tone(b.Tone, b.WAVRate, b.Length), b.WAVRate, channels)
-	default:
-		w.Header().Set("Content-Type", "audio/pcm")
-		body = pcmBytes(Tone(b.Tone, 24000, b.Length))
-		if b.Mode == Odd {
-			body = append(body, 0)
-		}
 	}
 	end := len(body)
 	if b.Mode == FailMidway {
@@ -182,27 +150,73 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (b Behaviour) withDefaults() Behaviour {
+	if b.Tone == 0 {
+		b.Tone = 440
+	}
+	if b.Length == 0 {
+		b.Length = time.Second
+	}
+	if b.WAVRate == 0 {
+		b.WAVRate = 24000
+	}
+	if b.Piece == 0 {
+		b.Piece = 1001
+	}
+	return b
+}
+
+// body is what the mode answers, its Content-Type set; false when the
+// answer is already written (an error, a redirect).
+func (b Behaviour) body(w http.ResponseWriter) ([]byte, bool) {
+	switch b.Mode {
+	case Status:
+		http.Error(w, `{"detail":"the model is not loaded"}`, http.StatusInternalServerError)
+		return nil, false
+	case Redirect:
+		w.Header().Set("Location", "/v1/audio/speech")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+		return nil, false
+	case WrongFormat:
+		w.Header().Set("Content-Type", "audio/mpeg")
+		return append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), make([]byte, 4000)...), true
+	case WAV, Stereo:
+		w.Header().Set("Content-Type", "audio/wav")
+		channels := uint16(1)
+		if b.Mode == Stereo {
+			channels = 2
+		}
+		return wavBytes(Tone(b.Tone, int(b.WAVRate), b.Length), b.WAVRate, channels), true
+	}
+	w.Header().Set("Content-Type", "audio/pcm")
+	body := pcmBytes(Tone(b.Tone, 24000, b.Length))
+	if b.Mode == Odd {
+		body = append(body, 0)
+	}
+	return body, true
+}
+
 func pcmBytes(pcm []int16) []byte {
 	out := make([]byte, 2*len(pcm))
 	for i, v := range pcm {
-		binary.LittleEndian.PutUint16(out[2*i:], uint16(v))
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(v)) //nolint:gosec // PCM samples
 	}
 	return out
 }
 
 // wavBytes is a streamed WAV: its sizes say "unknown" (0xFFFFFFFF), as a
 // server that writes the header before the audio exists does.
-func wavBytes(pcm []int16, rate, channels int) []byte {
+func wavBytes(pcm []int16, rate uint32, channels uint16) []byte {
 	hdr := make([]byte, 44)
 	copy(hdr, "RIFF")
 	binary.LittleEndian.PutUint32(hdr[4:], 0xFFFFFFFF)
 	copy(hdr[8:], "WAVEfmt ")
 	binary.LittleEndian.PutUint32(hdr[16:], 16)
 	binary.LittleEndian.PutUint16(hdr[20:], 1)
-	binary.LittleEndian.PutUint16(hdr[22:], uint16(channels))
-	binary.LittleEndian.PutUint32(hdr[24:], uint32(rate))
-	binary.LittleEndian.PutUint32(hdr[28:], uint32(rate*2*channels))
-	binary.LittleEndian.PutUint16(hdr[32:], uint16(2*channels))
+	binary.LittleEndian.PutUint16(hdr[22:], channels)
+	binary.LittleEndian.PutUint32(hdr[24:], rate)
+	binary.LittleEndian.PutUint32(hdr[28:], rate*2*uint32(channels))
+	binary.LittleEndian.PutUint16(hdr[32:], 2*channels)
 	binary.LittleEndian.PutUint16(hdr[34:], 16)
 	copy(hdr[36:], "data")
 	binary.LittleEndian.PutUint32(hdr[40:], 0xFFFFFFFF)
