@@ -57,7 +57,12 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	s := &sipStack{engine: eng, callWake: make(chan event.GenericEvent, 1024),
 		trunkWake: make(chan event.GenericEvent, 64)}
 	embedded := &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}
-	agentVoices := &tts.Voices{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: embedded}
+	voiceLog := log.WithName("voice")
+	agentVoices := &tts.Voices{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: embedded,
+		OnFallback: func(ns, agent, _ string, why *tts.FallbackError) {
+			voiceLog.Info("a line was said in the embedded voice", "namespace", ns, "agent", agent,
+				"reason", why.Reason, "error", why.Err.Error())
+		}}
 	voices := func(ctx context.Context, req telephony.Request) (tts.Speaker, error) {
 		return agentVoices.For(ctx, req.Namespace, req.Agent)
 	}

@@ -22,6 +22,9 @@ type Voices struct {
 	// Embedded is the voice of agents without a server, and of the lines
 	// a server fails.
 	Embedded Speaker
+	// OnFallback, when set, is told of each line an agent's server failed
+	// (Server.OnFallback), with the agent's namespace and name.
+	OnFallback func(ns, agent, text string, why *FallbackError)
 }
 
 // For returns the voice of agent, in namespace ns. The API key Secret is
@@ -32,6 +35,10 @@ func (v *Voices) For(ctx context.Context, ns string, agent *switchboardv1.Agent)
 	}
 	cfg := agent.Spec.Voice.Server
 	s := &Server{Config: *cfg, Policy: v.Policy, Fallback: v.Embedded}
+	if v.OnFallback != nil {
+		name := agent.Name
+		s.OnFallback = func(text string, why *FallbackError) { v.OnFallback(ns, name, text, why) }
+	}
 	if ref := cfg.APIKeySecretRef; ref != nil {
 		var sec corev1.Secret
 		if err := v.Secrets.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
