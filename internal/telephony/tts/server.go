@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -97,6 +98,9 @@ type Server struct {
 	OnFallback func(text string, why *FallbackError)
 	// LineTimeout bounds one request; DefaultLineTimeout when zero.
 	LineTimeout time.Duration
+
+	once      sync.Once
+	transport http.RoundTripper // Transport, or the guarded one made once
 }
 
 var _ Streamer = (*Server)(nil)
@@ -260,10 +264,12 @@ func (s *Server) request(ctx context.Context, text string, write func([]int16) e
 	if s.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+s.APIKey)
 	}
-	transport := s.Transport
-	if transport == nil {
-		transport = egress.GuardedTransport(s.Policy)
-	}
+	s.once.Do(func() {
+		if s.transport = s.Transport; s.transport == nil {
+			s.transport = egress.GuardedTransport(s.Policy)
+		}
+	})
+	transport := s.transport
 	client := &http.Client{Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

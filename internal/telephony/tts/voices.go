@@ -3,6 +3,8 @@ package tts
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +27,9 @@ type Voices struct {
 	// OnFallback, when set, is told of each line an agent's server failed
 	// (Server.OnFallback), with the agent's namespace and name.
 	OnFallback func(ns, agent, text string, why *FallbackError)
+
+	once      sync.Once
+	transport http.RoundTripper // shared by the agents' Servers: connections are reused
 }
 
 // For returns the voice of agent, in namespace ns. The API key Secret is
@@ -34,7 +39,8 @@ func (v *Voices) For(ctx context.Context, ns string, agent *switchboardv1.Agent)
 		return v.Embedded, nil
 	}
 	cfg := agent.Spec.Voice.Server
-	s := &Server{Config: *cfg, Policy: v.Policy, Fallback: v.Embedded}
+	v.once.Do(func() { v.transport = egress.GuardedTransport(v.Policy) })
+	s := &Server{Config: *cfg, Policy: v.Policy, Transport: v.transport, Fallback: v.Embedded}
 	if v.OnFallback != nil {
 		name := agent.Name
 		s.OnFallback = func(text string, why *FallbackError) { v.OnFallback(ns, name, text, why) }
