@@ -17,6 +17,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/directory"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
@@ -55,10 +56,21 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 	}
 	s := &sipStack{engine: eng, callWake: make(chan event.GenericEvent, 1024),
 		trunkWake: make(chan event.GenericEvent, 64)}
+	embedded := &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}
+	voiceLog := log.WithName("voice")
+	agentVoices := &tts.Voices{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: embedded,
+		OnFallback: func(ns, agent, _ string, why *tts.FallbackError) {
+			voiceLog.Info("a line was said in the embedded voice", "namespace", ns, "agent", agent,
+				"reason", why.Reason, "error", why.Err.Error())
+		}}
+	voices := func(ctx context.Context, req telephony.Request) (tts.Speaker, error) {
+		return agentVoices.For(ctx, req.Namespace, req.Agent)
+	}
+	registerCollector("voice-server-fallbacks", tts.FallbacksTotal)
 	s.dialer, err = sip.New(ctx, sip.Config{
 		Engine: eng,
 		Trunks: sip.ClusterTrunks{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()},
-		Script: &sip.ScriptRenderer{Speaker: &tts.Flite{Binary: opts.Flite, Timeout: opts.TTSTimeout}, ConfigMaps: mgr.GetAPIReader(),
+		Script: &sip.ScriptRenderer{Speaker: embedded, Voices: voices, ConfigMaps: mgr.GetAPIReader(),
 			Streams: opts.Streams, Conversations: opts.Conversations, Prompts: sip.NewPromptCache(0)},
 		Backlog:           sip.WorkerBacklog(dir.QueuedOnTrunk, worker),
 		SpoolDir:          spool,

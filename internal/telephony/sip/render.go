@@ -34,7 +34,12 @@ const DefaultRenderTimeout = time.Minute
 // say steps and prompts through text-to-speech with the call's variables
 // filled in, play steps from ConfigMaps.
 type ScriptRenderer struct {
+	// Speaker is the embedded voice.
 	Speaker tts.Speaker
+	// Voices, when set, gives the call's agent its voice (tts.Voices.For:
+	// its voice server's, else the embedded one) for all its lines; nil
+	// says them all with Speaker.
+	Voices func(ctx context.Context, req telephony.Request) (tts.Speaker, error)
 	// ConfigMaps reads the audio of play steps (a live reader: the
 	// manager caches no ConfigMaps, and may only get them in organization
 	// namespaces, per config/rbac/organization_role.yaml).
@@ -79,6 +84,15 @@ func (r *ScriptRenderer) Render(ctx context.Context, req telephony.Request) (eng
 	timeout := cmp.Or(r.Timeout, DefaultRenderTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if r.Voices != nil {
+		voice, err := r.Voices(ctx, req)
+		if err != nil {
+			return spec, scriptError(err)
+		}
+		withVoice := *r
+		withVoice.Speaker = voice
+		r = &withVoice
+	}
 	spec, err := r.render(ctx, spec, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("not ready within %s (%w)", timeout, err)
@@ -116,7 +130,7 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 			if err != nil {
 				return spec, fmt.Errorf("voicemail message: %w", err)
 			}
-			spec.Voicemail.MessageText, spec.Voicemail.Message = said.Text, said.Audio
+			spec.Voicemail.MessageText, spec.Voicemail.Message, spec.Voicemail.MessageNote = said.Text, said.Audio, said.Note
 		}
 	}
 	return spec, nil
@@ -216,7 +230,7 @@ func (r *ScriptRenderer) gather(ctx context.Context, g *switchboardv1.GatherStep
 		return s, nil
 	}
 	said, err := l.say(ctx, g.Prompt)
-	s.Text, s.Audio = said.Text, said.Audio
+	s.Text, s.Audio, s.Note = said.Text, said.Audio, said.Note
 	return s, err
 }
 
@@ -232,7 +246,7 @@ func (r *ScriptRenderer) retry(ctx context.Context, rt *switchboardv1.GatherRetr
 		if err != nil {
 			return nil, err
 		}
-		out.Text, out.Audio = said.Text, said.Audio
+		out.Text, out.Audio, out.Note = said.Text, said.Audio, said.Note
 	}
 	return out, nil
 }
@@ -250,9 +264,13 @@ type lines struct {
 // call is dialed, before it is placed (Dialer.run renders, then places):
 // the prompts of an agent are ready, and shared, before its first call
 // connects.
+//
+// An agent with a voice server has its lines said per call: a line the
+// server failed is said in the embedded voice, and a cache would keep
+// that fallback for every later call of the agent.
 func (r *ScriptRenderer) lines(req telephony.Request) lines {
 	l := lines{vars: req.Variables, call: r.Speaker, shared: r.Speaker}
-	if r.Prompts != nil && req.Agent != nil {
+	if r.Prompts != nil && req.Agent != nil && (req.Agent.Spec.Voice == nil || req.Agent.Spec.Voice.Server == nil) {
 		l.shared = r.Prompts.Voice(voiceIdentity(req.Agent), r.Speaker)
 	}
 	return l
@@ -279,11 +297,15 @@ func (l lines) say(ctx context.Context, text string) (engine.Step, error) {
 		voice = l.call
 	}
 	filled := tts.Fill(text, l.vars)
-	audio, err := voice.Speak(ctx, filled)
+	audio, fallback, err := tts.SpeakNoting(ctx, voice, filled)
 	if err != nil {
 		return engine.Step{}, fmt.Errorf("text-to-speech: %w", err)
 	}
-	return engine.Step{Text: filled, Audio: audio}, nil
+	s := engine.Step{Text: filled, Audio: audio}
+	if fallback != nil {
+		s.Note = "(said in the embedded voice: " + fallback.Error() + ")"
+	}
+	return s, nil
 }
 
 // audio reads a WAV from a ConfigMap key (binaryData, else data).

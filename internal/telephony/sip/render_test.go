@@ -3,17 +3,24 @@ package sip
 import (
 	"context"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/gate"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts/ttstest"
 )
 
 // lengthSpeaker "speaks" a text as one sample per character, so a test
@@ -189,5 +196,52 @@ func TestRenderSharesPromptsAcrossCalls(t *testing.T) {
 	}
 	if n := s.said["Hello."]; n != 2 {
 		t.Errorf("after the agent changed, the greeting was synthesized %d times in all, want 2", n)
+	}
+}
+
+// An agent with a voice server has its lines said by it; a line the server
+// fails is said by the embedded voice and noted, the voicemail message too.
+func TestRenderAgentVoice(t *testing.T) {
+	voice := ttstest.New(t, ttstest.Behaviour{Length: 500 * time.Millisecond})
+	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{
+		Voice:     &switchboardv1.AgentVoice{Server: &switchboardv1.VoiceServer{URL: voice.URL, Voice: "af_heart"}},
+		Script:    []switchboardv1.ScriptStep{{Say: "Hello {{name}}."}},
+		Voicemail: &switchboardv1.VoicemailSpec{Action: switchboardv1.VoicemailLeaveMessage, Message: "Call us back."}}}
+	voices := &tts.Voices{Policy: egress.URLPolicy{AllowInsecure: true}, Embedded: lengthSpeaker{}}
+	r := &ScriptRenderer{Speaker: lengthSpeaker{}, Voices: func(ctx context.Context, req telephony.Request) (tts.Speaker, error) {
+		return voices.For(ctx, req.Namespace, req.Agent)
+	}}
+	req := telephony.Request{Agent: agent, Variables: map[string]any{"name": "Ada"}}
+	spec, err := r.Render(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := spec.Script[0]; len(s.Audio) != tts.SampleRate/2 || s.Note != "" || len(spec.Voicemail.Message) != tts.SampleRate/2 {
+		t.Errorf("step %d samples, note %q; voicemail %d samples: want the server's half second each", len(s.Audio), s.Note, len(spec.Voicemail.Message))
+	}
+	voice.Set(ttstest.Behaviour{Mode: ttstest.Status})
+	if spec, err = r.Render(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Script[0]
+	if len(s.Audio) != len("Hello Ada.") || !strings.HasPrefix(s.Note, "(said in the embedded voice: the voice server answered 500") {
+		t.Errorf("step %d samples, note %q: want the embedded voice's, noted", len(s.Audio), s.Note)
+	}
+	if spec.Voicemail.MessageNote == "" || len(spec.Voicemail.Message) != len("Call us back.") {
+		t.Errorf("voicemail %+v: want the embedded voice's, noted", spec.Voicemail)
+	}
+	// A missing API key Secret fails the call before it rings.
+	agent.Spec.Voice.Server.APIKeySecretRef = &switchboardv1.SecretReference{Name: "tts"}
+	voices.Secrets = fake.NewClientBuilder().Build()
+	if _, err := r.Render(t.Context(), req); err == nil || !strings.Contains(err.Error(), "API key Secret tts") {
+		t.Errorf("err %v, want the missing Secret named", err)
+	}
+	voices.Secrets = fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tts"},
+		Data: map[string][]byte{switchboardv1.VoiceAPIKeyKey: []byte("sk-org")}}).Build()
+	if _, err := r.Render(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := voice.Requests(); reqs[len(reqs)-1].Authorization != "Bearer sk-org" {
+		t.Errorf("request %+v: want the Secret's key", reqs[len(reqs)-1])
 	}
 }

@@ -103,6 +103,9 @@ type Step struct {
 	Text string
 	// Audio is 8 kHz mono 16-bit PCM to play; nil plays nothing.
 	Audio []int16
+	// Note, when set, follows Text in the transcript as the engine's note
+	// (the line was said in the embedded voice, say).
+	Note string
 	// Gather collects DTMF digits during and after Audio; nil collects
 	// none (keys pressed outside a gather are dropped).
 	Gather *Gather
@@ -183,6 +186,7 @@ type Choice = understand.GatherChoice
 type Retry struct {
 	Text    string
 	Audio   []int16
+	Note    string // as Step.Note
 	Retries int
 	Next    string
 }
@@ -202,6 +206,8 @@ type Voicemail struct {
 	Message []int16
 	// MessageText is the message's text, for the transcript.
 	MessageText string
+	// MessageNote follows MessageText as Step.Note does Text.
+	MessageNote string
 }
 
 // Who hung up an answered call.

@@ -75,13 +75,16 @@ func (m *callMedia) gather(callCtx context.Context, s Step, res *Result) (string
 		if retry != nil && *tries < retry.Retries {
 			*tries++
 			m.record(res, g, a, d)
-			text := retry.Text
+			text, note := retry.Text, retry.Note
 			prompt = retry.Audio
 			if prompt == nil {
-				prompt, text = s.Audio, s.Text
+				prompt, text, note = s.Audio, s.Text, s.Note
 			}
 			if text != "" {
 				res.event(SpeakerAgent, text)
+			}
+			if note != "" {
+				res.note(SpeakerAgent, note)
 			}
 			continue
 		}

@@ -144,9 +144,15 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		}
 		next, ok := "", false
 		if s.Gather != nil {
+			if s.Note != "" {
+				res.note(SpeakerAgent, s.Note)
+			}
 			next, ok = m.gather(callCtx, s, res)
 		} else if ok = m.playStep(callCtx, s); ok {
 			res.placeLine(m.lastPlay, m.answeredAt)
+			if s.Note != "" {
+				res.note(SpeakerAgent, s.Note) // after the line: its place is the line's end
+			}
 		}
 		if !ok {
 			return ""
@@ -193,6 +199,9 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 		return ""
 	}
 	res.placeLine(m.lastPlay, m.answeredAt)
+	if v.MessageNote != "" {
+		res.note(SpeakerAgent, v.MessageNote)
+	}
 	if !sleep(callCtx, hangupTail) {
 		return ""
 	}
