@@ -157,6 +157,10 @@ bench-voice: ## Benchmark a line's time from its text to its first audio frame: 
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.
 	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'HeldOut' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-voices
+bench-voices: ## Compare the candidate voices: the recognizer's WER on each over the telephone band and G.711, synthesis CPU.
+	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'Voices' -benchtime 1x -count 1 -timeout 30m
+
 .PHONY: bench-stream
 bench-stream: ## Benchmark the bot bridge: added latency both ways, 200 concurrent streamed calls against sipp and an echo bot.
 	go test ./internal/telephony/stream/ -run '^$$' -bench 'AddedLatency' -benchtime 1x -count 1 -timeout 5m

@@ -11,6 +11,8 @@
 # Usage: hack/speech/generate.sh [output folder [utterances file [voice...]]]
 #   default: internal/telephony/speech/testdata/heldout, hack/speech/utterances.tsv, flite:slt espeak:en-us
 #   a voice is flite:NAME (flite -lv lists them) or espeak:NAME[+VARIANT] (espeak-ng --voices=en);
+#   or festival:NAME (festival's voice_NAME, e.g. festival:cmu_us_slt_arctic_hts from
+#   festvox-us-slt-hts: apt-get install festival festvox-us-slt-hts);
 #   its file suffix is its name with ":" and "+" as "-" ("flite:slt" keeps the first set's "flite").
 # The unseen set (hack/speech/unseen.tsv, voices and wordings not used while tuning):
 #   NOISE_LEVELS="0 0 0.03" hack/speech/generate.sh internal/telephony/speech/testdata/unseen hack/speech/unseen.tsv \
@@ -24,6 +26,10 @@ shift $(($# < 2 ? $# : 2))
 voices=("$@")
 ((${#voices[@]})) || voices=(flite:slt espeak:en-us)
 read -r -a levels <<<"${NOISE_LEVELS:-0.02 0.04}"
+for voice in "${voices[@]}"; do
+	[[ $voice == festival:* ]] || continue
+	command -v text2wave >/dev/null || { echo "generate.sh: text2wave is missing: apt-get install -y festival" >&2; exit 1; }
+done
 for tool in flite espeak-ng sox; do
 	command -v "$tool" >/dev/null || { echo "generate.sh: $tool is missing: apt-get install -y flite espeak-ng sox" >&2; exit 1; }
 done
@@ -37,7 +43,8 @@ speak() {
 	case $1 in
 	flite:*) flite -voice "${1#flite:}" -t "$2" -o "$3" ;;
 	espeak:*) espeak-ng -v "${1#espeak:}" -s 160 -w "$3" "$2" ;;
-	*) echo "generate.sh: voice $1: want flite:NAME or espeak:NAME" >&2; exit 1 ;;
+	festival:*) printf '%s\n' "$2" | text2wave -eval "(voice_${1#festival:})" -o "$3" ;;
+	*) echo "generate.sh: voice $1: want flite:NAME, espeak:NAME or festival:NAME" >&2; exit 1 ;;
 	esac
 }
 
@@ -83,6 +90,9 @@ done <"$utterances"
 
 {
 	echo "flite: $(dpkg-query -W -f '${Version}' flite 2>/dev/null || flite --version | head -1)"
+	if command -v text2wave >/dev/null; then
+		echo "festival: $(dpkg-query -W -f '${Version}' festival 2>/dev/null) festvox-us-slt-hts $(dpkg-query -W -f '${Version}' festvox-us-slt-hts 2>/dev/null)"
+	fi
 	echo "espeak-ng: $(dpkg-query -W -f '${Version}' espeak-ng 2>/dev/null || espeak-ng --version) (160 words/min)"
 	echo "voices: ${voices[*]}"
 	echo "noise levels: ${levels[*]}"

@@ -43,6 +43,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 	"github.com/switchboard-dev/switchboard/internal/webhook/endpoints"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
@@ -186,7 +187,10 @@ func (p *process) serving() error {
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
 		Recordings: p.recordings, Workers: p.pool, DefaultRegion: opts.DefaultRegion}
 	var err error
-	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Cache: mgr.GetClient(),
+	// The agents page's voice samples: the embedded voice, one flite run at
+	// a time (the dashboard keeps each agent's sample).
+	voice := &tts.Flite{Binary: opts.SIP.Flite, Timeout: opts.SIP.TTSTimeout, MaxRuns: 1, CacheEntries: 1}
+	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Cache: mgr.GetClient(), Voice: voice,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")}); err != nil {
 		return err
 	}

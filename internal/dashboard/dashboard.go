@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/campaigns"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/services"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // Prefix is where the dashboard is served.
@@ -58,6 +59,9 @@ type Config struct {
 	// InsecureCookies drops the Secure attribute of the session cookie:
 	// development over plain http only (--dev).
 	InsecureCookies bool
+	// Voice speaks the agents page's samples of the agents' voices: the
+	// embedded voice. Nil: no samples.
+	Voice tts.Speaker
 	// SessionTTL is how long a sign-in lasts (default 12 h).
 	SessionTTL time.Duration
 	Now        func() time.Time
@@ -68,6 +72,7 @@ type dashboard struct {
 	cfg      Config
 	sessions *sessions
 	pages    map[string]*template.Template
+	samples  *voiceSamples
 }
 
 // Handler is the dashboard: an http.Handler to mount at Prefix, and a
@@ -102,7 +107,8 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dashboard{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.Now), pages: pages}
+	d := &dashboard{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.Now), pages: pages,
+		samples: newVoiceSamples()}
 	return &Handler{Handler: d.routes(), sessions: d.sessions}, nil
 }
 
@@ -145,6 +151,7 @@ func (d *dashboard) routes() http.Handler {
 		r.Post("/campaigns/{campaignID}/resume", d.campaignAction(campaigns.Resume))
 		r.Post("/campaigns/{campaignID}/cancel", d.campaignAction(campaigns.Cancel))
 		r.Get("/agents", d.listAgents)
+		r.Get("/agents/{agent}/voice.wav", d.agentVoice)
 		r.Get("/sip-trunks", d.listTrunks)
 		r.Get("/number-lists", d.listNumberLists)
 	})

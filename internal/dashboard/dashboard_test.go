@@ -18,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/quota"
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
@@ -381,6 +383,16 @@ func TestReadOnlyPages(t *testing.T) {
 			if !strings.Contains(main, "reminder") || !strings.Contains(main, "requires customer_name") {
 				t.Errorf("agents page: %s", main)
 			}
+			// A sample of the agent's voice, loaded when asked for: the
+			// browser plays what the endpoint renders.
+			sample := `document.querySelector("audio.voice-sample[controls]")`
+			if preload := get(t, ctx, chromedp.Evaluate[string](sample+`?.preload ?? ""`)); preload != "none" {
+				t.Errorf("the agent's voice sample: preload %q, want none", preload)
+			}
+			get(t, ctx, chromedp.Evaluate[bool](sample+`.load() === undefined`))
+			eventually(t, "the browser loads the voice sample", func() bool {
+				return get(t, ctx, chromedp.Evaluate[float64](sample+`.duration || 0`)) > 0.5
+			})
 			do(t, ctx, screenshot("agents"))
 		}
 	}
@@ -404,4 +416,31 @@ func sessionCookie(t *testing.T, c *browserlessClient) *http.Cookie {
 	}
 	t.Fatal("no session cookie")
 	return nil
+}
+
+// An agent's voice sample is a WAV of its line in the embedded voice, for
+// the organization's own agents only.
+func TestAgentVoiceSample(t *testing.T) {
+	suite.Need(t)
+	mine, theirs := newOrg(t), newOrg(t)
+	must(t, k8s.Create(context.Background(), &switchboardv1.Agent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: theirs.ns, Name: "collections"},
+		Spec:       switchboardv1.AgentSpec{FromNumber: "+14155550101"}}))
+	c := signInClient(t, mine.key)
+	resp, body := c.get(t, "/dashboard/agents/reminder/voice.wav")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("my agent's sample = %d %s, want 200 audio/wav: %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	pcm, err := audio.DecodeMono(strings.NewReader(body))
+	if err != nil || len(pcm) < audio.SampleRate/2 {
+		t.Fatalf("my agent's sample: %d samples, %v; want a WAV of at least half a second", len(pcm), err)
+	}
+	if again, body2 := c.get(t, "/dashboard/agents/reminder/voice.wav"); again.StatusCode != http.StatusOK || body2 != body {
+		t.Errorf("the sample again = %d, %d bytes; want the same %d bytes", again.StatusCode, len(body2), len(body))
+	}
+	for _, path := range []string{"/dashboard/agents/collections/voice.wav", "/dashboard/agents/nobody/voice.wav"} {
+		if resp, _ := c.get(t, path); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
+		}
+	}
 }

@@ -19,6 +19,9 @@ type resourceRow struct {
 	Details []string
 	Ready   bool
 	Why     string
+	// Sample is where a sample of an agent's voice plays from; empty for
+	// other resources, or without a voice.
+	Sample string
 	// Conditions are all of them, for the curious.
 	Conditions []metav1.Condition
 }
@@ -59,6 +62,9 @@ func (d *dashboard) listAgents(w http.ResponseWriter, r *http.Request) {
 		}
 		if a.Spec.TrunkRef != nil {
 			rows[i].Details = append(rows[i].Details, "SIP trunk "+a.Spec.TrunkRef.Name)
+		}
+		if d.cfg.Voice != nil {
+			rows[i].Sample = voiceSamplePath(a.Name)
 		}
 		readiness(&rows[i], a.Status.Conditions)
 	}

@@ -100,32 +100,50 @@ func DecodeStereo(r io.Reader) (left, right []int16, err error) {
 	return left, right, nil
 }
 
+// DecodeMonoResampled reads a mono 16-bit PCM WAV at any sample rate, as
+// text-to-speech engines write them (flite's 16 kHz voices), resampled to
+// SampleRate (Resample).
+func DecodeMonoResampled(r io.Reader) ([]int16, error) {
+	pcm, rate, err := decodeAt(r, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	return Resample(pcm, rate), nil
+}
+
 // decode reads an 8 kHz 16-bit PCM WAV of channels interleaved channels.
 func decode(r io.Reader, channels int) ([]int16, error) {
+	pcm, _, err := decodeAt(r, channels, SampleRate)
+	return pcm, err
+}
+
+// decodeAt reads a 16-bit PCM WAV of channels interleaved channels at rate
+// (any rate when 0), and returns its rate.
+func decodeAt(r io.Reader, channels, rate int) ([]int16, int, error) {
 	rs, ok := r.(io.ReadSeeker)
 	if !ok {
 		// The WAV decoder seeks between chunks.
 		b, err := io.ReadAll(r)
 		if err != nil {
-			return nil, fmt.Errorf("wav: %w", err)
+			return nil, 0, fmt.Errorf("wav: %w", err)
 		}
 		rs = bytes.NewReader(b)
 	}
 	dec := wav.NewDecoder(rs)
 	if !dec.IsValidFile() || dec.WavAudioFormat != 1 {
-		return nil, errors.New("wav: not a PCM WAV file")
+		return nil, 0, errors.New("wav: not a PCM WAV file")
 	}
-	if dec.SampleRate != SampleRate || int(dec.NumChans) != channels || dec.BitDepth != 16 {
-		return nil, &FormatError{SampleRate: int(dec.SampleRate), Channels: int(dec.NumChans), BitDepth: int(dec.BitDepth),
+	if rate != 0 && int(dec.SampleRate) != rate || dec.SampleRate == 0 || int(dec.NumChans) != channels || dec.BitDepth != 16 {
+		return nil, 0, &FormatError{SampleRate: int(dec.SampleRate), Channels: int(dec.NumChans), BitDepth: int(dec.BitDepth),
 			Want: channels}
 	}
 	buf, err := dec.FullPCMBuffer()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("wav: %w", err)
+		return nil, 0, fmt.Errorf("wav: %w", err)
 	}
 	pcm := make([]int16, len(buf.Data))
 	for i, s := range buf.Data {
 		pcm[i] = int16(min(max(s, math.MinInt16), math.MaxInt16))
 	}
-	return pcm, nil
+	return pcm, int(dec.SampleRate), nil
 }

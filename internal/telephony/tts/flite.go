@@ -30,12 +30,12 @@ const DefaultCacheEntries = 256
 // a prompt, a greeting or a voicemail message with the call's variables
 // filled in. It is the Agent's own bound on those texts, so variables never
 // make a text longer than an agent could say without them (about four
-// minutes of speech, and a second of flite's time).
+// minutes of speech, and 3.3 CPU-seconds of flite's rms voice).
 const MaxTextLength = 4096
 
-// DefaultTimeout bounds one flite run when Timeout is zero: ten times what
-// the longest text takes.
-const DefaultTimeout = 10 * time.Second
+// DefaultTimeout bounds one flite run when Timeout is zero: ten times the
+// CPU the longest text takes in DefaultVoice, room for a busy machine.
+const DefaultTimeout = 30 * time.Second
 
 // Speaker turns text into speech samples (SampleRate, mono).
 type Speaker interface {
@@ -52,16 +52,24 @@ type Streamer interface {
 	Stream(ctx context.Context, text string, write func(pcm []int16) error) error
 }
 
-// Flite speaks with the flite binary, which writes 8 kHz 16-bit mono WAV
-// with its built-in voices: no resampling. Recent results are cached (an
+// DefaultVoice is the flite voice Flite speaks with when Voice is empty:
+// rms, chosen by measurement (make bench-voices, hack/benchmarks.md#voices)
+// over flite's other built-in voices, festival's and espeak-ng's: the
+// embedded recognizer's word error rate on its speech after the telephone
+// band and G.711 was a quarter of kal's (flite's own default).
+const DefaultVoice = "rms"
+
+// Flite speaks with the flite binary and its built-in voices, which write
+// 16-bit mono WAV at 8 kHz (kal) or 16 kHz (the others, resampled to 8 kHz
+// here). Recent results are cached (an
 // agent says the same greeting on every call), and concurrent requests for
 // the same text share one flite run. The zero value is ready to use.
 type Flite struct {
 	// Binary is the flite executable; "flite" (on PATH) when empty.
 	Binary string
-	// Voice is passed as -voice when set. Of flite 2.2's built-in voices
-	// only kal (the default) speaks at 8 kHz; the others (kal16, slt, rms,
-	// awb) write 16 kHz, which Speak refuses rather than resample.
+	// Voice is flite's -voice: one of its built-in voices (flite -lv:
+	// kal, kal16, slt, rms, awb) or a .flitevox file; DefaultVoice when
+	// empty.
 	Voice string
 	// CacheEntries bounds the cache; DefaultCacheEntries when zero.
 	CacheEntries int
@@ -105,7 +113,7 @@ func (f *Flite) Speak(ctx context.Context, text string) ([]int16, error) {
 	if n := utf8.RuneCountInString(text); n > MaxTextLength {
 		return nil, fmt.Errorf("a text of %d characters is over the %d text-to-speech says at once", n, MaxTextLength)
 	}
-	key := f.Voice + "\x00" + text
+	key := f.voice() + "\x00" + text
 	f.mu.Lock()
 	if samples, ok := f.cached(key); ok {
 		f.mu.Unlock()
@@ -188,6 +196,8 @@ func (f *Flite) runBounded(ctx context.Context, text string) ([]int16, error) {
 	return f.synthesize(ctx, text)
 }
 
+func (f *Flite) voice() string { return cmp.Or(f.Voice, DefaultVoice) }
+
 func (f *Flite) timeout() time.Duration {
 	if f.Timeout > 0 {
 		return f.Timeout
@@ -208,10 +218,7 @@ func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
 	if bin == "" {
 		bin = "flite"
 	}
-	args := []string{"-t", text, "-o", out}
-	if f.Voice != "" {
-		args = append([]string{"-voice", f.Voice}, args...)
-	}
+	args := []string{"-voice", f.voice(), "-t", text, "-o", out}
 	if f.onRun != nil {
 		f.onRun()
 	}
@@ -233,11 +240,7 @@ func (f *Flite) synthesize(ctx context.Context, text string) ([]int16, error) {
 		return nil, fmt.Errorf("flite wrote no audio: %w", err)
 	}
 	defer func() { _ = wav.Close() }()
-	pcm, err := audio.DecodeMono(wav)
-	var fe *audio.FormatError
-	if errors.As(err, &fe) {
-		return nil, fmt.Errorf("flite output: %w (is the voice an 8 kHz one?)", err)
-	}
+	pcm, err := audio.DecodeMonoResampled(wav)
 	if err != nil {
 		return nil, fmt.Errorf("flite output: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-audio/wav"
 
+	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
@@ -55,34 +56,10 @@ func espeakSay(tb testing.TB, text string) []int16 {
 	if err != nil {
 		tb.Fatalf("espeak-ng's WAV: %v", err)
 	}
-	return resampleTo8k(buf.Data, buf.Format.SampleRate)
+	pcm := make([]int16, len(buf.Data))
+	for i, v := range buf.Data {
+		pcm[i] = int16(max(math.MinInt16, min(math.MaxInt16, v)))
+	}
+	return audio.Resample(pcm, buf.Format.SampleRate)
 }
 
-// resampleTo8k converts pcm at rate to 8 kHz through a windowed-sinc
-// low-pass at 3.6 kHz (below the new Nyquist frequency, as a telephone
-// band would be), evaluated at each output sample's place in the input.
-func resampleTo8k(pcm []int, rate int) []int16 {
-	const halfWidth = 32 // input samples on either side
-	cutoff := 3600 / float64(rate)
-	out := make([]int16, len(pcm)*sampleRate/rate)
-	for i := range out {
-		x := float64(i) * float64(rate) / sampleRate
-		centre := int(x)
-		var acc float64
-		for k := centre - halfWidth; k <= centre+halfWidth; k++ {
-			if k < 0 || k >= len(pcm) {
-				continue
-			}
-			d := x - float64(k)
-			h := 2 * cutoff
-			if d != 0 {
-				h = math.Sin(2*math.Pi*cutoff*d) / (math.Pi * d)
-			}
-			// Blackman window over ±halfWidth.
-			w := 0.42 + 0.5*math.Cos(math.Pi*d/halfWidth) + 0.08*math.Cos(2*math.Pi*d/halfWidth)
-			acc += float64(pcm[k]) * h * w
-		}
-		out[i] = int16(max(math.MinInt16, min(math.MaxInt16, math.Round(acc))))
-	}
-	return out
-}
