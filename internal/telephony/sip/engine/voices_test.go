@@ -65,4 +65,3 @@ func espeakSay(tb testing.TB, text string) []int16 {
 	}
 	return audio.Resample(pcm, buf.Format.SampleRate)
 }
-
