@@ -194,7 +194,11 @@ func newCallReconciler(mgr manager.Manager, recordings recording.Store, store hi
 // engine meets real peers in its own tests and in internal/app/e2e/sip's.
 func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *organizations.Secrets,
 	orgs *controllers.OrganizationCheck) error {
-	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs}).SetupWithManager(mgr); err != nil {
+	// Voice servers are test servers on loopback over plain HTTP, probed
+	// often enough that a test sees one go away.
+	if err := (&controllers.AgentReconciler{Client: mgr.GetClient(), Organizations: orgs,
+		VoicePolicy: egress.URLPolicy{AllowInsecure: true}, VoiceProbeInterval: voiceProbeInterval,
+		VoiceProbeTimeout: time.Second}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -31,6 +31,21 @@ const (
 	ReasonNotAnOrganization = "NotAnOrganization"
 )
 
+// An Agent's VoiceServerReachable condition says whether its voice server
+// (spec.voice.server) answers, checked when the Agent changes and every
+// minute: absent without a server. An unreachable server leaves the Agent
+// Ready, its lines said in the embedded voice.
+const (
+	// VoiceServerReachableCondition says whether the agent's voice server answers.
+	VoiceServerReachableCondition = "VoiceServerReachable"
+	// ReasonVoiceServerReachable: the server answered the probe.
+	ReasonVoiceServerReachable = "VoiceServerReachable"
+	// ReasonVoiceServerUnreachable: the server's URL or address is refused,
+	// it could not be connected to, it did not answer in time, or a gateway
+	// in front of it answered 502, 503 or 504.
+	ReasonVoiceServerUnreachable = "VoiceServerUnreachable"
+)
+
 // Reasons for a Call's Ready condition, which turns True once the call has
 // reached a final state and every post-call step (recording, analysis) is done.
 const (

@@ -107,7 +107,8 @@ func addAssigner(p *process) error {
 }
 
 func addAgentController(p *process) error {
-	if err := (&controllers.AgentReconciler{Client: p.mgr.GetClient(), Organizations: p.orgs}).SetupWithManager(p.mgr); err != nil {
+	if err := (&controllers.AgentReconciler{Client: p.mgr.GetClient(), Organizations: p.orgs,
+		VoicePolicy: p.opts.Webhooks.modelPolicy()}).SetupWithManager(p.mgr); err != nil {
 		return fmt.Errorf("agent controller: %w", err)
 	}
 	return nil
