@@ -187,10 +187,13 @@ func (p *process) serving() error {
 			Lease: opts.Webhooks.lease(), Log: opts.Log.WithName("api")},
 		Recordings: p.recordings, Workers: p.pool, DefaultRegion: opts.DefaultRegion}
 	var err error
-	// The agents page's voice samples: the embedded voice, one flite run at
-	// a time (the dashboard keeps each agent's sample).
+	// The agents page's voice samples: each agent's voice server, as its
+	// calls speak (the model policy, API keys read live), or the embedded
+	// voice, one flite run at a time (the dashboard keeps each agent's
+	// sample).
 	voice := &tts.Flite{Binary: opts.SIP.Flite, Timeout: opts.SIP.TTSTimeout, MaxRuns: 1, CacheEntries: 1}
-	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Cache: mgr.GetClient(), Voice: voice,
+	voices := &tts.Voices{Secrets: mgr.GetAPIReader(), Policy: opts.Webhooks.modelPolicy(), Embedded: voice}
+	if p.dashboard, err = dashboard.New(dashboard.Config{Services: svc, Cache: mgr.GetClient(), Voice: voice, Voices: voices,
 		InsecureCookies: opts.DashboardInsecureCookies, Log: opts.Log.WithName("dashboard")}); err != nil {
 		return err
 	}

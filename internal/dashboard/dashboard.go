@@ -62,6 +62,9 @@ type Config struct {
 	// Voice speaks the agents page's samples of the agents' voices: the
 	// embedded voice. Nil: no samples.
 	Voice tts.Speaker
+	// Voices, when set, gives each agent's sample the agent's own voice
+	// (its voice server's, falling back to Voice); nil: Voice for all.
+	Voices AgentVoices
 	// SessionTTL is how long a sign-in lasts (default 12 h).
 	SessionTTL time.Duration
 	Now        func() time.Time

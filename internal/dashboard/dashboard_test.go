@@ -12,15 +12,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts/ttstest"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
 
@@ -443,4 +446,97 @@ func TestAgentVoiceSample(t *testing.T) {
 			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
 		}
 	}
+}
+
+// An agent with a voice server is heard in the server's voice (the
+// stand-in's tone, of its pitch and length), kept until the agent
+// changes; a sample the server fails plays in the embedded voice, not kept.
+func TestAgentVoiceSampleFromItsServer(t *testing.T) {
+	suite.Need(t)
+	ctx := context.Background()
+	mine := newOrg(t)
+	stand := ttstest.New(t, ttstest.Behaviour{Tone: 600, Length: 700 * time.Millisecond})
+	agent := &switchboardv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: mine.ns, Name: "voiced"},
+		Spec: switchboardv1.AgentSpec{FromNumber: "+14155550102", Voice: &switchboardv1.AgentVoice{
+			Server: &switchboardv1.VoiceServer{URL: stand.URL, Voice: "af_heart"}}}}
+	must(t, k8s.Create(ctx, agent))
+	c := signInClient(t, mine.key)
+	const path = "/dashboard/agents/voiced/voice.wav"
+
+	// sample fetches the sample once the dashboard's cache shows the
+	// agent at its generation (keep) and its tone is hz.
+	sample := func(what string, hz float64, length time.Duration) *http.Response {
+		t.Helper()
+		var resp *http.Response
+		var pcm []int16
+		eventually(t, what, func() bool {
+			var body string
+			if resp, body = c.get(t, path); resp.StatusCode != http.StatusOK {
+				return false
+			}
+			var err error
+			pcm, err = audio.DecodeMono(strings.NewReader(body))
+			must(t, err)
+			return hz == 0 || math.Abs(pitch(pcm)-hz) < hz/20
+		})
+		want := int(length.Seconds() * audio.SampleRate)
+		if length > 0 && (len(pcm) < want-80 || len(pcm) > want+80) {
+			t.Errorf("%s: %d samples, want the stand-in's %d", what, len(pcm), want)
+		}
+		return resp
+	}
+
+	resp := sample("the server's voice (600 Hz)", 600, 700*time.Millisecond)
+	if cc := resp.Header.Get("Cache-Control"); cc != "private, max-age=3600" {
+		t.Errorf("the server's sample: Cache-Control %q, want it kept", cc)
+	}
+	reqs := stand.Requests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].Input != "Hello, this is voiced." || reqs[len(reqs)-1].Voice != "af_heart" {
+		t.Fatalf("the stand-in was asked %+v", reqs)
+	}
+	if again, _ := c.get(t, path); again.StatusCode != http.StatusOK || len(stand.Requests()) != len(reqs) {
+		t.Errorf("the sample again = %d after %d requests to the server, want it kept (%d)",
+			again.StatusCode, len(stand.Requests()), len(reqs))
+	}
+
+	// A changed voice is heard: the sample is kept by the agent's generation.
+	stand.Set(ttstest.Behaviour{Tone: 300, Length: 500 * time.Millisecond})
+	setVoice := func(voice string) {
+		t.Helper()
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(agent), agent); err != nil {
+				return err
+			}
+			agent.Spec.Voice.Server.Voice = voice
+			return k8s.Update(ctx, agent)
+		}))
+	}
+	setVoice("bf_emma")
+	sample("the changed voice (300 Hz)", 300, 500*time.Millisecond)
+
+	// A server that fails: the embedded voice, not kept.
+	stand.Set(ttstest.Behaviour{Mode: ttstest.Status})
+	setVoice("am_adam")
+	eventually(t, "a sample in the embedded voice", func() bool {
+		resp, _ := c.get(t, path)
+		return resp.StatusCode == http.StatusOK && resp.Header.Get("Cache-Control") == "no-store"
+	})
+	before := len(stand.Requests())
+	if resp, _ := c.get(t, path); resp.StatusCode != http.StatusOK || len(stand.Requests()) != before+1 {
+		t.Errorf("the failed sample again = %d, %d requests to the server; want it asked again (%d)",
+			resp.StatusCode, len(stand.Requests()), before+1)
+	}
+}
+
+// pitch estimates a tone's frequency from its rising zero crossings,
+// away from its edges.
+func pitch(pcm []int16) float64 {
+	mid := pcm[len(pcm)/10 : len(pcm)*9/10]
+	crossings := 0
+	for i := 1; i < len(mid); i++ {
+		if mid[i-1] < 0 && mid[i] >= 0 {
+			crossings++
+		}
+	}
+	return float64(crossings) / (float64(len(mid)) / audio.SampleRate)
 }

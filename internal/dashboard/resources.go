@@ -64,7 +64,7 @@ func (d *dashboard) listAgents(w http.ResponseWriter, r *http.Request) {
 			rows[i].Details = append(rows[i].Details, "SIP trunk "+a.Spec.TrunkRef.Name)
 		}
 		if d.cfg.Voice != nil {
-			rows[i].Sample = voiceSamplePath(a.Name)
+			rows[i].Sample = voiceSamplePath(a)
 		}
 		readiness(&rows[i], a.Status.Conditions)
 	}
