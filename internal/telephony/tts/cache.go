@@ -43,12 +43,12 @@ type Cache struct {
 // cacheFlight is one synthesis the callers of the same line wait for; it
 // is cancelled when every one of them gave up.
 type cacheFlight struct {
-	done    chan struct{}
+	done     chan struct{}
 	samples  []int16
 	fallback *FallbackError
 	err      error
 	waiters  int
-	cancel  context.CancelFunc
+	cancel   context.CancelFunc
 }
 
 // Voice is s with its lines cached under identity: two voices given the
