@@ -150,8 +150,9 @@ bench-conversation: ## Benchmark a conversation's voice-to-voice latency and its
 	go test -tags pocketsphinx ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentConversations' -benchtime 1x -count 1 -timeout 30m
 
 .PHONY: bench-voice
-bench-voice: ## Benchmark a line's time from its text to its first audio frame: the embedded voice cold and cached, a streaming voice.
+bench-voice: ## Benchmark a line's time from its text to its first audio frame (the embedded voice cold and cached, a streaming voice), and 200 concurrent calls speaking lines with variables through a voice server.
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'FirstAudio' -benchtime 60x -count 1
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentSpeakingCalls' -benchtime 1x -count 1 -timeout 30m
 
 .PHONY: bench-speech
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.

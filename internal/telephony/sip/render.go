@@ -265,12 +265,13 @@ type lines struct {
 // the prompts of an agent are ready, and shared, before its first call
 // connects.
 //
-// An agent with a voice server has its lines said per call: a line the
-// server failed is said in the embedded voice, and a cache would keep
-// that fallback for every later call of the agent.
+// An agent with a voice server has its prompts cached too (the identity
+// holds the server's settings): a line the server failed, said in the
+// embedded voice, is not kept (tts.Cache), so a later call asks the
+// server again rather than repeat the fallback.
 func (r *ScriptRenderer) lines(req telephony.Request) lines {
 	l := lines{vars: req.Variables, call: r.Speaker, shared: r.Speaker}
-	if r.Prompts != nil && req.Agent != nil && (req.Agent.Spec.Voice == nil || req.Agent.Spec.Voice.Server == nil) {
+	if r.Prompts != nil && req.Agent != nil {
 		l.shared = r.Prompts.Voice(voiceIdentity(req.Agent), r.Speaker)
 	}
 	return l

@@ -245,3 +245,63 @@ func TestRenderAgentVoice(t *testing.T) {
 		t.Errorf("request %+v: want the Secret's key", reqs[len(reqs)-1])
 	}
 }
+
+// An agent with a voice server has its fixed lines cached too: two calls
+// share one request for the greeting. A greeting the server failed (said
+// in the embedded voice) is not kept: the next call asks the server again.
+func TestRenderCachesServerPrompts(t *testing.T) {
+	voice := ttstest.New(t, ttstest.Behaviour{Length: 500 * time.Millisecond})
+	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Greeting: "Hello.",
+		Voice:  &switchboardv1.AgentVoice{Server: &switchboardv1.VoiceServer{URL: voice.URL, Voice: "af_heart"}},
+		Script: []switchboardv1.ScriptStep{{Say: "Hi {{name}}."}}}}
+	agent.Namespace, agent.Name, agent.UID, agent.Generation = "org", "a", "uid-1", 1
+	voices := &tts.Voices{Policy: egress.URLPolicy{AllowInsecure: true}, Embedded: lengthSpeaker{}}
+	r := &ScriptRenderer{Speaker: lengthSpeaker{}, Prompts: NewPromptCache(0),
+		Voices: func(ctx context.Context, req telephony.Request) (tts.Speaker, error) {
+			return voices.For(ctx, req.Namespace, req.Agent)
+		}}
+	asked := func(text string) int {
+		n := 0
+		for _, q := range voice.Requests() {
+			if q.Input == text {
+				n++
+			}
+		}
+		return n
+	}
+	render := func(name string) engine.CallSpec {
+		t.Helper()
+		spec, err := r.Render(t.Context(), telephony.Request{Agent: agent, Variables: map[string]any{"name": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+	for _, name := range []string{"Ada", "Bob"} {
+		if g := render(name).Script[0]; len(g.Audio) != tts.SampleRate/2 || g.Note != "" {
+			t.Errorf("greeting %d samples, note %q: want the server's", len(g.Audio), g.Note)
+		}
+	}
+	if n := asked("Hello."); n != 1 {
+		t.Errorf("the greeting was asked of the server %d times for two calls, want once", n)
+	}
+	if asked("Hi Ada.") != 1 || asked("Hi Bob.") != 1 {
+		t.Errorf("requests %+v: want the variable line per call", voice.Requests())
+	}
+
+	agent.Generation = 2
+	voice.Set(ttstest.Behaviour{Mode: ttstest.Status})
+	if g := render("Ada").Script[0]; len(g.Audio) != len("Hello.") || g.Note == "" {
+		t.Errorf("greeting %d samples, note %q: want the embedded voice's, noted", len(g.Audio), g.Note)
+	}
+	voice.Set(ttstest.Behaviour{Length: 500 * time.Millisecond})
+	if g := render("Ada").Script[0]; len(g.Audio) != tts.SampleRate/2 || g.Note != "" {
+		t.Errorf("after the server recovered, greeting %d samples, note %q: want the server's (the fallback not kept)", len(g.Audio), g.Note)
+	}
+	if n := asked("Hello."); n != 3 {
+		t.Errorf("the greeting was asked %d times in all, want 3 (the failed one asked again)", n)
+	}
+	if g := render("Bob").Script[0]; g.Note != "" || asked("Hello.") != 3 {
+		t.Errorf("note %q, %d requests: want the recovered greeting kept", g.Note, asked("Hello."))
+	}
+}

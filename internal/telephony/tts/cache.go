@@ -21,6 +21,11 @@ const DefaultCacheSamples = 10 * 60 * SampleRate
 // line leaving first; a line longer than the bound is not kept. Concurrent
 // requests for the same line share one synthesis. The zero value is ready
 // to use.
+//
+// A line a voice server failed and the embedded voice said instead (a
+// FallbackError from SpeakNoting) is returned, with its FallbackError, to
+// the callers of that synthesis but not kept: the next caller asks the
+// server again.
 type Cache struct {
 	// MaxSamples bounds the samples held; DefaultCacheSamples when zero.
 	MaxSamples int
@@ -38,11 +43,12 @@ type Cache struct {
 // cacheFlight is one synthesis the callers of the same line wait for; it
 // is cancelled when every one of them gave up.
 type cacheFlight struct {
-	done    chan struct{}
-	samples []int16
-	err     error
-	waiters int
-	cancel  context.CancelFunc
+	done     chan struct{}
+	samples  []int16
+	fallback *FallbackError
+	err      error
+	waiters  int
+	cancel   context.CancelFunc
 }
 
 // Voice is s with its lines cached under identity: two voices given the
@@ -60,17 +66,24 @@ type cachedVoice struct {
 // Speak returns the line's speech, from the cache when it is there. The
 // slice is shared: do not modify it.
 func (v cachedVoice) Speak(ctx context.Context, text string) ([]int16, error) {
+	pcm, _, err := v.c.speak(ctx, v.id, v.s, text)
+	return pcm, err
+}
+
+// speakNoting is Speak that also says whether the line fell back (for
+// SpeakNoting): a line found in the cache never did.
+func (v cachedVoice) speakNoting(ctx context.Context, text string) ([]int16, *FallbackError, error) {
 	return v.c.speak(ctx, v.id, v.s, text)
 }
 
-func (c *Cache) speak(ctx context.Context, id string, s Speaker, text string) ([]int16, error) {
+func (c *Cache) speak(ctx context.Context, id string, s Speaker, text string) ([]int16, *FallbackError, error) {
 	key := id + "\x00" + text
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(el)
 		c.mu.Unlock()
 		count(c.Hits)
-		return el.Value.(*entry).samples, nil
+		return el.Value.(*entry).samples, nil, nil
 	}
 	fl, running := c.inflight[key]
 	if running {
@@ -92,7 +105,7 @@ func (c *Cache) speak(ctx context.Context, id string, s Speaker, text string) ([
 	c.mu.Unlock()
 	select {
 	case <-fl.done:
-		return fl.samples, fl.err
+		return fl.samples, fl.fallback, fl.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		fl.waiters--
@@ -103,7 +116,7 @@ func (c *Cache) speak(ctx context.Context, id string, s Speaker, text string) ([
 			}
 		}
 		c.mu.Unlock()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -113,14 +126,15 @@ func count(c prometheus.Counter) {
 	}
 }
 
-// run synthesizes a line once for its flight and keeps a success.
+// run synthesizes a line once for its flight and keeps a success the
+// voice said itself (not a fallback).
 func (c *Cache) run(ctx context.Context, key string, s Speaker, text string, fl *cacheFlight) {
-	fl.samples, fl.err = s.Speak(ctx, text)
+	fl.samples, fl.fallback, fl.err = SpeakNoting(ctx, s, text)
 	fl.cancel()
 	c.mu.Lock()
 	if c.inflight[key] == fl {
 		delete(c.inflight, key)
-		if fl.err == nil {
+		if fl.err == nil && fl.fallback == nil {
 			c.store(key, fl.samples)
 		}
 	}

@@ -109,11 +109,32 @@ var _ Streamer = (*Server)(nil)
 // embedded voice, and why (nil when the server said it), for a caller
 // that notes it in the transcript. Other Speakers never fall back.
 func SpeakNoting(ctx context.Context, s Speaker, text string) ([]int16, *FallbackError, error) {
-	if srv, ok := s.(*Server); ok {
-		return srv.speak(ctx, text)
+	if n, ok := s.(notingSpeaker); ok {
+		return n.speakNoting(ctx, text)
 	}
 	pcm, err := s.Speak(ctx, text)
 	return pcm, nil, err
+}
+
+// notingSpeaker is a Speaker that can say whether a line fell back (the
+// Server, and a Cache's voice of one).
+type notingSpeaker interface {
+	speakNoting(ctx context.Context, text string) ([]int16, *FallbackError, error)
+}
+
+// StreamNoting is st.Stream that also says whether the line fell back to
+// the embedded voice, and why (nil when the server said it all), for a
+// caller that notes it in the transcript. Other Streamers never fall back.
+func StreamNoting(ctx context.Context, st Streamer, text string, write func(pcm []int16) error) (*FallbackError, error) {
+	srv, ok := st.(*Server)
+	if !ok {
+		return nil, st.Stream(ctx, text, write)
+	}
+	return srv.streamNoting(ctx, text, write)
+}
+
+func (s *Server) speakNoting(ctx context.Context, text string) ([]int16, *FallbackError, error) {
+	return s.speak(ctx, text)
 }
 
 // Speak implements Speaker: the whole line, once the server has sent it.
@@ -139,15 +160,20 @@ func (s *Server) speak(ctx context.Context, text string) ([]int16, *FallbackErro
 
 // Stream implements Streamer: write gets the audio as it arrives.
 func (s *Server) Stream(ctx context.Context, text string, write func(pcm []int16) error) error {
+	_, err := s.streamNoting(ctx, text, write)
+	return err
+}
+
+func (s *Server) streamNoting(ctx context.Context, text string, write func(pcm []int16) error) (*FallbackError, error) {
 	fb, err := s.stream(ctx, text, write, nil)
 	if fb == nil || err != nil {
-		return err
+		return fb, err
 	}
 	pcm, err := s.Fallback.Speak(ctx, text)
 	if err != nil {
-		return err
+		return fb, err
 	}
-	return write(pcm)
+	return fb, write(pcm)
 }
 
 // errWrite marks an error of the caller's write: it stops the line and is

@@ -191,3 +191,41 @@ func TestServerWithoutFallbackFails(t *testing.T) {
 		t.Error("no error")
 	}
 }
+
+// StreamNoting says why a streamed line fell back, and nothing for a line
+// the server said.
+func TestStreamNoting(t *testing.T) {
+	s, stand, _, _ := newServer(t, ttstest.Behaviour{Mode: ttstest.FailMidway, Length: time.Second})
+	write := func([]int16) error { return nil }
+	why, err := tts.StreamNoting(context.Background(), s, "Hello.", write)
+	if err != nil || why == nil || why.Reason != tts.ReasonStream {
+		t.Fatalf("err %v, fallback %v: want a stream fallback", err, why)
+	}
+	stand.Set(ttstest.Behaviour{Length: time.Second})
+	if why, err = tts.StreamNoting(context.Background(), s, "Hello.", write); err != nil || why != nil {
+		t.Fatalf("err %v, fallback %v: want neither", err, why)
+	}
+}
+
+// A cache keeps a line the server said, never one said in the fallback:
+// the next caller asks the server again, and is told of the fallback.
+func TestCacheKeepsNoFallback(t *testing.T) {
+	s, stand, _, _ := newServer(t, ttstest.Behaviour{Mode: ttstest.Status})
+	var c tts.Cache
+	v := c.Voice("agent@1", s)
+	if _, why, err := tts.SpeakNoting(context.Background(), v, "Hello."); err != nil || why == nil {
+		t.Fatalf("err %v, fallback %v: want the fallback told", err, why)
+	}
+	if lines, _ := c.Len(); lines != 0 {
+		t.Fatalf("%d lines kept after a fallback, want none", lines)
+	}
+	stand.Set(ttstest.Behaviour{Length: time.Second})
+	for range 2 {
+		if _, why, err := tts.SpeakNoting(context.Background(), v, "Hello."); err != nil || why != nil {
+			t.Fatalf("err %v, fallback %v", err, why)
+		}
+	}
+	if n := len(stand.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2: the failed one, then one kept", n)
+	}
+}

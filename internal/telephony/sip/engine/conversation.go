@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/emiago/diago"
 
 	"github.com/switchboard-dev/switchboard/internal/conversation"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -71,6 +73,7 @@ func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *c
 	cancel()
 	line.wait()
 	res.addConversation(out, m.answeredAt)
+	res.placeNotes(line.notes)
 	if out.Reason != "" && out.Reason != conversation.ReasonAgentHangup && out.Reason != conversation.ReasonInactivity &&
 		out.Reason != conversation.ReasonMaxTurns {
 		res.Failure = out.Reason + ": " + out.Detail
@@ -110,6 +113,24 @@ func conversationEvent(e conversation.Entry, answeredAt time.Time) []Event {
 	return out
 }
 
+// placeNotes puts the engine's notes among res's events by their moment,
+// each after the events up to it (the events before stay in order).
+func (r *Result) placeNotes(notes []Event) {
+	for _, n := range notes {
+		i := len(r.Events)
+		for i > 0 && r.Events[i-1].At.After(n.At) {
+			i--
+		}
+		r.Events = slices.Insert(r.Events, i, n)
+	}
+}
+
+// fallbackNote is the transcript's note of a line said in the embedded
+// voice, as the renderer writes a script line's (Step.Note).
+func fallbackNote(fb *tts.FallbackError) string {
+	return "(said in the embedded voice: " + fb.Error() + ")"
+}
+
 // sipLine is the conversation's Line on a SIP call's media.
 type sipLine struct {
 	ctx    context.Context
@@ -126,6 +147,11 @@ type sipLine struct {
 	producing atomic.Pointer[pcmStream]
 	utters    chan speechEvent
 	wg        sync.WaitGroup
+	// notes are the engine's notes of the pieces played in the embedded
+	// voice because the voice server failed them (play's, read once the
+	// line ended): the loop knows nothing of voices.
+	notes       []Event
+	lastNoteTag int
 }
 
 type pieceToSay struct {
@@ -140,6 +166,9 @@ type voiced struct {
 	// stream, when the voice streams (tts.Streamer), is the piece's audio
 	// as it is synthesized, instead of pcm.
 	stream *pcmStream
+	// fallback is set when the voice server failed the piece and the
+	// embedded voice said it (for a stream, before the stream ends).
+	fallback *atomic.Pointer[tts.FallbackError]
 }
 
 func newSIPLine(ctx context.Context, m *callMedia, v tts.Speaker) *sipLine {
@@ -285,12 +314,16 @@ func (l *sipLine) synthesize() {
 			}
 			continue
 		}
-		pcm, err := l.voice.Speak(l.ctx, s.text)
+		pcm, fb, err := tts.SpeakNoting(l.ctx, l.voice, s.text)
 		if err != nil {
 			pcm = nil // the piece is skipped, its end still reported
 		}
+		v := voiced{pieceToSay: s, pcm: pcm, fallback: new(atomic.Pointer[tts.FallbackError])}
+		if err == nil && fb != nil {
+			v.fallback.Store(fb)
+		}
 		select {
-		case l.ready <- voiced{pieceToSay: s, pcm: pcm}:
+		case l.ready <- v:
 		case <-l.ctx.Done():
 			return
 		}
@@ -313,12 +346,16 @@ func (l *sipLine) stream(st tts.Streamer, s pieceToSay) bool {
 	if s.gen != l.gen.Load() {
 		return true // cut meanwhile
 	}
+	v := voiced{pieceToSay: s, stream: ps, fallback: new(atomic.Pointer[tts.FallbackError])}
 	select {
-	case l.ready <- voiced{pieceToSay: s, stream: ps}:
+	case l.ready <- v:
 	case <-l.ctx.Done():
 		return false
 	}
-	_ = st.Stream(ctx, s.text, func(pcm []int16) error { return ps.write(ctx, pcm) })
+	fb, err := tts.StreamNoting(ctx, st, s.text, func(pcm []int16) error { return ps.write(ctx, pcm) })
+	if fb != nil && err == nil {
+		v.fallback.Store(fb)
+	}
 	ps.end()
 	return l.ctx.Err() == nil
 }
@@ -363,7 +400,11 @@ func (l *sipLine) play() {
 			cut = p.cut.Load()
 			l.playing.Store(nil)
 		}
-		if !l.emit(conversation.LineEvent{Kind: conversation.PlayEnded, Text: v.text, Tag: v.tag, Cut: cut, At: time.Now()}) {
+		ended := time.Now()
+		if fb := v.fallback.Load(); fb != nil && p != nil {
+			l.note(v.tag, ended, fallbackNote(fb))
+		}
+		if !l.emit(conversation.LineEvent{Kind: conversation.PlayEnded, Text: v.text, Tag: v.tag, Cut: cut, At: ended}) {
 			return
 		}
 	}
@@ -395,6 +436,16 @@ func (l *sipLine) startStream(v voiced) (*playback, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// note records the engine's note at, after the piece played; a response's
+// pieces that fell back for the same reason are noted once.
+func (l *sipLine) note(tag int, at time.Time, text string) {
+	if n := len(l.notes); n > 0 && l.notes[n-1].Text == text && l.lastNoteTag == tag {
+		return
+	}
+	l.lastNoteTag = tag
+	l.notes = append(l.notes, Event{At: at, Turn: telephony.Turn{Speaker: SpeakerAgent, Text: text, Note: true}})
 }
 
 var _ conversation.Line = (*sipLine)(nil)

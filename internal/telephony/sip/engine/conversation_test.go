@@ -3,13 +3,17 @@ package engine
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/conversation"
+	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts/ttstest"
 )
 
 // answerScript is a stand-in response engine (a model the tests cannot
@@ -86,6 +90,12 @@ func (a *answerScript) Request(req conversation.Request) {
 // script's conversation, heard by a scripted recognizer.
 func conversationCall(t *testing.T, script *answerScript, cfg conversation.Config, total time.Duration, answers ...said) Result {
 	t.Helper()
+	return conversationCallIn(t, &tts.Flite{}, script, cfg, total, answers...)
+}
+
+// conversationCallIn is conversationCall with the answers spoken in agentVoice.
+func conversationCallIn(t *testing.T, agentVoice tts.Speaker, script *answerScript, cfg conversation.Config, total time.Duration, answers ...said) Result {
+	t.Helper()
 	voice, lengths := spoken(t, total, answers...)
 	r := &scriptedRecognizer{lengths: lengths, confidence: map[string]float64{}}
 	for _, a := range answers {
@@ -95,7 +105,7 @@ func conversationCall(t *testing.T, script *answerScript, cfg conversation.Confi
 	b := startBaresip(t, voice)
 	return place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{Recognizer: r, RecordPath: filepath.Join(t.TempDir(), "call.wav"),
 		MaxDuration: total + 5*time.Second,
-		Conversation: &Conversation{Open: script.open, Config: cfg, Voice: &tts.Flite{},
+		Conversation: &Conversation{Open: script.open, Config: cfg, Voice: agentVoice,
 			Call: conversation.CallDetails{CallID: "call_test"}}})
 }
 
@@ -169,5 +179,41 @@ func TestConversationBargeInOnARealCall(t *testing.T) {
 	}
 	if !interrupted || !second {
 		t.Fatalf("transcript:%s\nwant the first answer interrupted and the second spoken", describe(res.Events))
+	}
+}
+
+// The agent's voice server fails its lines: they are said in the embedded
+// voice (streamed, as the Server is a tts.Streamer) and each answer is
+// followed in the transcript by the engine's note of it, as a script's
+// lines are.
+func TestConversationNotesFallbackVoice(t *testing.T) {
+	server := ttstest.New(t, ttstest.Behaviour{Mode: ttstest.Status})
+	voice := &tts.Server{Config: switchboardv1.VoiceServer{URL: server.URL, Voice: "af_heart"},
+		Policy: egress.URLPolicy{AllowInsecure: true}, Fallback: &tts.Flite{}}
+	script := &answerScript{begin: "Hello, this is the restaurant.", firstToken: 200 * time.Millisecond, answers: []conversation.Chunk{
+		{Content: "Booked. Goodbye.", EndCall: true},
+	}}
+	res := conversationCallIn(t, voice, script, quickConversation(), 9*time.Second,
+		said{at: 3 * time.Second, text: "a table for four please"})
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v:%s\nwant the agent to hang up after end_call", res, describe(res.Events))
+	}
+	note := "(said in the embedded voice: the voice server answered 500"
+	var got []string
+	for _, e := range res.Events {
+		switch {
+		case e.Note && strings.HasPrefix(e.Text, note):
+			got = append(got, "note")
+		case !e.Note:
+			got = append(got, e.Speaker+": "+e.Text)
+		}
+	}
+	want := []string{SpeakerAgent + ": Hello, this is the restaurant.", "note", SpeakerCallee + ": a table for four please",
+		SpeakerAgent + ": Booked. Goodbye.", "note"}
+	if !slices.Equal(got, want) {
+		t.Errorf("transcript:%s\nwant %q", describe(res.Events), want)
+	}
+	if n := len(server.Requests()); n < 2 {
+		t.Errorf("%d requests to the voice server, want one per piece", n)
 	}
 }
