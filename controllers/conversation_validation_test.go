@@ -29,7 +29,7 @@ func TestKubectlApplyChecksAgentConversations(t *testing.T) {
 			"exactly one response engine"},
 		{"retell-with-prompt", "  conversation:\n    llmWebSocket:\n      url: wss://bot.example/llm\n    systemPrompt: hi\n",
 			"a Retell custom-LLM server writes its own prompt"},
-		{"transfer", "  conversation:\n" + llm + "    tools:\n      builtIn: [transfer_call]\n", "transfer_call is not in this release"},
+		{"transfer", "  conversation:\n" + llm + "    tools:\n      builtIn: [transfer_call]\n", "the transfer_call tool needs transfer.destinations"},
 		{"unknown-tool", "  conversation:\n" + llm + "    tools:\n      builtIn: [send_sms]\n", "Unsupported value"},
 		{"same-function-twice", "  conversation:\n" + llm + "    tools:\n      functions:\n" +
 			"      - {name: f, description: d, url: https://f.example/a}\n      - {name: f, description: e, url: https://f.example/b}\n",

@@ -140,7 +140,7 @@ spec:
   - say: Hello
     hangup: {}
 `,
-			want: []string{"a script step has exactly one of say, play, gather, hangup"},
+			want: []string{"a script step has exactly one of say, play, gather, pressDigits, transfer, hangup"},
 		},
 		{
 			name: "agent-gather-unknown-field", obj: &switchboardv1.Agent{},

@@ -19,8 +19,9 @@ const (
 	// ToolPressDigit: the agent keys digits (RFC 4733), to get through a
 	// phone menu.
 	ToolPressDigit = "press_digit"
-	// ToolTransferCall: hand the callee to a number. Not in this release:
-	// refused at kubectl apply until transfers land.
+	// ToolTransferCall: hand the callee to one of tools.transfer's
+	// destinations (cold or warm), and get the call back when the transfer
+	// fails.
 	ToolTransferCall = "transfer_call"
 )
 
@@ -31,6 +32,7 @@ const (
 // written for Retell's custom-LLM WebSocket protocol).
 // +kubebuilder:validation:XValidation:rule="has(self.llm) != has(self.llmWebSocket)",message="a conversation has exactly one response engine: llm or llmWebSocket"
 // +kubebuilder:validation:XValidation:rule="!has(self.llmWebSocket) || (!has(self.systemPrompt) && !has(self.tools))",message="a Retell custom-LLM server writes its own prompt and runs its own tools: systemPrompt and tools are for llm"
+// +kubebuilder:validation:XValidation:rule="!has(self.tools) || !has(self.tools.builtIn) || !self.tools.builtIn.exists(t, t == 'transfer_call') || (has(self.transfer) && has(self.transfer.destinations))",message="the transfer_call tool needs transfer.destinations to choose from"
 type Conversation struct {
 	// llm is an OpenAI-compatible chat-completions endpoint (vLLM, Ollama,
 	// llama.cpp's server, a hosted API), asked with streamed answers.
@@ -59,6 +61,13 @@ type Conversation struct {
 	// tools the model may call (llm only).
 	// +optional
 	Tools *ConversationTools `json:"tools,omitempty"`
+
+	// transfer is where and how the agent hands the callee to a person:
+	// the transfer_call tool's destinations (llm), and the options of a
+	// Retell server's transfer_number (which must be one of the agent's
+	// transferDestinations).
+	// +optional
+	Transfer *ConversationTransfer `json:"transfer,omitempty"`
 
 	// turnTaking tunes when the callee's turn ends, what interrupts the
 	// agent and when the agent reminds a silent callee.
@@ -151,13 +160,12 @@ type ConversationWebSocket struct {
 // ConversationTools are the tools an llm conversation's model may call.
 // +kubebuilder:validation:XValidation:rule="!has(self.builtIn) || !has(self.functions) || self.functions.all(f, !(f.name in self.builtIn))",message="a function may not take a built-in tool's name"
 type ConversationTools struct {
-	// builtIn are the built-in tools: end_call, press_digit.
-	// transfer_call is refused until transfers are in a release.
+	// builtIn are the built-in tools: end_call, press_digit and
+	// transfer_call (with the conversation's transfer).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:Enum=end_call;press_digit;transfer_call
-	// +kubebuilder:validation:XValidation:rule="!self.exists(t, t == 'transfer_call')",message="transfer_call is not in this release: a conversation cannot transfer yet"
 	BuiltIn []string `json:"builtIn,omitempty"`
 
 	// functions are the organization's own tools, called over HTTPS; their

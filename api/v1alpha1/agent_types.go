@@ -41,6 +41,8 @@ type ExtractedDataField struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.id) || self.script.exists_one(t, has(t.id) && t.id == s.id))",message="script step ids must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || ((!has(s.gather.next) || self.script.exists(t, has(t.id) && t.id == s.gather.next)) && (!has(s.gather.noMatch) || !has(s.gather.noMatch.next) || self.script.exists(t, has(t.id) && t.id == s.gather.noMatch.next)) && (!has(s.gather.noInput) || !has(s.gather.noInput.next) || self.script.exists(t, has(t.id) && t.id == s.gather.noInput.next))))",message="a gather's next (or its noMatch's or noInput's) must name a script step's id"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.gather) || !has(s.gather.choices) || s.gather.choices.all(c, !has(c.next) || self.script.exists(t, has(t.id) && t.id == c.next)))",message="a choice's next must name a script step's id"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || self.script.all(s, !has(s.transfer) || !has(s.transfer.next) || self.script.exists(t, has(t.id) && t.id == s.transfer.next))",message="a transfer's next must name a script step's id"
+// +kubebuilder:validation:XValidation:rule="!has(self.script) || !self.script.exists(s, has(s.transfer)) || has(self.transferDestinations)",message="a transfer step needs the agent's transferDestinations"
 type AgentSpec struct {
 	// id pins the agent_id (a UUID) used by the REST API, for example to keep
 	// the same id across re-creation or a migration. Defaults to metadata.uid.
@@ -144,6 +146,27 @@ type AgentSpec struct {
 	// Conversation). The greeting is not spoken: beginMessage is.
 	// +optional
 	Conversation *Conversation `json:"conversation,omitempty"`
+
+	// transferDestinations are the numbers this agent may hand a callee to
+	// (transfer steps, the transfer_call tool, a Retell server's
+	// transfer_number): E.164 numbers, or prefixes ending in * (+1415*). A
+	// transfer to any other number is refused, as are numbers the number
+	// lists block. Without it the agent cannot transfer.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^\+[1-9][0-9]{0,14}\*?$`
+	TransferDestinations []string `json:"transferDestinations,omitempty"`
+
+	// sipHeaders are custom X- headers sent on every call's INVITE (and on
+	// its transfers), which carriers and PBXs route on; a create-call
+	// request's custom_sip_headers add to them and win on a clash. Names
+	// are X- and up to 62 letters, digits and hyphens (X-Switchboard-* is
+	// reserved); values printable ASCII up to 256 characters.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[Xx]-[A-Za-z0-9-]{1,62}$') && !k.lowerAscii().startsWith('x-switchboard-'))",message="sipHeaders names are X- and up to 62 letters, digits and hyphens; X-Switchboard-* is reserved"
+	SIPHeaders map[string]SIPHeaderValue `json:"sipHeaders,omitempty"`
 }
 
 // StreamSpec is where an agent streams its calls' audio: the bot's
@@ -183,8 +206,8 @@ type StreamSpec struct {
 }
 
 // ScriptStep is one step of an agent's script: exactly one of say, play,
-// gather or hangup.
-// +kubebuilder:validation:XValidation:rule="[has(self.say), has(self.play), has(self.gather), has(self.hangup)].filter(x, x).size() == 1",message="a script step has exactly one of say, play, gather, hangup"
+// gather, pressDigits, transfer or hangup.
+// +kubebuilder:validation:XValidation:rule="[has(self.say), has(self.play), has(self.gather), has(self.pressDigits), has(self.transfer), has(self.hangup)].filter(x, x).size() == 1",message="a script step has exactly one of say, play, gather, pressDigits, transfer, hangup"
 type ScriptStep struct {
 	// id names the step, so that a gather's choice, noMatch or noInput can
 	// go to it with next (jumping back is allowed: the call is still
@@ -219,6 +242,14 @@ type ScriptStep struct {
 	// a choice, or a typed value, spoken or keyed), and may branch.
 	// +optional
 	Gather *GatherStep `json:"gather,omitempty"`
+
+	// pressDigits keys digits to the far end (a phone menu).
+	// +optional
+	PressDigits *PressDigitsStep `json:"pressDigits,omitempty"`
+
+	// transfer hands the callee to a person; on failure the script goes on.
+	// +optional
+	Transfer *TransferStep `json:"transfer,omitempty"`
 
 	// hangup ends the call.
 	// +optional

@@ -198,6 +198,14 @@ type CallSpec struct {
 	// +kubebuilder:default=kubectl
 	Source CallSource `json:"source,omitempty"`
 
+	// sipHeaders are custom X- headers for this call's INVITE and
+	// transfers (the create-call body's custom_sip_headers), added to the
+	// agent's sipHeaders and winning on a clash; the same rules apply.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[Xx]-[A-Za-z0-9-]{1,62}$') && !k.lowerAscii().startsWith('x-switchboard-'))",message="sipHeaders names are X- and up to 62 letters, digits and hyphens; X-Switchboard-* is reserved"
+	SIPHeaders map[string]SIPHeaderValue `json:"sipHeaders,omitempty"`
+
 	// stop asks for the call to end: a call not yet dialed fails as
 	// canceled and is never dialed; a ringing or answered call is hung up
 	// and ends as api_hangup. POST /v1/calls/{call_id}/stop sets it, as
@@ -312,6 +320,11 @@ type CallStatus struct {
 	// disconnectionReason says why the call ended, for example agent_hangup.
 	// +optional
 	DisconnectionReason string `json:"disconnectionReason,omitempty"`
+	// transfer is the agent's last transfer of the callee to a person, and
+	// how it went.
+	// +optional
+	Transfer *CallTransfer `json:"transfer,omitempty"`
+
 	// failure says why a failed call never went out.
 	// +optional
 	Failure *CallFailure `json:"failure,omitempty"`
@@ -352,6 +365,8 @@ type CallStatus struct {
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.disconnectionReason`,priority=1
 // +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.failure.errorCode`,priority=1
+// +kubebuilder:printcolumn:name="Transfer",type=string,JSONPath=`.status.transfer.result`,priority=1
+// +kubebuilder:printcolumn:name="Transfer To",type=string,JSONPath=`.status.transfer.to`,priority=1
 // +kubebuilder:printcolumn:name="Worker",type=string,JSONPath=`.metadata.labels.switchboard\.dev/worker`,priority=1
 // +kubebuilder:selectablefield:JSONPath=`.status.callID`
 type Call struct {

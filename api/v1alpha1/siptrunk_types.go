@@ -72,6 +72,15 @@ type SIPTrunkSpec struct {
 	// +kubebuilder:default=udp
 	Transport SIPTransport `json:"transport,omitempty"`
 
+	// dtmf is how the agent keys digits on this trunk (pressDigits steps,
+	// the press_digit tool): rfc4733 telephone events in the audio stream,
+	// or info (SIP INFO, application/dtmf-relay) for carriers that want
+	// them out of band. Defaults to rfc4733.
+	// +optional
+	// +kubebuilder:default=rfc4733
+	// +kubebuilder:validation:Enum=rfc4733;info
+	DTMF string `json:"dtmf,omitempty"`
+
 	// credentialsSecretRef names a Secret with the keys username and
 	// password, which answer the trunk's digest challenges (401 and 407).
 	// +optional
