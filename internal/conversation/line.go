@@ -24,6 +24,34 @@ type Line interface {
 	Cut()
 	// Press keys digits to the far end (RFC 4733 on SIP).
 	Press(ctx context.Context, digits string) error
+	// Transfer hands the callee to a person and blocks until the transfer
+	// connected or failed (cold by REFER: the far end's final NOTIFY; a
+	// bridge: until the bridged call ended). The agent's speech is over
+	// when it is called.
+	Transfer(ctx context.Context, req TransferRequest) TransferResult
+}
+
+// TransferRequest is the agent's ask to hand the callee to a person.
+type TransferRequest struct {
+	// Number is the person's number (the tool's chosen destination, or a
+	// Retell server's transfer_number).
+	Number string
+	// Summary is the model's summary of the call so far, for a warm
+	// transfer's whisper ({{summary}}); may be empty.
+	Summary string
+}
+
+// TransferResult is how a transfer went.
+type TransferResult struct {
+	// Connected: the callee reached the person; the agent's part of the
+	// call is over, and Reason is the call's disconnection reason
+	// (call_transfer, transfer_bridged).
+	Connected bool
+	Reason    string
+	// Result is the outcome's name (transferred, bridged, busy,
+	// no_answer, declined, refused, failed, not_allowed), and Detail says
+	// why it failed: what the model is told when the callee is back.
+	Result, Detail string
 }
 
 // EventKind is what a LineEvent reports.

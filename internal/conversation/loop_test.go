@@ -101,6 +101,11 @@ func (f *fakeLine) Press(_ context.Context, digits string) error {
 	return nil
 }
 
+// Transfer refuses: the loop's transfers are tested with their own line.
+func (f *fakeLine) Transfer(context.Context, TransferRequest) TransferResult {
+	return TransferResult{Result: "failed", Detail: "the fake line cannot transfer"}
+}
+
 func (f *fakeLine) saidSoFar() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

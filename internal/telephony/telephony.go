@@ -86,6 +86,9 @@ type Progress struct {
 	// does not (a bot's stream that failed: "the bot answered the upgrade
 	// with HTTP 401"); empty otherwise. It goes in a Warning Event.
 	Detail string
+	// Transfer is the call's transfer to a person, when the agent made one
+	// (the last, when it made several).
+	Transfer *TransferOutcome
 	// NextCheck is when the reconciler should ask again (Phase != Ended).
 	NextCheck time.Duration
 }

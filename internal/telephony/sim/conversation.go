@@ -355,6 +355,11 @@ func (l *simLine) Cut() {
 // Press keys digits to the simulated callee, who takes them.
 func (l *simLine) Press(ctx context.Context, _ string) error { return ctx.Err() }
 
+// Transfer is refused on the simulated carrier. Not built yet.
+func (l *simLine) Transfer(context.Context, conversation.TransferRequest) conversation.TransferResult {
+	return conversation.TransferResult{Result: "failed", Detail: "not built yet"}
+}
+
 // emit hands ev to the loop; false when the line is closing.
 func (l *simLine) emit(ev conversation.LineEvent) bool {
 	select {

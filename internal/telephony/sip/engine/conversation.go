@@ -31,6 +31,10 @@ type Conversation struct {
 	Config conversation.Config
 	// Voice speaks the answers.
 	Voice tts.Speaker
+	// Transfer is how transfer_call and transfer_number transfer (To is
+	// the request's; a WhisperText with {{summary}} is filled with the
+	// model's summary and spoken in Voice); nil refuses them.
+	Transfer *Transfer
 }
 
 const (
@@ -51,7 +55,8 @@ const (
 // converseWithModel runs the conversation until the agent or the engine
 // ends it, or callCtx ends; it returns who hangs up ("" when callCtx ended
 // first), a conversation reason (error_llm..., inactivity) being its own.
-func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *callMedia, res *Result) string {
+func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *callMedia, res *Result,
+	transfer transferFunc) string {
 	s, err := c.Open(callCtx, c.Call)
 	if err != nil {
 		if callCtx.Err() != nil {
@@ -68,7 +73,8 @@ func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *c
 	}
 	defer s.Close()
 	lineCtx, cancel := context.WithCancel(callCtx)
-	line := newSIPLine(lineCtx, m, c.Voice)
+	line := newSIPLine(lineCtx, m, c.Voice, transfer)
+	line.options = c.Transfer
 	out := conversation.Run(callCtx, c.Config, s, line)
 	cancel()
 	line.wait()
@@ -133,12 +139,16 @@ func fallbackNote(fb *tts.FallbackError) string {
 
 // sipLine is the conversation's Line on a SIP call's media.
 type sipLine struct {
-	ctx    context.Context
-	m      *callMedia
-	voice  tts.Speaker
-	events chan conversation.LineEvent
-	says   chan pieceToSay
-	ready  chan voiced
+	ctx   context.Context
+	m     *callMedia
+	voice tts.Speaker
+	// transfer hands the callee to a person with options, the
+	// conversation's transfer settings (either nil: the line cannot).
+	transfer transferFunc
+	options  *Transfer
+	events   chan conversation.LineEvent
+	says     chan pieceToSay
+	ready    chan voiced
 	// gen counts the cuts: speech queued before the last cut is dropped.
 	gen     atomic.Int64
 	playing atomic.Pointer[playback]
@@ -171,8 +181,8 @@ type voiced struct {
 	fallback *atomic.Pointer[tts.FallbackError]
 }
 
-func newSIPLine(ctx context.Context, m *callMedia, v tts.Speaker) *sipLine {
-	l := &sipLine{ctx: ctx, m: m, voice: v, events: make(chan conversation.LineEvent, lineEvents),
+func newSIPLine(ctx context.Context, m *callMedia, v tts.Speaker, transfer transferFunc) *sipLine {
+	l := &sipLine{ctx: ctx, m: m, voice: v, transfer: transfer, events: make(chan conversation.LineEvent, lineEvents),
 		says: make(chan pieceToSay, lineSays), ready: make(chan voiced, 1), utters: make(chan speechEvent, lineUtterances)}
 	m.dropSpeech()
 	m.dropKeys()

@@ -39,6 +39,9 @@ type Trunk struct {
 	// RingTimeout is how long the call may ring before we CANCEL it; zero
 	// leaves it to the far end.
 	RingTimeout time.Duration
+	// DTMF is how the agent keys digits: "info" sends SIP INFO
+	// (application/dtmf-relay); anything else RFC 4733 telephone events.
+	DTMF string
 	// Destination is the address the INVITE and OPTIONS are sent to, once
 	// AddressGuard.Pin checked it; unset, Place and Probe pin it
 	// themselves.
@@ -88,6 +91,11 @@ type CallSpec struct {
 	// Recognizer turns the callee's utterances into text in gathers that
 	// listen to speech; nil leaves those gathers to keys alone.
 	Recognizer speech.Recognizer
+	// Headers are custom X- headers sent on the INVITE and on transfers
+	// (already validated: names X-..., printable values).
+	Headers []Header
+	// AllowTransfer decides the call's transfers (nil refuses them all).
+	AllowTransfer telephony.TransferGuard
 	// Zone is the callee's time zone: dates they say ("tomorrow", "next
 	// Friday") are read in it. Nil reads them in UTC, never in the zone
 	// of the machine the operator runs on.
@@ -111,6 +119,10 @@ type Step struct {
 	Gather *Gather
 	// Hangup ends the call once the step's audio and gather are done.
 	Hangup bool
+	// Press keys digits (after the step's audio, when it has some).
+	Press *PressDigits
+	// Transfer hands the callee to a person (after the step's audio).
+	Transfer *Transfer
 	// BargeIn stops the audio of a step without Gather when the callee
 	// starts speaking (a Gather's prompt has its own NoBargeIn).
 	BargeIn bool
@@ -224,6 +236,9 @@ const (
 	// or the dialog's requests, at an address the Guard refuses; no audio
 	// was sent there.
 	HangupByAddressRefused = "address_refused"
+	// HangupByTransfer: the callee was handed to a person (Result.Transfer
+	// says how); our part of the call ended with the transfer.
+	HangupByTransfer = "transfer"
 )
 
 // Speakers of transcript events.
@@ -278,6 +293,8 @@ type Result struct {
 	Latencies []conversation.Latency
 	// StreamStats are a streamed call's stream counters at its end.
 	StreamStats stream.Stats
+	// Transfer is the call's last transfer to a person, when it made one.
+	Transfer *telephony.TransferOutcome
 }
 
 // EngineConfig configures an Engine.
@@ -586,7 +603,7 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	recording = true
 	rec.Begin(res.AnsweredAt)
-	cerr := e.converse(ctx, d, c, rec, &res, media)
+	cerr := e.converse(ctx, d, t, c, rec, &res, media)
 	return res, cerr
 }
 

@@ -30,7 +30,7 @@ const (
 // converse runs an answered call until someone hangs up: it records both
 // directions into rec (which it closes), runs AMD and the script (see
 // run) and hangs up.
-func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c CallSpec, rec *audio.Recorder, res *Result,
+func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, trunk Trunk, c CallSpec, rec *audio.Recorder, res *Result,
 	watch *mediaWatch) error {
 	var wprops diago.MediaProps
 	opts := []diago.AudioWriterOption{diago.WithAudioWriterMediaProps(&wprops)}
@@ -76,7 +76,8 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, c C
 	wg.Go(func() { m.listen(r, d.RTPPacketReader) })
 
 	callCtx, stop := e.callContext(ctx, d, c, res.AnsweredAt, watch.refused)
-	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, c, m, res))
+	lc := &liveCall{e: e, d: d, trunk: trunk, spec: c, m: m, res: res}
+	hangupBy, ctxErr := endedBy(ctx, callCtx, e.run(callCtx, lc))
 	stop()
 	close(m.stop)
 	var byeErr error

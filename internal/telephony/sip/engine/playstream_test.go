@@ -117,7 +117,7 @@ func newLineRig(t testing.TB, voice tts.Speaker, period time.Duration) *lineRig 
 	r.writer.Go(func() { r.m.play(&pacedWriter{period: period}, enc) })
 	ctx, cancel := context.WithCancel(t.Context())
 	r.cancel = cancel
-	r.line = newSIPLine(ctx, r.m, voice)
+	r.line = newSIPLine(ctx, r.m, voice, nil)
 	return r
 }
 

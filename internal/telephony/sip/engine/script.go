@@ -105,7 +105,8 @@ func (g *Gather) nexts() []string {
 // run runs the answered call: AMD, then the voicemail or the script. It
 // returns who hangs up, or "" when callCtx ended first (its cause says
 // why).
-func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Result) string {
+func (e *Engine) run(callCtx context.Context, lc *liveCall) string {
+	c, m, res := lc.spec, lc.m, lc.res
 	if m.detector != nil {
 		verdict, ok := m.detect(callCtx)
 		if !ok {
@@ -122,16 +123,16 @@ func (e *Engine) run(callCtx context.Context, c CallSpec, m *callMedia, res *Res
 		return e.bridge(callCtx, *c.Stream, m, res)
 	}
 	if c.Conversation != nil {
-		return e.converseWithModel(callCtx, *c.Conversation, m, res)
+		return e.converseWithModel(callCtx, *c.Conversation, m, res, lc.transfer)
 	}
-	return runScript(callCtx, c.Script, m, res)
+	return runScript(callCtx, c.Script, m, res, lc.transfer)
 }
 
 // runScript plays the steps in order, or where a gather's answer leads,
 // and hangs up after the last one; an empty script waits for the callee's
 // BYE or MaxDuration. A script that jumps back runs until the callee
 // hangs up or MaxDuration.
-func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result) string {
+func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result, transfer transferFunc) string {
 	if len(script) == 0 {
 		<-callCtx.Done()
 		return ""
@@ -156,6 +157,15 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		}
 		if !ok {
 			return ""
+		}
+		if s.Transfer != nil {
+			if out := transfer(callCtx, *s.Transfer); out.Result.Succeeded() {
+				return HangupByTransfer
+			}
+			if callCtx.Err() != nil {
+				return ""
+			}
+			next = s.Transfer.Next
 		}
 		if s.Hangup {
 			break
