@@ -96,6 +96,12 @@ type CallSpec struct {
 	Headers []Header
 	// AllowTransfer decides the call's transfers (nil refuses them all).
 	AllowTransfer telephony.TransferGuard
+	// SecondLeg, when set, is asked before a bridged or warm transfer
+	// dials the person: it takes a place in the trunk's limits (calls at
+	// once, calls per second) for the second call, released by release
+	// once it ended; an error refuses the transfer (failed, with the
+	// error's text). Nil dials without asking.
+	SecondLeg func(ctx context.Context) (release func(), err error)
 	// Zone is the callee's time zone: dates they say ("tomorrow", "next
 	// Friday") are read in it. Nil reads them in UTC, never in the zone
 	// of the machine the operator runs on.
