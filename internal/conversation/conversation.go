@@ -78,6 +78,13 @@ type Chunk struct {
 	EndCall        bool
 	TransferNumber string
 	Digits         string
+	// TransferSummary is the model's summary of the call for a warm
+	// transfer's whisper; TransferToolCallID is the transfer_call
+	// invocation that asked, whose tool_call_result the loop writes once
+	// the transfer connected or failed, so the model's next request
+	// carries why it failed.
+	TransferSummary    string
+	TransferToolCallID string
 	// Tool, when set, is a tool call's invocation or result for the
 	// transcript (the engine ran it, or the server reports it).
 	Tool *Message

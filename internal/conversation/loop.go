@@ -50,6 +50,9 @@ type Entry struct {
 	// Note: the text is the loop's account of what happened, not words
 	// anyone said.
 	Note bool
+	// Told: a Note the engine is sent too (a failed transfer's, so that a
+	// Retell server knows why the callee is back).
+	Told bool
 }
 
 // Latency is one answer's timeline: from the end of the callee's voice to
@@ -102,7 +105,8 @@ type loop struct {
 	complete       bool
 	noInterruption bool
 	endCall        bool
-	digits, xfer   string
+	digits         string
+	xfer           transferAsk
 	agentEntry     int // index in out.Transcript, -1: none yet
 	pieces         sentences
 	lastResponseID int
@@ -206,7 +210,7 @@ func (l *loop) chunk(ctx context.Context, c Chunk) bool {
 	l.endCall = l.endCall || c.EndCall
 	l.digits += c.Digits
 	if c.TransferNumber != "" {
-		l.xfer = c.TransferNumber
+		l.xfer = transferAsk{number: c.TransferNumber, summary: c.TransferSummary, toolCallID: c.TransferToolCallID}
 	}
 	if c.Content != "" {
 		l.noteFirstContent()
@@ -230,7 +234,7 @@ func (l *loop) chunk(ctx context.Context, c Chunk) bool {
 // startResponse makes id the response the loop speaks.
 func (l *loop) startResponse(id int) {
 	l.current, l.tag = id, id
-	l.queued, l.complete, l.noInterruption, l.endCall, l.digits, l.xfer = 0, false, false, false, "", ""
+	l.queued, l.complete, l.noInterruption, l.endCall, l.digits, l.xfer = 0, false, false, false, "", transferAsk{}
 	l.agentEntry = -1
 	l.pieces.reset()
 }
@@ -424,8 +428,11 @@ func (l *loop) responseSpoken(ctx context.Context) bool {
 			l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleAgent, Content: "pressed " + digits}, At: time.Now(), Note: true})
 		}
 	}
-	if xfer != "" {
-		l.note("(asked to transfer the call to " + xfer + "; transfers are not in this release, so the call goes on)")
+	if xfer.number != "" {
+		// A failed transfer gives the turn back to the engine at once; an
+		// end_call in the same response is dropped with it, since the
+		// engine hears why the callee is back and answers anew.
+		return l.transfer(ctx, xfer)
 	}
 	if endCall {
 		l.out.Reason = ReasonAgentHangup
@@ -438,6 +445,52 @@ func (l *loop) responseSpoken(ctx context.Context) bool {
 	}
 	l.armReminder()
 	return false
+}
+
+// transferAsk is a response's transfer_number (or transfer_call).
+type transferAsk struct {
+	number, summary, toolCallID string
+}
+
+// transfer hands the callee to the person once the response that asked
+// was spoken; true when the call ends (the callee reached the person, or
+// the call ended meanwhile). When it failed the callee is back: the
+// transcript says why (the transfer_call's result, or a note the engine
+// is told) and the engine is asked for a response at once, so that the
+// callee does not wait in silence.
+func (l *loop) transfer(ctx context.Context, x transferAsk) bool {
+	res := l.line.Transfer(ctx, TransferRequest{Number: x.number, Summary: x.summary})
+	if res.Connected {
+		l.transferEntry(x, true, fmt.Sprintf("Transferred to %s (%s).", x.number, res.Result))
+		l.out.Reason = res.Reason
+		return true
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	why := fmt.Sprintf("The transfer to %s failed (%s)", x.number, res.Result)
+	if res.Detail != "" {
+		why += ": " + res.Detail
+	}
+	l.transferEntry(x, false, why+". The caller is still on the line with you.")
+	l.pending = l.pending[:0]
+	l.reminders = 0
+	l.voiceEnded = time.Time{}
+	l.request(Respond)
+	return false
+}
+
+// transferEntry is a transfer's account in the transcript: the
+// transfer_call's result when a tool asked, else a note the engine is
+// told.
+func (l *loop) transferEntry(x transferAsk, ok bool, text string) {
+	if x.toolCallID != "" {
+		l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleToolCallResult,
+			ToolCallID: x.toolCallID, Name: "transfer_call", Content: text, Successful: &ok}, At: time.Now()})
+		return
+	}
+	l.out.Transcript = append(l.out.Transcript, Entry{Message: Message{Role: RoleAgent, Content: "(" + text + ")"},
+		At: time.Now(), Note: true, Told: true})
 }
 
 // bargeIn cuts the agent off: what it was saying stops, the rest of its
@@ -545,7 +598,7 @@ func (l *loop) note(text string) {
 func (l *loop) engineTranscript() []Message {
 	var out []Message
 	for _, e := range l.out.Transcript {
-		if e.Note || e.Backchannel {
+		if e.Note && !e.Told || e.Backchannel {
 			continue
 		}
 		if n := len(out); n > 0 && e.Role == RoleUser && out[n-1].Role == RoleUser {

@@ -52,6 +52,10 @@ type fakeLine struct {
 	playing  []LineEvent
 	cuts     int
 	pressed  []string
+	// transfers are the results of the next transfers, in order; asked
+	// are the transfers asked for.
+	transfers []TransferResult
+	asked     []TransferRequest
 }
 
 func newFakeLine(autoPlay bool) *fakeLine {
@@ -101,9 +105,23 @@ func (f *fakeLine) Press(_ context.Context, digits string) error {
 	return nil
 }
 
-// Transfer refuses: the loop's transfers are tested with their own line.
-func (f *fakeLine) Transfer(context.Context, TransferRequest) TransferResult {
-	return TransferResult{Result: "failed", Detail: "the fake line cannot transfer"}
+// Transfer answers with the next scripted result, or fails.
+func (f *fakeLine) Transfer(_ context.Context, req TransferRequest) TransferResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, req)
+	if len(f.transfers) == 0 {
+		return TransferResult{Result: "failed", Detail: "the fake line cannot transfer"}
+	}
+	r := f.transfers[0]
+	f.transfers = f.transfers[1:]
+	return r
+}
+
+func (f *fakeLine) transfersAsked() []TransferRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]TransferRequest(nil), f.asked...)
 }
 
 func (f *fakeLine) saidSoFar() []string {
