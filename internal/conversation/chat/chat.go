@@ -4,8 +4,10 @@
 // system prompt and the conversation so far, and the answer streams back
 // (server-sent events) to be spoken as it comes.
 //
-// The session runs the model's tools itself: the built-in end_call and
-// press_digit become the response's EndCall and Digits, and the
+// The session runs the model's tools itself: the built-in end_call,
+// press_digit and transfer_call become the response's EndCall, Digits and
+// TransferNumber (transfer_call's result is the loop's to write, once the
+// transfer connected or failed), and the
 // organization's custom functions are posted to their URLs as Retell
 // posts them ({"name", "call", "args"}, signed like Switchboard's
 // webhooks), their answers given back to the model, for at most
@@ -87,9 +89,12 @@ type Config struct {
 	// BeginMessage is response 0; empty, the agent waits.
 	BeginMessage string
 	// BuiltIn are the built-in tools given to the model: end_call,
-	// press_digit.
+	// press_digit, transfer_call.
 	BuiltIn   []string
 	Functions []Function
+	// Transfer are transfer_call's destinations, their {{name}}
+	// placeholders filled: the model picks one by its description.
+	Transfer []Destination
 	// Policy guards the endpoint's and the functions' URLs, as webhook
 	// URLs are guarded.
 	Policy egress.URLPolicy
@@ -109,6 +114,12 @@ type Function struct {
 	SigningSecret string
 	// Timeout bounds one attempt (0: DefaultFunctionTimeout).
 	Timeout time.Duration
+}
+
+// Destination is a number transfer_call may hand the callee to, and when
+// (the Agent's TransferDestination).
+type Destination struct {
+	Number, Description string
 }
 
 // session is one call's conversation with the model. One goroutine (run)
@@ -319,6 +330,7 @@ func (s *session) emit(ctx context.Context, c conversation.Chunk) error {
 
 // The built-in tools this package runs.
 const (
-	toolEndCall    = switchboardv1.ToolEndCall
-	toolPressDigit = switchboardv1.ToolPressDigit
+	toolEndCall      = switchboardv1.ToolEndCall
+	toolPressDigit   = switchboardv1.ToolPressDigit
+	toolTransferCall = switchboardv1.ToolTransferCall
 )
