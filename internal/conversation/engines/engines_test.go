@@ -64,3 +64,34 @@ func TestForReadsTheOrganizationsSecrets(t *testing.T) {
 		t.Fatalf("For with a missing Secret: %v, want an error naming it", err)
 	}
 }
+
+func TestTransferBecomesTheToolsDestinationsAndTheEnginesOptions(t *testing.T) {
+	conv := &switchboardv1.Conversation{LLM: &switchboardv1.ConversationLLM{URL: "https://llm.example/v1", Model: "m"},
+		Tools: &switchboardv1.ConversationTools{BuiltIn: []string{switchboardv1.ToolTransferCall}},
+		Transfer: &switchboardv1.ConversationTransfer{
+			Destinations: []switchboardv1.TransferDestination{{Number: "{{desk}}", Description: "the front desk"}},
+			TransferOptions: switchboardv1.TransferOptions{Mode: switchboardv1.TransferWarm, RingTimeoutSeconds: 12,
+				HoldLine: "Hold on, {{name}}.", Whisper: "{{name}} is calling: {{summary}} Press 1."}}}
+	vars := map[string]any{"desk": "+14155550142", "name": "Ada"}
+	cc, err := Source{}.chatConfig(context.Background(), "org-a", conv, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cc.Transfer) != 1 || cc.Transfer[0].Number != "+14155550142" || cc.Transfer[0].Description != "the front desk" {
+		t.Fatalf("destinations = %+v, want the variable filled", cc.Transfer)
+	}
+	x := ConversationTransfer(telephony.Request{Agent: agentWith(conv), Variables: vars})
+	if x == nil || x.Mode != switchboardv1.TransferWarm || x.Method != switchboardv1.TransferByBridge ||
+		x.RingTimeout != 12*time.Second || x.AcceptTimeout != DefaultAcceptTimeout || x.AcceptDigit != "1" ||
+		x.HoldText != "Hold on, Ada." || x.WhisperText != "Ada is calling: {{summary}} Press 1." {
+		t.Fatalf("engine transfer = %+v", x)
+	}
+	cold := EngineTransfer(switchboardv1.TransferOptions{}, nil)
+	if cold.Mode != switchboardv1.TransferCold || cold.Method != switchboardv1.TransferByRefer || cold.RingTimeout != DefaultRingTimeout ||
+		cold.HoldText != DefaultHoldLine {
+		t.Fatalf("defaults = %+v", cold)
+	}
+	if ConversationTransfer(telephony.Request{Agent: agentWith(&switchboardv1.Conversation{})}) != nil {
+		t.Fatal("a conversation without transfer can transfer")
+	}
+}
