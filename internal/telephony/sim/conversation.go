@@ -115,11 +115,11 @@ func (c *Carrier) conversationProgress(req telephony.Request, placedAt, now time
 		maxDur = time.Duration(s) * time.Second
 	}
 	maxAt := answeredAt.Add(maxDur)
-	return c.convs.open(req, answeredAt, maxAt).progress(req, answeredAt, maxAt, now), true
+	return c.convs.open(req, answeredAt, maxAt, c.transferGuard(req)).progress(req, answeredAt, maxAt, now), true
 }
 
 // open returns the call's session, starting it the first time.
-func (cs *conversations) open(req telephony.Request, answeredAt, maxAt time.Time) *simConversation {
+func (cs *conversations) open(req telephony.Request, answeredAt, maxAt time.Time, guard telephony.TransferGuard) *simConversation {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if s := cs.calls[req.CallID]; s != nil {
@@ -128,7 +128,7 @@ func (cs *conversations) open(req telephony.Request, answeredAt, maxAt time.Time
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &simConversation{liveEnd: liveEnd{cancel: cancel, done: make(chan struct{})}}
 	cs.calls[req.CallID] = s
-	go s.run(ctx, cs.fn, cs.timing, req, answeredAt, maxAt)
+	go s.run(ctx, cs.fn, cs.timing, req, answeredAt, maxAt, guard)
 	return s
 }
 
@@ -159,7 +159,8 @@ func (cs *conversations) release(callID string) {
 // stop ends the call (the API's stop) and waits for the session's end.
 // run holds the conversation until the loop ends it, the callee hangs
 // up, maxAt passes or ctx ends (stop, release).
-func (s *simConversation) run(ctx context.Context, fn ConversationFunc, timing lineTiming, req telephony.Request, answeredAt, maxAt time.Time) {
+func (s *simConversation) run(ctx context.Context, fn ConversationFunc, timing lineTiming, req telephony.Request,
+	answeredAt, maxAt time.Time, guard telephony.TransferGuard) {
 	defer close(s.done)
 	defer func() { s.endedAt = time.Now() }()
 	s.reason = conversation.ReasonLLM
@@ -168,7 +169,7 @@ func (s *simConversation) run(ctx context.Context, fn ConversationFunc, timing l
 		var sess conversation.Session
 		if sess, err = open(ctx, call); err == nil {
 			defer sess.Close()
-			s.converse(ctx, cfg, sess, timing, req, answeredAt, maxAt)
+			s.converse(ctx, cfg, sess, newLine(timing, req, answeredAt, guard), maxAt)
 			return
 		}
 	}
@@ -184,13 +185,25 @@ func (s *simConversation) run(ctx context.Context, fn ConversationFunc, timing l
 	s.turns = append(s.turns, telephony.Turn{Speaker: agent, Text: "(the response engine failed: " + s.detail + ")", Note: true})
 }
 
+// lineSpec is what the simulated line of a conversation is made of.
+type lineSpec struct {
+	timing     lineTiming
+	req        telephony.Request
+	answeredAt time.Time
+	guard      telephony.TransferGuard
+}
+
+func newLine(timing lineTiming, req telephony.Request, answeredAt time.Time, guard telephony.TransferGuard) lineSpec {
+	return lineSpec{timing: timing, req: req, answeredAt: answeredAt, guard: guard}
+}
+
 // converse runs the loop on the simulated line and keeps its outcome.
-func (s *simConversation) converse(ctx context.Context, cfg conversation.Config, sess conversation.Session, timing lineTiming,
-	req telephony.Request, answeredAt, maxAt time.Time) {
+func (s *simConversation) converse(ctx context.Context, cfg conversation.Config, sess conversation.Session, ls lineSpec, maxAt time.Time) {
 	runCtx, cancelRun := context.WithDeadline(ctx, maxAt)
 	defer cancelRun()
 	lineCtx, cancelLine := context.WithCancel(ctx)
-	line := newSimLine(lineCtx, req, answeredAt, timing)
+	answeredAt := ls.answeredAt
+	line := newSimLine(lineCtx, ls.req, answeredAt, ls.timing, ls.guard)
 	out := conversation.Run(runCtx, cfg, sess, line)
 	cancelLine()
 	<-line.done
@@ -208,12 +221,22 @@ func (s *simConversation) converse(ctx context.Context, cfg conversation.Config,
 	default:
 		s.reason = maxDuration
 	}
+	extra := line.extra
 	for _, e := range out.Transcript {
+		// The line's own turns (a transfer's) go before the loop's entries
+		// that came after them.
+		for len(extra) > 0 && extra[0].at.Before(e.At) {
+			s.turns, extra = append(s.turns, extra[0].turn), extra[1:]
+		}
 		for _, t := range e.Turns(answeredAt) {
 			t.Start, t.End = t.Start.Truncate(time.Millisecond), t.End.Truncate(time.Millisecond)
 			s.turns = append(s.turns, t)
 		}
 	}
+	for _, x := range extra {
+		s.turns = append(s.turns, x.turn)
+	}
+	s.transfer = line.transfer
 	placeAgent(s.turns, line.spans)
 }
 
@@ -252,13 +275,10 @@ func (c *Carrier) conversationRecording(req telephony.Request, length time.Durat
 	}
 	pcm := make([]int16, c.boundedSamples(samples(length)))
 	for _, t := range s.turns {
-		if t.Note || t.End <= t.Start {
+		if t.Note && !personTurn(t) || t.End <= t.Start {
 			continue
 		}
-		hz := agentHz
-		if t.Speaker == callee {
-			hz = calleeHz
-		}
+		hz := pitch(t)
 		tone(pcm[min(samples(t.Start), len(pcm)):min(samples(t.End), len(pcm))], samples(t.Start), hz)
 	}
 	return io.NopCloser(bytes.NewReader(audio.Mono(pcm))), nil
@@ -303,6 +323,14 @@ type simLine struct {
 	done   chan struct{}
 	// spans is the agent's speech as played; read once done is closed.
 	spans []span
+	// guard decides transfers; holding: a transfer is under way, the
+	// callee waits silent. extra and transfer are the transfers' turns
+	// and the last one's outcome (transfer.go), under xmu.
+	guard    telephony.TransferGuard
+	holding  atomic.Bool
+	xmu      sync.Mutex
+	extra    []lineTurn
+	transfer *telephony.TransferOutcome
 
 	// The rest is run's own. The agent's speech: pieces queued, the one
 	// playing and since when, its words since the callee's last line.
@@ -322,8 +350,9 @@ type simLine struct {
 
 var _ conversation.Line = (*simLine)(nil)
 
-func newSimLine(ctx context.Context, req telephony.Request, answeredAt time.Time, timing lineTiming) *simLine {
-	l := &simLine{ctx: ctx, answeredAt: answeredAt, timing: timing, plan: calleePlan{req: req},
+func newSimLine(ctx context.Context, req telephony.Request, answeredAt time.Time, timing lineTiming,
+	guard telephony.TransferGuard) *simLine {
+	l := &simLine{ctx: ctx, answeredAt: answeredAt, timing: timing, plan: calleePlan{req: req}, guard: guard,
 		events: make(chan conversation.LineEvent, lineEvents), says: make(chan pieceToSay, lineSays),
 		cut: make(chan struct{}, 1), done: make(chan struct{})}
 	go l.run()
@@ -354,11 +383,6 @@ func (l *simLine) Cut() {
 
 // Press keys digits to the simulated callee, who takes them.
 func (l *simLine) Press(ctx context.Context, _ string) error { return ctx.Err() }
-
-// Transfer is refused on the simulated carrier. Not built yet.
-func (l *simLine) Transfer(context.Context, conversation.TransferRequest) conversation.TransferResult {
-	return conversation.TransferResult{Result: "failed", Detail: "not built yet"}
-}
 
 // emit hands ev to the loop; false when the line is closing.
 func (l *simLine) emit(ev conversation.LineEvent) bool {
@@ -444,7 +468,7 @@ func (l *simLine) next() bool {
 
 // speak starts the callee's answer to what the agent said, if it has one.
 func (l *simLine) speak() bool {
-	if l.playing != nil || l.said != "" {
+	if l.playing != nil || l.said != "" || l.holding.Load() {
 		return true
 	}
 	text, hangup, ok := l.plan.next(l.heard.String())

@@ -35,7 +35,7 @@ const (
 // (at most MaxRecording) in which each turn of the transcript is a tone of
 // its speaker's pitch at the offsets the transcript gives it. A streamed
 // call's is the stereo recording of its real streams (see streams).
-func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephony.Progress) (io.ReadCloser, error) {
+func (c *Carrier) Recording(ctx context.Context, req telephony.Request, p telephony.Progress) (io.ReadCloser, error) {
 	if err := endedConnected(p); err != nil {
 		return nil, err
 	}
@@ -46,14 +46,23 @@ func (c *Carrier) Recording(_ context.Context, req telephony.Request, p telephon
 		return c.conversationRecording(req, recordingLength(p))
 	}
 	pcm := make([]int16, c.boundedSamples(samples(recordingLength(p))))
-	for _, t := range turns(req, p) {
-		hz := agentHz
-		if t.Speaker == callee {
-			hz = calleeHz
-		}
+	for _, t := range turns(req, p, c.allowTransfer(ctx, req)) {
+		hz := pitch(t)
 		tone(pcm[min(samples(t.Start), len(pcm)):min(samples(t.End), len(pcm))], samples(t.Start), hz)
 	}
 	return io.NopCloser(bytes.NewReader(audio.Mono(pcm))), nil
+}
+
+// pitch is the tone of t's speaker: the agent's, the callee's, or a
+// transfer's person's.
+func pitch(t telephony.Turn) float64 {
+	switch {
+	case t.Speaker == callee:
+		return calleeHz
+	case personTurn(t):
+		return personHz
+	}
+	return agentHz
 }
 
 // boundedSamples is n, or fewer to keep a mono recording within

@@ -55,14 +55,31 @@ type scriptRun struct {
 	turns []telephony.Turn
 	// asked counts the attempts of each gather step so far.
 	asked map[int]int
+	// allow is the call's transfer guard.
+	allow func(to string) error
+	// transfer is the last transfer's outcome; transferAt the index of its
+	// first turn, personAt of the person's line (-1: none).
+	transfer             *telephony.TransferOutcome
+	transferAt, personAt int
+}
+
+// scriptResult is a script's run: its turns, whether MaxScriptSteps cut
+// it, and its last transfer (with where it is in the turns).
+type scriptResult struct {
+	turns                []telephony.Turn
+	cut                  bool
+	transfer             *telephony.TransferOutcome
+	transferAt, personAt int
 }
 
 // runScript runs the agent's script as the SIP engine does (greeting,
 // then the steps in order or where a gather's answer leads, hanging up
-// after the last one or at a hangup step), the simulated callee answering
-// each gather, and returns its turns; cut is true when MaxScriptSteps
-// stopped it. answeredAt places relative dates ("tomorrow").
-func runScript(req telephony.Request, answeredAt time.Time) (turns []telephony.Turn, cut bool) {
+// after the last one, at a hangup step or once a transfer connected), the
+// simulated callee answering each gather and the number plan deciding
+// transfers (allow is the guard), and returns its turns; cut is true when
+// MaxScriptSteps stopped it. answeredAt places relative dates
+// ("tomorrow").
+func runScript(req telephony.Request, answeredAt time.Time, allow func(string) error) scriptResult {
 	spec := req.Agent.Spec
 	steps := spec.Script
 	if spec.Greeting != "" {
@@ -74,10 +91,10 @@ func runScript(req telephony.Request, answeredAt time.Time) (turns []telephony.T
 			index[s.ID] = i
 		}
 	}
-	r := &scriptRun{req: req, now: answeredAt.In(phone.CalleeZone(req.To)), asked: map[int]int{}}
+	r := &scriptRun{req: req, now: answeredAt.In(phone.CalleeZone(req.To)), asked: map[int]int{}, allow: allow, personAt: -1}
 	for i, ran := 0, 0; i < len(steps); ran++ {
 		if ran == MaxScriptSteps {
-			return r.turns, true
+			return r.result(true)
 		}
 		s := steps[i]
 		next := ""
@@ -89,8 +106,15 @@ func runScript(req telephony.Request, answeredAt time.Time) (turns []telephony.T
 			r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key)})
 		case s.Gather != nil:
 			next = r.gather(i, s.Gather)
+		case s.PressDigits != nil:
+			r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: "pressed " + s.PressDigits.Digits, Note: true})
+		case s.Transfer != nil:
+			if r.transferStep(s.Transfer) {
+				return r.result(false)
+			}
+			next = s.Transfer.Next
 		case s.Hangup != nil:
-			return r.turns, false
+			return r.result(false)
 		}
 		if next == "" {
 			i++
@@ -98,7 +122,31 @@ func runScript(req telephony.Request, answeredAt time.Time) (turns []telephony.T
 			i = index[next]
 		}
 	}
-	return r.turns, false
+	return r.result(false)
+}
+
+func (r *scriptRun) result(cut bool) scriptResult {
+	return scriptResult{turns: r.turns, cut: cut, transfer: r.transfer, transferAt: r.transferAt, personAt: r.personAt}
+}
+
+// transferStep hands the callee to the step's person by the number plan:
+// the hold line (when it bridges), the person's line when answered, the
+// outcome's note. True when the callee reached the person.
+func (r *scriptRun) transferStep(step *switchboardv1.TransferStep) bool {
+	to := tts.Fill(step.To, r.req.Variables)
+	opts := withDefaults(step.TransferOptions, r.req.Variables)
+	out, line := simTransfer(opts, to, r.allow(to))
+	r.transferAt, r.personAt = len(r.turns), -1
+	if out.Result != switchboardv1.TransferNotAllowed && opts.bridges(to) {
+		r.agent(opts.hold)
+	}
+	if line != "" {
+		r.personAt = len(r.turns)
+		r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: personNote(to, line), Note: true})
+	}
+	r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: transferNote(out), Note: true})
+	r.transfer = &out
+	return out.Result.Succeeded()
 }
 
 // agent says text, its placeholders filled; a text that fills to nothing

@@ -144,6 +144,7 @@ import (
 	"fmt"
 	"time"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -192,6 +193,9 @@ type Carrier struct {
 	// convs holds the live sessions of conversations (conversation.go);
 	// nil until EnableConversations.
 	convs *conversations
+	// guard decides transfers (transfer.go); nil: the agent's
+	// transferDestinations.
+	guard func(req telephony.Request) telephony.TransferGuard
 }
 
 var _ telephony.Dialer = (*Carrier)(nil)
@@ -300,7 +304,7 @@ func (c *Carrier) Hangup(context.Context, telephony.Request) error { return nil 
 // Progress reports the call as of now, computed from placedAt alone (and
 // req.StopAt, when it was stopped). Calls to the dispatch-failure numbers
 // never went out, so they report Admit's error.
-func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, now time.Time) (telephony.Progress, error) {
+func (c *Carrier) Progress(ctx context.Context, req telephony.Request, placedAt, now time.Time) (telephony.Progress, error) {
 	if err := check(req); err != nil {
 		return telephony.Progress{}, err
 	}
@@ -310,19 +314,21 @@ func (c *Carrier) Progress(_ context.Context, req telephony.Request, placedAt, n
 	if p, ok := c.conversationProgress(req, placedAt, now); ok {
 		return p, nil
 	}
-	p := c.unstopped(req, placedAt, now)
+	allow := c.allowTransfer(ctx, req)
+	p := c.unstopped(req, placedAt, now, allow)
 	if req.StopAt == nil || req.StopAt.After(now) {
 		return p, nil
 	}
-	natural := c.unstopped(req, placedAt, *req.StopAt)
+	natural := c.unstopped(req, placedAt, *req.StopAt, allow)
 	if natural.Phase == telephony.Ended {
 		return natural, nil // it ended before it was stopped
 	}
 	return stopped(natural, *req.StopAt, disposition(req.To)), nil
 }
 
-// unstopped is the call as of now had nobody stopped it.
-func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time) telephony.Progress {
+// unstopped is the call as of now had nobody stopped it; allow is its
+// transfer guard.
+func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time, allow func(string) error) telephony.Progress {
 	d := disposition(req.To)
 	answeredAt := placedAt.Add(c.t.Ring)
 	if now.Before(answeredAt) {
@@ -338,11 +344,33 @@ func (c *Carrier) unstopped(req telephony.Request, placedAt, now time.Time) tele
 	}
 	p := ended(d, endedAt, talk, &answeredAt)
 	if d == telephony.Answered && scripted(req) {
-		if _, cut := runScript(req, answeredAt); cut {
+		res := runScript(req, answeredAt, allow)
+		if res.cut {
 			p.DisconnectionReason = maxDuration
 		}
+		scriptTransfer(&p, res, answeredAt)
 	}
 	return p
+}
+
+// scriptTransfer puts the script's last transfer in p, timed by where its
+// turns are in the recording: a connected one ends the call with its
+// reason, a bridged one's second leg lasting to the call's end.
+func scriptTransfer(p *telephony.Progress, res scriptResult, answeredAt time.Time) {
+	if res.transfer == nil {
+		return
+	}
+	out := *res.transfer
+	placed := place(res.turns, recordingLength(*p))
+	out.RequestedAt = answeredAt.Add(placed[res.transferAt].Start)
+	if out.Result.Succeeded() {
+		out.ConnectedAt = answeredAt.Add(placed[max(res.personAt, res.transferAt)].Start)
+		if out.Result == switchboardv1.TransferBridged {
+			out.SecondLeg = p.EndedAt.Sub(out.ConnectedAt)
+		}
+		p.DisconnectionReason = out.DisconnectionReason()
+	}
+	p.Transfer = &out
 }
 
 // maxDuration is the disconnection reason of a call whose script went

@@ -99,6 +99,9 @@ type liveEnd struct {
 	endedAt time.Time
 	reason  string
 	detail  string
+	// transfer is a conversation's last transfer (set before done is
+	// closed).
+	transfer *telephony.TransferOutcome
 }
 
 // stop ends the call's session and waits for it.
@@ -120,7 +123,7 @@ func (l *liveEnd) progress(req telephony.Request, answeredAt, endBy, now time.Ti
 	select {
 	case <-l.done:
 		p := connectedEnd(answeredAt, l.endedAt, l.reason)
-		p.Detail = l.detail
+		p.Detail, p.Transfer = l.detail, l.transfer
 		return p
 	default:
 	}

@@ -24,7 +24,7 @@ const (
 // documentation, each turn placed in the recording (see Recording). It
 // depends only on req and p, so it is stable across calls. A streamed
 // call's says what happened on its stream (see streams).
-func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telephony.Progress) ([]telephony.Turn, error) {
+func (c *Carrier) Transcript(ctx context.Context, req telephony.Request, p telephony.Progress) ([]telephony.Turn, error) {
 	if err := endedConnected(p); err != nil {
 		return nil, err
 	}
@@ -40,17 +40,18 @@ func (c *Carrier) Transcript(_ context.Context, req telephony.Request, p telepho
 		}
 		return nil, nil
 	}
-	return turns(req, p), nil
+	return turns(req, p, c.allowTransfer(ctx, req)), nil
 }
 
-// turns is the conversation of a connected call, placed in its recording.
-func turns(req telephony.Request, p telephony.Progress) []telephony.Turn {
+// turns is the conversation of a connected call, placed in its recording;
+// allow is the call's transfer guard.
+func turns(req telephony.Request, p telephony.Progress, allow func(string) error) []telephony.Turn {
 	var t []telephony.Turn
 	switch {
 	case p.Disposition == telephony.AnsweringMachine:
 		t = voicemail(req)
 	case scripted(req):
-		t, _ = runScript(req, answeredAt(p))
+		t = runScript(req, answeredAt(p), allow).turns
 	default:
 		t = questions(req)
 	}
