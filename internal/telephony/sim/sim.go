@@ -135,6 +135,19 @@
 // each turn at its real offset from the answer (an agent's line from its
 // first sound to its last), and the recording renders those turns as
 // tones at those offsets, as long as the call.
+//
+// # Transfers
+//
+// A script's pressDigits step is the note "pressed <digits>". A transfer
+// (a script's transfer step, a conversation's transfer_call or
+// transfer_number) asks the guard first (GuardTransfers): a refusal is
+// not_allowed. Then the person's number decides by its last four digits
+// (transfer.go): 0001 busy, 0002 no_answer, 0003 the trunk refuses REFER
+// so a cold refer transfer bridges, 0004 declined (warm) or refused
+// (cold), 0005 failed; any other answers and speaks a line (at its own
+// pitch in the recording), transferred by refer, bridged otherwise. A
+// connected transfer ends the call (call_transfer, transfer_bridged) with
+// Progress.Transfer; a failed one gives the agent the call back.
 package sim
 
 import (

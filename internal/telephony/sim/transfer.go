@@ -14,7 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
-// Transfers on the simulated carrier.
+// Transfers on the simulated carrier (see the package comment).
 //
 // A transfer (a script's transfer step, a conversation's transfer_call or
 // transfer_number) first asks the guard (GuardTransfers; by default the
