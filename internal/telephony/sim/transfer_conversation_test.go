@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/conversation/engines"
 	"github.com/switchboard-dev/switchboard/internal/conversation/llmtest"
+	"github.com/switchboard-dev/switchboard/internal/conversation/retell/retelltest"
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
@@ -100,9 +101,12 @@ func TestSimConversationTransferBusyGivesTheCallBack(t *testing.T) {
 		t.Fatalf("progress %+v, transfer %+v, transcript:\n%s", p, p.Transfer, got)
 	}
 	reqs := llm.Requests()
-	last := reqs[len(reqs)-1].Messages
-	if m := last[len(last)-1]; m.Role != "tool" || !strings.Contains(m.Content, "busy") || !strings.Contains(m.Content, "486") {
-		t.Fatalf("the model's last request ends with %+v, want the failed transfer's result", m)
+	var told bool
+	for _, m := range reqs[len(reqs)-1].Messages {
+		told = told || m.Role == "tool" && strings.Contains(m.Content, "failed (busy)") && strings.Contains(m.Content, "486")
+	}
+	if !told {
+		t.Fatalf("the model's last request %+v lacks the failed transfer's result", reqs[len(reqs)-1].Messages)
 	}
 }
 
@@ -112,5 +116,41 @@ func TestSimConversationTransferNotAllowed(t *testing.T) {
 	if p.Transfer == nil || p.Transfer.Result != switchboardv1.TransferNotAllowed || strings.Contains(got, "Please hold") ||
 		!strings.Contains(got, "not one of the agent's transfer destinations") || p.DisconnectionReason != "agent_hangup" {
 		t.Fatalf("progress %+v, transfer %+v, transcript:\n%s", p, p.Transfer, got)
+	}
+}
+
+// A Retell server's transfer_number to a number nobody answers: the next
+// response_required, sent at once, carries the failure's note.
+func TestSimConversationRetellTransferNumberFails(t *testing.T) {
+	srv := retelltest.New(t, retelltest.Options{Order: retelltest.OrderPython, Begin: "Hello, this is the clinic.",
+		Answer: func(r retelltest.Received) []retelltest.Event {
+			if r.InteractionType != "response_required" || r.ResponseID == nil {
+				return nil
+			}
+			if *r.ResponseID == 1 {
+				return []retelltest.Event{retelltest.Chunk(1, "Transferring you.", true).With("transfer_number", "+14155550002")}
+			}
+			return []retelltest.Event{retelltest.Chunk(*r.ResponseID, "Nobody answered. Goodbye.", true).With("end_call", true)}
+		}})
+	c := enginesCarrier()
+	req := reservation("+14155551234", &switchboardv1.Conversation{LLMWebSocket: &switchboardv1.ConversationWebSocket{URL: srv.URL},
+		Transfer: &switchboardv1.ConversationTransfer{TransferOptions: switchboardv1.TransferOptions{RingTimeoutSeconds: 20}}})
+	req.Agent.Spec.TransferDestinations = []string{"+14155550002"}
+	t.Cleanup(func() { c.Release(context.Background(), req) })
+	p := untilEnded(t, c, req, time.Now())
+	if p.DisconnectionReason != "agent_hangup" || p.Transfer == nil || p.Transfer.Result != switchboardv1.TransferNoAnswer ||
+		p.Transfer.Detail != "nobody answered within 20s" {
+		t.Fatalf("progress %+v, transfer %+v", p, p.Transfer)
+	}
+	var told bool
+	for _, r := range srv.Received() {
+		if r.InteractionType != "response_required" || r.ResponseID == nil || *r.ResponseID != 2 {
+			continue
+		}
+		last := r.Transcript[len(r.Transcript)-1]
+		told = last.Role == "agent" && strings.Contains(last.Content, "failed (no_answer): nobody answered within 20s")
+	}
+	if !told {
+		t.Fatalf("the server was not told the transfer failed: %+v", srv.Received())
 	}
 }
