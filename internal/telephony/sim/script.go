@@ -140,6 +140,9 @@ func (r *scriptRun) transferStep(step *switchboardv1.TransferStep) bool {
 	if out.Result != switchboardv1.TransferNotAllowed && opts.bridges(to) {
 		r.agent(opts.hold)
 	}
+	if whispered(opts, out) {
+		r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: whisperNote(opts, to, ""), Note: true})
+	}
 	if line != "" {
 		r.personAt = len(r.turns)
 		r.turns = append(r.turns, telephony.Turn{Speaker: agent, Text: personNote(to, line), Note: true})

@@ -107,11 +107,21 @@ type transferOpts struct {
 	method switchboardv1.TransferMethod
 	ring   time.Duration
 	hold   string
+	// whisper is the warm transfer's whisper, {{summary}} kept for the
+	// conversation's summary.
+	whisper string
 }
 
 func withDefaults(o switchboardv1.TransferOptions, vars map[string]any) transferOpts {
 	t := transferOpts{mode: cmp.Or(o.Mode, switchboardv1.TransferCold), method: cmp.Or(o.Method, switchboardv1.TransferByRefer),
 		ring: 30 * time.Second, hold: tts.Fill(cmp.Or(o.HoldLine, "Please hold while I connect you."), vars)}
+	withSummary := map[string]any{"summary": "{{summary}}"}
+	for k, v := range vars {
+		if k != "summary" {
+			withSummary[k] = v
+		}
+	}
+	t.whisper = tts.Fill(cmp.Or(o.Whisper, "You have a transferred call. Press 1 to accept, or hang up to decline."), withSummary)
 	if t.mode == switchboardv1.TransferWarm {
 		t.method = switchboardv1.TransferByBridge
 	}
@@ -159,6 +169,19 @@ func simTransfer(t transferOpts, to string, refusal error) (out telephony.Transf
 		return out, "Hello, this is " + to + ". I'll take it from here."
 	}
 	return out, ""
+}
+
+// whispered reports whether the person heard the whisper: a warm
+// transfer they answered (and accepted or declined).
+func whispered(t transferOpts, out telephony.TransferOutcome) bool {
+	return t.mode == switchboardv1.TransferWarm &&
+		(out.Result == switchboardv1.TransferBridged || out.Result == switchboardv1.TransferDeclined)
+}
+
+// whisperNote is the transcript's note of the whisper, summary filling
+// its {{summary}}.
+func whisperNote(t transferOpts, to, summary string) string {
+	return "(whispered to " + to + ": " + strings.TrimSpace(tts.Fill(t.whisper, map[string]any{"summary": summary})) + ")"
 }
 
 // transferNote is the transcript's note of a transfer's outcome.
@@ -213,6 +236,9 @@ func (l *simLine) Transfer(ctx context.Context, req conversation.TransferRequest
 		if !sleepCtx(ctx, ring) {
 			return conversation.TransferResult{Result: string(switchboardv1.TransferFailed), Detail: "the call ended"}
 		}
+	}
+	if whispered(t, out) {
+		l.addTurn(telephony.Turn{Speaker: agent, Text: whisperNote(t, req.Number, req.Summary), Note: true}, time.Now(), 0)
 	}
 	if line != "" {
 		out.ConnectedAt = time.Now()

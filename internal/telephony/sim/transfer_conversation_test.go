@@ -154,3 +154,16 @@ func TestSimConversationRetellTransferNumberFails(t *testing.T) {
 		t.Fatalf("the server was not told the transfer failed: %+v", srv.Received())
 	}
 }
+
+// A warm transfer the person declines (0004): the whisper carries the
+// model's summary, and the model has the call back.
+func TestSimConversationWarmTransferDeclined(t *testing.T) {
+	_, p, turns, _, _ := runTransferCall(t, "+14155550004", switchboardv1.TransferOptions{Mode: switchboardv1.TransferWarm,
+		Whisper: "A caller for you: {{summary}} Press 1."})
+	got := texts(turns)
+	if p.Transfer == nil || p.Transfer.Result != switchboardv1.TransferDeclined || p.Transfer.Method != switchboardv1.TransferByBridge ||
+		!strings.Contains(got, "(whispered to +14155550004: A caller for you: The caller wants the front desk. Press 1.)") ||
+		!strings.Contains(got, "failed (declined)") || p.DisconnectionReason != "agent_hangup" {
+		t.Fatalf("progress %+v, transfer %+v, transcript:\n%s", p, p.Transfer, got)
+	}
+}

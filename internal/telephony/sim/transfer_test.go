@@ -62,6 +62,10 @@ func TestSimScriptTransferNumberPlan(t *testing.T) {
 				strings.Contains(got, "Please hold while I connect you.") != (tc.hold && tc.opts.HoldLine == "") {
 				t.Errorf("hold line (want %v) in:\n%s", tc.hold, got)
 			}
+			heard := tc.opts.Mode == switchboardv1.TransferWarm && tc.result != switchboardv1.TransferNotAllowed
+			if strings.Contains(got, "(whispered to "+tc.to+": You have a transferred call.") != heard {
+				t.Errorf("whisper (want %v) in:\n%s", heard, got)
+			}
 			if tc.reason == "" {
 				if p.DisconnectionReason != "agent_hangup" || !strings.HasSuffix(got, "agent: We are back.\n") ||
 					strings.Contains(got, "skipped") || !strings.Contains(got, "failed: "+string(tc.result)) || x.Detail == "" {
