@@ -53,8 +53,8 @@ func TestDialerTransfers(t *testing.T) {
 	p := &transferPlacer{}
 	lists := numberlists.NewIndex()
 	d, err := New(t.Context(), Config{Engine: p, Trunks: oneTrunk{gate.Limits{MaxConcurrent: 2}},
-		Script:  &ScriptRenderer{Speaker: &slowSpeaker{release: closedChan()}},
-		Backlog: func(context.Context, string, string) ([]gate.Waiter, error) { return nil, nil },
+		Script:   &ScriptRenderer{Speaker: &slowSpeaker{release: closedChan()}},
+		Backlog:  func(context.Context, string, string) ([]gate.Waiter, error) { return nil, nil },
 		SpoolDir: t.TempDir(), WakeCall: (&wakes{}).wake, Log: logr.Discard(),
 		Transfers: callpolicy.Transfers(lists)})
 	if err != nil {
