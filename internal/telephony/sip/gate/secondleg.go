@@ -46,7 +46,7 @@ func (g *Gate) takeSecondLeg(trunk, leg types.NamespacedName) (time.Duration, er
 		return 0, fmt.Errorf("trunk %s is at maxConcurrentCalls (%d calls in progress)", trunk.Name, len(l.active))
 	}
 	if l.active[leg] {
-		return 0, fmt.Errorf("call %s already has a transfer's second call in progress", leg.Name)
+		return 0, fmt.Errorf("a transfer's second call is already in progress (%s)", leg.Name)
 	}
 	now := g.now()
 	if l.limits.CallsPerSecond > 0 {
