@@ -438,6 +438,7 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	c.Status.DurationMS = ptr(p.Duration.Milliseconds())
 	c.Status.Duration = p.Duration.Round(time.Second).String()
 	c.Status.DisconnectionReason = disconnectionReason(c, p)
+	r.recordTransfer(c, p)
 	reason := switchboardv1.ReasonAwaitingAnalysis
 	if p.Disposition.Connected() {
 		reason = switchboardv1.ReasonAwaitingRecording
@@ -452,6 +453,24 @@ func (r *CallReconciler) reconcileProgress(ctx context.Context, c *switchboardv1
 	// pass saves the apiserver a status write per call. If one fails, the
 	// end is written all the same and they are retried.
 	return r.reconcilePostCall(ctx, c, w)
+}
+
+// recordTransfer keeps the call's transfer in its status (kubectl get
+// calls -o wide shows its result and target) and tells an operator on
+// call how it went. It is written with the end, in the same status write.
+func (r *CallReconciler) recordTransfer(c *switchboardv1.Call, p telephony.Progress) {
+	if p.Transfer == nil {
+		return
+	}
+	t := p.Transfer.Status()
+	c.Status.Transfer = t
+	if t.Result.Succeeded() {
+		r.Events.Eventf(c, nil, corev1.EventTypeNormal, "Transferred", "Transfer", "Transferred to %s (%s, %s): %s",
+			t.To, t.Mode, t.Method, t.Result)
+		return
+	}
+	r.Events.Eventf(c, nil, corev1.EventTypeWarning, "TransferFailed", "Transfer", "Transfer to %s (%s, %s) %s: %s",
+		t.To, t.Mode, t.Method, t.Result, t.Detail)
 }
 
 // disconnectionReason is why the carrier says the call ended, unless that

@@ -320,6 +320,8 @@ var endings = map[string]string{
 	"operator_restart": " The call was cut off when Switchboard restarted.",
 	"worker_lost":      " The call was cut off when the replica carrying it was lost.",
 	"address_refused":  " Switchboard hung up: the carrier asked for audio at an address the operator does not allow.",
+	"call_transfer":    " The agent transferred the callee to a person, and the carrier connected them.",
+	"transfer_bridged": " The agent transferred the callee to a person, who answered and was connected until the call ended.",
 }
 
 func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {

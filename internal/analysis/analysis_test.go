@@ -226,3 +226,18 @@ func TestSpokenGatherAnswers(t *testing.T) {
 		t.Errorf("summary %q: want the keyed and the spoken answers told apart", got.Summary)
 	}
 }
+
+// A transferred call's summary says it was handed to a person.
+func TestSummaryOfTransferredCalls(t *testing.T) {
+	for reason, want := range map[string]string{
+		"call_transfer":    "The agent transferred the callee to a person, and the carrier connected them.",
+		"transfer_bridged": "The agent transferred the callee to a person, who answered and was connected until the call ended.",
+	} {
+		p := answered(40 * time.Second)
+		p.DisconnectionReason = reason
+		got := Analyze(telephony.Request{}, p, nil)
+		if !strings.HasSuffix(got.Summary, " "+want) {
+			t.Errorf("%s: summary %q, want it to end %q", reason, got.Summary, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/history"
 	"github.com/switchboard-dev/switchboard/internal/httpapi"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/publicaddr"
@@ -475,6 +476,9 @@ type SIPOptions struct {
 	// Conversations builds the conversations of agents that converse with
 	// the organization's model (set by the process, not by a flag).
 	Conversations engines.Source
+	// Transfers guards each call's transfers (set by the process from
+	// the number lists' index, not by a flag).
+	Transfers func(req telephony.Request) telephony.TransferGuard
 	// Speech configures the embedded speech recognizer, which hears the
 	// callees of agents without a speech server of their own.
 	Speech speech.EmbeddedOptions

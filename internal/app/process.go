@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/controllers"
 	"github.com/switchboard-dev/switchboard/internal/apikeys"
+	"github.com/switchboard-dev/switchboard/internal/callpolicy"
 	"github.com/switchboard-dev/switchboard/internal/calls"
 	"github.com/switchboard-dev/switchboard/internal/dashboard"
 	"github.com/switchboard-dev/switchboard/internal/directory"
@@ -197,6 +198,7 @@ func newProcess(ctx context.Context, cfg *rest.Config, opts Options) (*process, 
 	registerCollector("live-calls", &controllers.LiveCallsCollector{Cache: mgr.GetClient(), Directory: p.dir,
 		Worker: opts.Worker.ID, Leader: mgr.Elected()})
 	registerCollector("pending-deliveries", &controllers.PendingDeliveriesCollector{Store: opts.History})
+	opts.SIP.Transfers = callpolicy.Transfers(p.numbers)
 	if p.dialer, p.sip, err = newDialer(ctx, mgr, p.dir, opts); err != nil {
 		return nil, err
 	}

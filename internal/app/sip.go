@@ -77,6 +77,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		RecordingMaxBytes: opts.RecordingMaxBytes,
 		Recognizer: (&speech.Agents{Secrets: mgr.GetAPIReader(), Policy: opts.ModelPolicy, Embedded: opts.Speech,
 			Log: log.WithName("speech")}).PerCall(ctx),
+		Transfers:    opts.Transfers,
 		WakeCall:     func(c types.NamespacedName) { wake(s.callWake, &switchboardv1.Call{ObjectMeta: meta(c)}) },
 		TrunkChanged: func(t types.NamespacedName) { wake(s.trunkWake, &switchboardv1.SIPTrunk{ObjectMeta: meta(t)}) },
 		Log:          log.WithName("sip-dialer"),

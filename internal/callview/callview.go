@@ -37,6 +37,23 @@ type Call struct {
 	Variables           json.RawMessage `json:"variables"`
 	Metadata            json.RawMessage `json:"metadata"`
 	Analysis            *Analysis       `json:"analysis"`
+	// Transfer is the agent's last transfer of the callee to a person;
+	// null when it made none.
+	Transfer *Transfer `json:"transfer"`
+}
+
+// Transfer is a call's transfer to a person, as status.transfer holds it.
+// Times and the second leg's length are null until they happened.
+type Transfer struct {
+	To                  string  `json:"to"`
+	Mode                string  `json:"mode"`
+	Method              string  `json:"method"`
+	Result              string  `json:"result"`
+	SIPStatus           *int32  `json:"sip_status"`
+	Detail              *string `json:"detail"`
+	RequestedAt         *string `json:"requested_at"`
+	ConnectedAt         *string `json:"connected_at"`
+	SecondLegDurationMS *int64  `json:"second_leg_duration_ms"`
 }
 
 // Analysis is the post-call analysis.
@@ -73,6 +90,7 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 	if a := c.Status.Analysis; a != nil {
 		out.Analysis = &Analysis{Summary: a.Summary, ExtractedData: extractedData(a.ExtractedData)}
 	}
+	out.Transfer = transfer(c.Status.Transfer)
 	if c.Status.Recording != nil && store != nil {
 		link, err := store.Link(ctx, c.Status.Recording.Key, LinkTTL)
 		switch {
@@ -83,6 +101,25 @@ func Render(ctx context.Context, c *switchboardv1.Call, store recording.Store) (
 		}
 	}
 	return out, nil
+}
+
+func transfer(t *switchboardv1.CallTransfer) *Transfer {
+	if t == nil {
+		return nil
+	}
+	out := &Transfer{To: t.To, Mode: string(t.Mode), Method: string(t.Method), Result: string(t.Result),
+		Detail: nonEmpty(t.Detail), SecondLegDurationMS: t.SecondLegMS}
+	if t.SIPStatus != 0 {
+		status := t.SIPStatus
+		out.SIPStatus = &status
+	}
+	if t.RequestedAt != nil {
+		out.RequestedAt = timestamp(t.RequestedAt.Time)
+	}
+	if t.ConnectedAt != nil {
+		out.ConnectedAt = timestamp(t.ConnectedAt.Time)
+	}
+	return out
 }
 
 // Timestamp formats t the way every timestamp of the API is written.

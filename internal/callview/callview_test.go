@@ -33,7 +33,7 @@ func TestRenderNewCallHasEveryFieldAndNulls(t *testing.T) {
 	want := map[string]any{"call_id": "call_0abc", "agent_id": "a", "direction": "outbound", "status": "queued",
 		"disposition": nil, "source": "api", "to_number": "+14155551234", "from_number": nil, "started_at": nil,
 		"ended_at": nil, "duration_ms": nil, "disconnection_reason": nil, "recording_url": nil,
-		"variables": map[string]any{}, "metadata": map[string]any{}, "analysis": nil}
+		"variables": map[string]any{}, "metadata": map[string]any{}, "analysis": nil, "transfer": nil}
 	if len(got) != len(want) {
 		t.Fatalf("fields = %v, want exactly %v", got, want)
 	}
@@ -74,5 +74,33 @@ func TestRenderEndedCall(t *testing.T) {
 	}
 	if m := got["metadata"].(map[string]any); len(m["k"].([]any)) != 2 {
 		t.Errorf("metadata = %v", m)
+	}
+}
+
+// A transferred call's object says where it went, how, and how it ended,
+// with the times in the API's format; unset parts are null.
+func TestRenderTransfer(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	connected := metav1.NewMicroTime(at.Add(4500 * time.Millisecond))
+	leg := int64(61000)
+	c := &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Name: "call-0abc"},
+		Status: switchboardv1.CallStatus{Phase: switchboardv1.CallEnded, DisconnectionReason: switchboardv1.ReasonTransferBridged,
+			Transfer: &switchboardv1.CallTransfer{To: "+14155550100", Mode: switchboardv1.TransferWarm,
+				Method: switchboardv1.TransferByBridge, Result: switchboardv1.TransferBridged, SIPStatus: 200,
+				RequestedAt: &at, ConnectedAt: &connected, SecondLegMS: &leg}}}
+	raw, _ := json.Marshal(render(t, c)["transfer"])
+	want := `{"connected_at":"2026-01-02T03:04:09.500Z","detail":null,"method":"bridge","mode":"warm",` +
+		`"requested_at":"2026-01-02T03:04:05.000Z","result":"bridged","second_leg_duration_ms":61000,"sip_status":200,"to":"+14155550100"}`
+	if string(raw) != want {
+		t.Errorf("transfer = %s\nwant       %s", raw, want)
+	}
+	c.Status.Transfer = &switchboardv1.CallTransfer{To: "+14165550100", Mode: switchboardv1.TransferCold,
+		Method: switchboardv1.TransferByRefer, Result: switchboardv1.TransferNotAllowed,
+		Detail: "+14165550100 is not one of agent sales's transferDestinations", RequestedAt: &at}
+	raw, _ = json.Marshal(render(t, c)["transfer"])
+	want = `{"connected_at":null,"detail":"+14165550100 is not one of agent sales's transferDestinations","method":"refer",` +
+		`"mode":"cold","requested_at":"2026-01-02T03:04:05.000Z","result":"not_allowed","second_leg_duration_ms":null,"sip_status":null,"to":"+14165550100"}`
+	if string(raw) != want {
+		t.Errorf("refused transfer = %s\nwant               %s", raw, want)
 	}
 }

@@ -52,6 +52,21 @@ var reasonWords = map[string]string{
 	"inactivity":                          "the callee stayed silent through every reminder",
 	// SIP answers whose media the outbound address policy refuses (issue 36).
 	"address_refused": "the carrier asked for audio at an address the operator does not allow",
+	// Transfers to a person (issue 41).
+	"call_transfer":    "the agent transferred the callee to a person",
+	"transfer_bridged": "the agent transferred the callee to a person, and they talked until the call ended",
+}
+
+// transferWords say how a call's transfer to a person went, by result.
+var transferWords = map[string]string{
+	"transferred": "Transferred: the far end connected the person",
+	"bridged":     "Connected to the person",
+	"busy":        "The person's line was busy",
+	"no_answer":   "The person did not answer",
+	"declined":    "The person declined",
+	"refused":     "The transfer was refused",
+	"failed":      "The transfer failed",
+	"not_allowed": "Not allowed (the agent's transfer destinations or the number lists)",
 }
 
 // outcomeWords name a campaign contact's last outcome: a disposition, or
@@ -159,6 +174,7 @@ func sortExtracted(xs []extracted) {
 var funcs = template.FuncMap{
 	"disposition": dispositionInWords,
 	"reason":      reasonInWords,
+	"transfer":    func(result string) string { return cmp.Or(transferWords[result], result) },
 	"when": func(t any) string {
 		switch t := t.(type) {
 		case time.Time:

@@ -599,6 +599,10 @@ func richCall() *switchboardv1.Call {
 			DurationMS:          &duration,
 			Duration:            "1m4s",
 			DisconnectionReason: "agent_hangup",
+			// A transfer that failed (busy): the agent went on and hung up.
+			Transfer: &switchboardv1.CallTransfer{To: "+14155550100", Mode: switchboardv1.TransferCold,
+				Method: switchboardv1.TransferByBridge, Result: switchboardv1.TransferBusy, SIPStatus: 486,
+				Detail: "the person's line was busy (486 Busy Here)", RequestedAt: micro(30 * time.Second)},
 			Recording: &switchboardv1.CallRecording{
 				Key: "org-a/call_4f2a9c0e1b3d5a7c9e0f1a2b3c4d5e6f.wav", ContentType: "audio/wav",
 				SizeBytes: 2048000, StoredAt: seconds(80 * time.Second),

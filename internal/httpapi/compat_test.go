@@ -108,7 +108,8 @@ func TestSDKReasons(t *testing.T) {
 		sdkEnum[r] = true
 	}
 	ours := []string{"agent_hangup", "user_hangup", "voicemail", "max_duration", "no_answer", "dial_busy",
-		"dial_rejected", "dial_failed", "invalid_destination", "carrier_error", "api_hangup", "canceled"}
+		"dial_rejected", "dial_failed", "invalid_destination", "carrier_error", "api_hangup", "canceled",
+		"call_transfer", "transfer_bridged"}
 	for _, r := range ours {
 		got := sdkCallOf(callview.Call{DisconnectionReason: ptr(r)}).DisconnectionReason
 		if !sdkEnum[got] {

@@ -82,6 +82,10 @@ type Config struct {
 	// speech: the embedded one, or the organization's server); nil, or a
 	// nil answer, leaves gathers that listen to keys alone.
 	Recognizer func(req telephony.Request) speech.Recognizer
+	// Transfers gives each call the guard of its transfers
+	// (callpolicy.Transfers: the agent's transferDestinations and the
+	// number lists); nil refuses every transfer.
+	Transfers func(req telephony.Request) telephony.TransferGuard
 }
 
 // restartReason is the disconnection reason of a call cut off by an
@@ -285,6 +289,7 @@ func (d *Dialer) run(s *session, trunk engine.Trunk, req telephony.Request) {
 		spec.RecordPath, spec.RecordMaxBytes, spec.Stop = s.recordPath, d.cfg.RecordingMaxBytes, s.stop
 		spec.Recognizer = d.recognizer(req)
 		spec.Zone = phone.CalleeZone(req.To)
+		d.transfers(&spec, s, req)
 		s.mu.Lock()
 		s.script = spec.Script
 		s.mu.Unlock()
@@ -326,6 +331,26 @@ func (d *Dialer) recognizer(req telephony.Request) speech.Recognizer {
 		return nil
 	}
 	return d.cfg.Recognizer(req)
+}
+
+// transfers gives the call its transfer guard and a place in the trunk's
+// limits for a transfer's second call, which counts as a call while it
+// lasts.
+func (d *Dialer) transfers(spec *engine.CallSpec, s *session, req telephony.Request) {
+	if d.cfg.Transfers != nil {
+		spec.AllowTransfer = d.cfg.Transfers(req)
+	}
+	spec.SecondLeg = func(ctx context.Context) (func(), error) {
+		release, err := d.gate.SecondLeg(ctx, s.trunk, s.call)
+		if err != nil {
+			return nil, err
+		}
+		d.notifier.Touch(s.trunk)
+		return func() {
+			release()
+			d.notifier.Touch(s.trunk)
+		}, nil
+	}
 }
 
 // claimed waits for the Dial that answers for the rendered call, waking the
@@ -410,7 +435,14 @@ func (d *Dialer) Progress(_ context.Context, req telephony.Request, _, now time.
 
 func endedProgress(res engine.Result, endedAt time.Time) telephony.Progress {
 	p := telephony.Progress{Phase: telephony.Ended, EndedAt: &endedAt, Disposition: res.Disposition(),
-		DisconnectionReason: res.DisconnectionReason(), Detail: res.Failure}
+		DisconnectionReason: res.DisconnectionReason(), Detail: res.Failure, Transfer: res.Transfer}
+	if res.Answered && res.Transfer != nil {
+		// A transfer that connected ended the agent's part of the call:
+		// the call ends as transferred, however the legs hung up after.
+		if reason := res.Transfer.DisconnectionReason(); reason != "" {
+			p.DisconnectionReason = reason
+		}
+	}
 	if res.Answered {
 		answeredAt, end := res.AnsweredAt, res.EndedAt
 		p.AnsweredAt, p.EndedAt, p.Duration = &answeredAt, &end, end.Sub(answeredAt)

@@ -202,6 +202,8 @@ func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1
 		return engine.Step{Text: fmt.Sprintf("(plays %s/%s)", ref.Name, ref.Key), Audio: audio}, err
 	case st.Gather != nil:
 		return r.gather(ctx, st.Gather, l)
+	case st.Transfer != nil:
+		return r.transferStep(ctx, st.Transfer, l)
 	case st.Hangup != nil:
 		return engine.Step{Hangup: true}, nil
 	}

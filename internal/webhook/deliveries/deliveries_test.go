@@ -210,3 +210,37 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("after success: %+v", obs)
 	}
 }
+
+// The call.ended and call.analyzed events of a transferred call carry the
+// transfer (target, method, result, the second leg's length) beside its
+// disconnection reason.
+func TestBodyCarriesTheTransfer(t *testing.T) {
+	leg := int64(42000)
+	requested := metav1.NewMicroTime(t0)
+	c := &switchboardv1.Call{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "call-0abc"},
+		Status: switchboardv1.CallStatus{CallID: "call_0abc", Phase: switchboardv1.CallEnded,
+			DisconnectionReason: switchboardv1.ReasonTransferBridged,
+			Transfer: &switchboardv1.CallTransfer{To: "+14155550100", Mode: switchboardv1.TransferCold,
+				Method: switchboardv1.TransferByBridge, Result: switchboardv1.TransferBridged, SIPStatus: 200,
+				RequestedAt: &requested, SecondLegMS: &leg}}}
+	for _, kind := range []string{webhook.EventCallEnded, webhook.EventCallAnalyzed} {
+		body, err := Body(t.Context(), kind, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			Call struct {
+				DisconnectionReason string         `json:"disconnection_reason"`
+				Transfer            map[string]any `json:"transfer"`
+			} `json:"call"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Fatal(err)
+		}
+		tr := env.Call.Transfer
+		if env.Call.DisconnectionReason != "transfer_bridged" || tr["to"] != "+14155550100" || tr["method"] != "bridge" ||
+			tr["result"] != "bridged" || tr["second_leg_duration_ms"] != float64(42000) || tr["requested_at"] != "2026-11-22T10:00:00.000Z" {
+			t.Errorf("%s: %s", kind, body)
+		}
+	}
+}

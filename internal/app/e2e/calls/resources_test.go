@@ -42,9 +42,9 @@ func TestKubectlGetCallsShowsColumns(t *testing.T) {
 	g.Expect(fields[:7]).To(Equal([]string{name, id, o.AgentID, "+14155551234", "ended", "answered",
 		TestTimings.Talk.Round(time.Second).String()}), out)
 
-	// -o wide adds source, reason, error and the worker that carried it.
+	// -o wide adds source, reason, error, the transfer and the worker that carried it.
 	wide := kc.MustRun(t, "get", "calls", "-n", o.Ns, "-o", "wide").Stdout
-	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s+WORKER\s*$`), wide)
+	g.Expect(wide).To(MatchRegexp(`(?m)^NAME\s+CALL ID\s+AGENT\s+TO\s+STATUS\s+DISPOSITION\s+DURATION\s+AGE\s+SOURCE\s+REASON\s+ERROR\s+TRANSFER\s+TRANSFER TO\s+WORKER\s*$`), wide)
 	g.Expect(wide).To(MatchRegexp(`(?m)^`+name+`\s+.*\s+answered\s+.*\s+api\s+agent_hangup\s+`+regexp.QuoteMeta(workers.DefaultOptions().ID)+`\s*$`), wide)
 }
 
