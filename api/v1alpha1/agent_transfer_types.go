@@ -254,3 +254,43 @@ type CallTransfer struct {
 	// +optional
 	SecondLegMS *int64 `json:"secondLegMS,omitempty"`
 }
+
+// The defaults of TransferOptions, as the CRD sets them.
+const (
+	DefaultTransferRingTimeoutSeconds   = 30
+	DefaultTransferAcceptTimeoutSeconds = 15
+	DefaultTransferHoldLine             = "Please hold while I connect you."
+	DefaultTransferWhisper              = "You have a transferred call. Press 1 to accept, or hang up to decline."
+	DefaultTransferAcceptDigit          = "1"
+)
+
+// WithDefaults is o with every unset field at the CRD's default, and a
+// warm transfer's method bridge: an Agent read from a cache written before
+// a default existed, or built in code, behaves as one applied today.
+func (o TransferOptions) WithDefaults() TransferOptions {
+	if o.Mode == "" {
+		o.Mode = TransferCold
+	}
+	if o.Method == "" {
+		o.Method = TransferByRefer
+	}
+	if o.Mode == TransferWarm {
+		o.Method = TransferByBridge
+	}
+	if o.RingTimeoutSeconds <= 0 {
+		o.RingTimeoutSeconds = DefaultTransferRingTimeoutSeconds
+	}
+	if o.AcceptTimeoutSeconds <= 0 {
+		o.AcceptTimeoutSeconds = DefaultTransferAcceptTimeoutSeconds
+	}
+	if o.HoldLine == "" {
+		o.HoldLine = DefaultTransferHoldLine
+	}
+	if o.Whisper == "" {
+		o.Whisper = DefaultTransferWhisper
+	}
+	if o.AcceptDigit == "" {
+		o.AcceptDigit = DefaultTransferAcceptDigit
+	}
+	return o
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/conversation/retell"
 	"github.com/switchboard-dev/switchboard/internal/egress"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
-	"github.com/switchboard-dev/switchboard/internal/telephony/sip/engine"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
@@ -160,61 +159,4 @@ func Details(req telephony.Request) conversation.CallDetails {
 		d.AgentID = req.Agent.ResolvedID()
 	}
 	return d
-}
-
-// Transfer defaults: the CRD's, for an Agent read from a cache written
-// before them or built in a test.
-const (
-	DefaultRingTimeout   = 30 * time.Second
-	DefaultAcceptTimeout = 15 * time.Second
-	DefaultHoldLine      = "Please hold while I connect you."
-	DefaultWhisper       = "You have a transferred call. Press 1 to accept, or hang up to decline."
-	DefaultAcceptDigit   = "1"
-)
-
-// summaryPlaceholder stays in a conversation's whisper for the line to
-// fill with the model's summary when it transfers.
-const summaryPlaceholder = "{{summary}}"
-
-// EngineTransfer is how the SIP engine makes a transfer with opts (To is
-// the request's): the mode and method (a warm transfer bridges), the
-// timeouts, and the hold line's and whisper's texts with the call's
-// variables filled ({{summary}} kept for the conversation's line to
-// fill). The hold and whisper audio are the renderer's to synthesize from
-// HoldText and WhisperText, in the agent's voice.
-func EngineTransfer(opts switchboardv1.TransferOptions, vars map[string]any) engine.Transfer {
-	t := engine.Transfer{Mode: cmp.Or(opts.Mode, switchboardv1.TransferCold),
-		Method:             cmp.Or(opts.Method, switchboardv1.TransferByRefer),
-		RingTimeout:        DefaultRingTimeout,
-		AcceptTimeout:      DefaultAcceptTimeout,
-		ShowCalleeAsCaller: opts.ShowCalleeAsCaller,
-		AcceptDigit:        cmp.Or(opts.AcceptDigit, DefaultAcceptDigit),
-		HoldText:           tts.Fill(cmp.Or(opts.HoldLine, DefaultHoldLine), vars),
-	}
-	if t.Mode == switchboardv1.TransferWarm {
-		t.Method = switchboardv1.TransferByBridge
-	}
-	if opts.RingTimeoutSeconds > 0 {
-		t.RingTimeout = time.Duration(opts.RingTimeoutSeconds) * time.Second
-	}
-	if opts.AcceptTimeoutSeconds > 0 {
-		t.AcceptTimeout = time.Duration(opts.AcceptTimeoutSeconds) * time.Second
-	}
-	withSummary := make(map[string]any, len(vars)+1)
-	for k, v := range vars {
-		withSummary[k] = v
-	}
-	withSummary["summary"] = summaryPlaceholder
-	t.WhisperText = tts.Fill(cmp.Or(opts.Whisper, DefaultWhisper), withSummary)
-	return t
-}
-
-// ConversationTransfer is the SIP engine's Conversation.Transfer for the
-// agent's conversation (nil: it cannot transfer).
-func ConversationTransfer(req telephony.Request) *engine.Transfer {
-	if req.Agent == nil || req.Agent.Spec.Conversation == nil || req.Agent.Spec.Conversation.Transfer == nil {
-		return nil
-	}
-	t := EngineTransfer(req.Agent.Spec.Conversation.Transfer.TransferOptions, req.Variables)
-	return &t
 }

@@ -80,18 +80,4 @@ func TestTransferBecomesTheToolsDestinationsAndTheEnginesOptions(t *testing.T) {
 	if len(cc.Transfer) != 1 || cc.Transfer[0].Number != "+14155550142" || cc.Transfer[0].Description != "the front desk" {
 		t.Fatalf("destinations = %+v, want the variable filled", cc.Transfer)
 	}
-	x := ConversationTransfer(telephony.Request{Agent: agentWith(conv), Variables: vars})
-	if x == nil || x.Mode != switchboardv1.TransferWarm || x.Method != switchboardv1.TransferByBridge ||
-		x.RingTimeout != 12*time.Second || x.AcceptTimeout != DefaultAcceptTimeout || x.AcceptDigit != "1" ||
-		x.HoldText != "Hold on, Ada." || x.WhisperText != "Ada is calling: {{summary}} Press 1." {
-		t.Fatalf("engine transfer = %+v", x)
-	}
-	cold := EngineTransfer(switchboardv1.TransferOptions{}, nil)
-	if cold.Mode != switchboardv1.TransferCold || cold.Method != switchboardv1.TransferByRefer || cold.RingTimeout != DefaultRingTimeout ||
-		cold.HoldText != DefaultHoldLine {
-		t.Fatalf("defaults = %+v", cold)
-	}
-	if ConversationTransfer(telephony.Request{Agent: agentWith(&switchboardv1.Conversation{})}) != nil {
-		t.Fatal("a conversation without transfer can transfer")
-	}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,21 +112,16 @@ type transferOpts struct {
 }
 
 func withDefaults(o switchboardv1.TransferOptions, vars map[string]any) transferOpts {
-	t := transferOpts{mode: cmp.Or(o.Mode, switchboardv1.TransferCold), method: cmp.Or(o.Method, switchboardv1.TransferByRefer),
-		ring: 30 * time.Second, hold: tts.Fill(cmp.Or(o.HoldLine, "Please hold while I connect you."), vars)}
+	o = o.WithDefaults()
+	t := transferOpts{mode: o.Mode, method: o.Method, ring: time.Duration(o.RingTimeoutSeconds) * time.Second,
+		hold: tts.Fill(o.HoldLine, vars)}
 	withSummary := map[string]any{"summary": "{{summary}}"}
 	for k, v := range vars {
 		if k != "summary" {
 			withSummary[k] = v
 		}
 	}
-	t.whisper = tts.Fill(cmp.Or(o.Whisper, "You have a transferred call. Press 1 to accept, or hang up to decline."), withSummary)
-	if t.mode == switchboardv1.TransferWarm {
-		t.method = switchboardv1.TransferByBridge
-	}
-	if o.RingTimeoutSeconds > 0 {
-		t.ring = time.Duration(o.RingTimeoutSeconds) * time.Second
-	}
+	t.whisper = tts.Fill(o.Whisper, withSummary)
 	return t
 }
 

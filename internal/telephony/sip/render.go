@@ -14,7 +14,6 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/conversation"
-	"github.com/switchboard-dev/switchboard/internal/conversation/engines"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
@@ -148,10 +147,11 @@ func (r *ScriptRenderer) conversation(ctx context.Context, req telephony.Request
 	if err != nil {
 		return nil, fmt.Errorf("conversation: %w", err)
 	}
-	// The hold line's and whisper's audio are said from their texts in
-	// the agent's voice (HoldText, WhisperText).
-	return &engine.Conversation{Open: open, Config: cfg, Call: details, Voice: r.Speaker,
-		Transfer: engines.ConversationTransfer(req)}, nil
+	transfer, err := r.ConversationTransfer(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &engine.Conversation{Open: open, Config: cfg, Call: details, Voice: r.Speaker, Transfer: transfer}, nil
 }
 
 func scriptError(err error) error {

@@ -13,18 +13,9 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
-// The defaults of TransferOptions, as the CRD sets them: agents stored
-// before a default existed, or built in code, get the same.
-const (
-	defaultTransferRing   = 30 * time.Second
-	defaultTransferAccept = 15 * time.Second
-	defaultHoldLine       = "Please hold while I connect you."
-	defaultWhisper        = "You have a transferred call. Press 1 to accept, or hang up to decline."
-	defaultAcceptDigit    = "1"
-	// summaryVar is the whisper's placeholder for the model's summary of
-	// the call, filled by the conversation when it transfers.
-	summaryVar = "summary"
-)
+// summaryVar is the whisper's placeholder for the model's summary of the
+// call, filled by the conversation when it transfers.
+const summaryVar = "summary"
 
 // transferStep renders a script's transfer step. Its target's {{name}} is
 // filled from the call's variables when the call is dialed; a variable
@@ -68,16 +59,11 @@ func (r *ScriptRenderer) ConversationTransfer(ctx context.Context, req telephony
 // warm transfers only. summaryLater keeps a whisper's {{summary}} for the
 // conversation.
 func transferOptions(ctx context.Context, o switchboardv1.TransferOptions, l lines, summaryLater bool) (*engine.Transfer, error) {
+	o = o.WithDefaults()
 	t := &engine.Transfer{Mode: o.Mode, Method: o.Method, ShowCalleeAsCaller: o.ShowCalleeAsCaller,
-		RingTimeout: seconds(o.RingTimeoutSeconds, defaultTransferRing), AcceptDigit: o.AcceptDigit,
-		AcceptTimeout: seconds(o.AcceptTimeoutSeconds, defaultTransferAccept)}
-	if t.Mode == "" {
-		t.Mode = switchboardv1.TransferCold
-	}
-	if t.AcceptDigit == "" {
-		t.AcceptDigit = defaultAcceptDigit
-	}
-	hold, err := l.say(ctx, orDefault(o.HoldLine, defaultHoldLine))
+		RingTimeout: time.Duration(o.RingTimeoutSeconds) * time.Second, AcceptDigit: o.AcceptDigit,
+		AcceptTimeout: time.Duration(o.AcceptTimeoutSeconds) * time.Second}
+	hold, err := l.say(ctx, o.HoldLine)
 	if err != nil {
 		return nil, fmt.Errorf("hold line: %w", err)
 	}
@@ -85,7 +71,7 @@ func transferOptions(ctx context.Context, o switchboardv1.TransferOptions, l lin
 	if t.Mode != switchboardv1.TransferWarm {
 		return t, nil
 	}
-	whisper := orDefault(o.Whisper, defaultWhisper)
+	whisper := o.Whisper
 	if summaryLater && slices.Contains(tts.Placeholders(whisper), summaryVar) {
 		vars := maps.Clone(l.vars)
 		if vars == nil {

@@ -16,7 +16,9 @@ func (noConversations) For(context.Context, telephony.Request) (conversation.Ope
 	return nil, conversation.Config{}, conversation.CallDetails{}, nil
 }
 
-func TestRenderConversationTransfer(t *testing.T) {
+// Render gives the conversation its transfer options, the hold line said
+// in the agent's voice with the call's variables.
+func TestRenderWiresConversationTransfer(t *testing.T) {
 	agent := &switchboardv1.Agent{Spec: switchboardv1.AgentSpec{Conversation: &switchboardv1.Conversation{
 		Transfer: &switchboardv1.ConversationTransfer{TransferOptions: switchboardv1.TransferOptions{
 			Mode: switchboardv1.TransferWarm, HoldLine: "One moment, {{name}}."}}}}}
@@ -26,7 +28,7 @@ func TestRenderConversationTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := spec.Conversation.Transfer
-	if x == nil || x.Mode != switchboardv1.TransferWarm || x.Method != switchboardv1.TransferByBridge || x.HoldText != "One moment, Ada." {
+	if x == nil || x.Mode != switchboardv1.TransferWarm || x.Method != switchboardv1.TransferByBridge || x.HoldText != "One moment, Ada." || len(x.Hold) == 0 {
 		t.Fatalf("conversation transfer %+v", x)
 	}
 	agent.Spec.Conversation.Transfer = nil

@@ -30,7 +30,7 @@ func TestRenderTransferSteps(t *testing.T) {
 	}
 	cold := spec.Script[0].Transfer
 	if cold == nil || cold.To != "+14155550111" || cold.Next != "sorry" || cold.Mode != switchboardv1.TransferCold ||
-		cold.RingTimeout != 30*time.Second || cold.HoldText != defaultHoldLine || len(cold.Hold) != len(defaultHoldLine) ||
+		cold.RingTimeout != 30*time.Second || cold.HoldText != switchboardv1.DefaultTransferHoldLine || len(cold.Hold) != len(switchboardv1.DefaultTransferHoldLine) ||
 		cold.Whisper != nil || cold.WhisperText != "" {
 		t.Errorf("cold transfer with defaults = %+v", cold)
 	}
@@ -62,7 +62,7 @@ func TestRenderConversationTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tr == nil || tr.To != "" || tr.WhisperText != "Ada called: {{summary}}" || tr.Whisper != nil ||
-		tr.HoldText != defaultHoldLine || tr.AcceptDigit != "1" || tr.AcceptTimeout != 15*time.Second {
+		tr.HoldText != switchboardv1.DefaultTransferHoldLine || tr.AcceptDigit != "1" || tr.AcceptTimeout != 15*time.Second {
 		t.Errorf("conversation transfer = %+v", tr)
 	}
 	conv.Transfer = nil
