@@ -111,6 +111,18 @@ func TestTransferByRefer(t *testing.T) {
 			t.Errorf("transcript %+v: want the no_answer note before the next step", res.Events)
 		}
 	})
+	t.Run("not allowed", func(t *testing.T) {
+		// Nothing goes on the wire: the guard refuses, the script goes on.
+		callee := startSipp(t, "udp", scenario(t, "uas.xml")...)
+		c := transferCall(5 * time.Second)
+		c.AllowTransfer = nil
+		res := place(t, e, Trunk{Address: "sip:" + callee.addr}, c)
+		callee.wait(t)
+		assertTransfer(t, res, switchboardv1.TransferNotAllowed, switchboardv1.TransferByRefer, 0)
+		assertWentOn(t, res)
+		assertNotes(t, res, "Connecting you now.", "(transfer to "+person+" refused: not_allowed, "+errNoTransfers.Error()+")",
+			"Sorry, nobody could take your call.")
+	})
 	t.Run("REFER refused", func(t *testing.T) {
 		// The person's line is busy: once the bridge dials it, it fails
 		// at once.
@@ -154,5 +166,94 @@ func assertWentOn(t *testing.T, res Result) {
 	assertPlayed(t, res, "Sorry, nobody could take your call.")
 	if res.HangupBy != HangupByAgent || res.DisconnectionReason() != "agent_hangup" {
 		t.Errorf("hung up by %q, reason %q: want the agent, after its script", res.HangupBy, res.DisconnectionReason())
+	}
+}
+
+// baresip as the callee takes the REFER itself: it calls the person
+// (sipp, through the PBX), reports NOTIFY 100 and 200, and the agent
+// leaves the call.
+func TestTransferByReferBaresip(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	target := startSipp(t, "udp", editedScenario(t, "uas.xml",
+		"[last_CSeq:]\n      Contact:", "[last_CSeq:]\n      [last_Record-Route:]\n      Contact:")...)
+	callee := startBaresip(t, tone(4*time.Second))
+	pbx := startPBX(t, callee.addr, target.addr)
+	res := place(t, e, Trunk{Address: "sip:" + pbx.Addr}, transferCall(5*time.Second))
+	// The person's call goes on without us: baresip hangs it up when its
+	// voice ends.
+	target.wait(t)
+	assertTransfer(t, res, switchboardv1.TransferTransferred, switchboardv1.TransferByRefer, 200)
+	if res.HangupBy != HangupByTransfer || res.DisconnectionReason() != switchboardv1.ReasonCallTransfer {
+		t.Errorf("hung up by %q, reason %q: want transfer, call_transfer", res.HangupBy, res.DisconnectionReason())
+	}
+	if !strings.Contains(callee.Output(), "Call established: sip:"+person) {
+		t.Errorf("baresip did not reach the person:\n%s", callee.Output())
+	}
+	assertNotes(t, res, "Connecting you now.", "(transferring to "+person+" by REFER)", "(transferred to "+person+")")
+}
+
+// The final NOTIFY's status decides the outcome (refer.go's table).
+func TestNotifyResult(t *testing.T) {
+	for status, want := range map[int]switchboardv1.TransferResult{
+		200: switchboardv1.TransferTransferred, 202: switchboardv1.TransferTransferred,
+		486: switchboardv1.TransferBusy, 600: switchboardv1.TransferBusy,
+		408: switchboardv1.TransferNoAnswer, 480: switchboardv1.TransferNoAnswer, 487: switchboardv1.TransferNoAnswer,
+		603: switchboardv1.TransferDeclined,
+		403: switchboardv1.TransferRefused, 404: switchboardv1.TransferRefused, 604: switchboardv1.TransferRefused,
+		500: switchboardv1.TransferFailed, 503: switchboardv1.TransferFailed, 488: switchboardv1.TransferFailed,
+	} {
+		if got := notifyResult(status); got != want {
+			t.Errorf("NOTIFY %d: %s, want %s", status, got, want)
+		}
+	}
+}
+
+// The transcript's note of each outcome.
+func TestOutcomeNote(t *testing.T) {
+	for _, tc := range []struct {
+		out  telephony.TransferOutcome
+		want string
+	}{
+		{telephony.TransferOutcome{To: person, Result: switchboardv1.TransferTransferred, SIPStatus: 200},
+			"(transferred to " + person + ")"},
+		{telephony.TransferOutcome{To: person, Result: switchboardv1.TransferBridged}, "(bridged to " + person + ")"},
+		{telephony.TransferOutcome{To: person, Result: switchboardv1.TransferBusy, SIPStatus: 486, Detail: "x"},
+			"(transfer to " + person + " failed: busy, 486)"},
+		{telephony.TransferOutcome{To: person, Result: switchboardv1.TransferNoAnswer, Detail: "no final NOTIFY came"},
+			"(transfer to " + person + " failed: no_answer, no final NOTIFY came)"},
+		{telephony.TransferOutcome{To: person, Result: switchboardv1.TransferNotAllowed, Detail: "blocked"},
+			"(transfer to " + person + " refused: not_allowed, blocked)"},
+	} {
+		if got := outcomeNote(tc.out); got != tc.want {
+			t.Errorf("note %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// A call that ended through a successful transfer reports the transfer's
+// reason; a failed transfer, or a limit that cut a bridged call, does not.
+func TestTransferDisconnectionReason(t *testing.T) {
+	ok := &telephony.TransferOutcome{Result: switchboardv1.TransferTransferred}
+	bridged := &telephony.TransferOutcome{Result: switchboardv1.TransferBridged}
+	busy := &telephony.TransferOutcome{Result: switchboardv1.TransferBusy}
+	for _, tc := range []struct {
+		hangupBy string
+		transfer *telephony.TransferOutcome
+		want     string
+	}{
+		{HangupByTransfer, ok, switchboardv1.ReasonCallTransfer},
+		{HangupByCallee, ok, switchboardv1.ReasonCallTransfer}, // their BYE crossed ours
+		{HangupByTransfer, bridged, switchboardv1.ReasonTransferBridged},
+		{HangupByCallee, bridged, switchboardv1.ReasonTransferBridged},
+		{HangupByMaxDuration, bridged, "max_duration"},
+		{HangupByAPI, bridged, telephony.APIHangup},
+		{HangupByAgent, busy, "agent_hangup"},
+		{HangupByCallee, busy, "user_hangup"},
+		{HangupByCallee, nil, "user_hangup"},
+	} {
+		res := Result{Answered: true, HangupBy: tc.hangupBy, Transfer: tc.transfer}
+		if got := res.DisconnectionReason(); got != tc.want {
+			t.Errorf("hung up by %s after %+v: %q, want %q", tc.hangupBy, tc.transfer, got, tc.want)
+		}
 	}
 }
