@@ -25,21 +25,24 @@ var errNoTransfers = errors.New("the agent declares no transferDestinations")
 // will try; the terminal NOTIFY's sipfrag (RFC 3515 §2.4.5) says how it
 // went:
 //
-//	REFER response        outcome
-//	2xx                   wait for the final NOTIFY (below)
-//	405, 501, 603         the trunk does not transfer: bridge instead
-//	420, 489              REFER (or its refer event package) unsupported: bridge instead
-//	403 and other 4xx-6xx refused, with the status
-//	none (timeout, transport)  failed
+//	REFER response                      outcome
+//	2xx                                 wait for the final NOTIFY (below)
+//	405, 501, 603                       the trunk does not transfer: bridge instead
+//	420, 489                            REFER (or its event package) unsupported: bridge instead
+//	403 and any other failure           refused, with the status
+//	none in time, or a transport error  failed
 //
-//	final NOTIFY sipfrag        outcome
-//	2xx                         transferred: we leave the call (BYE)
-//	486, 600                    busy
-//	408, 480, 487               no_answer
-//	603                         declined
-//	403, 404, 484, 485, 604     refused (the person's number refused the call)
-//	any other                   failed
-//	none within the ring timeout and referGrace   no_answer
+//	final NOTIFY sipfrag                outcome
+//	2xx                                 transferred: we leave the call (BYE)
+//	486, 600                            busy
+//	408, 480, 487                       no_answer
+//	603                                 declined
+//	403, 404, 484, 485, 604             refused (the person's number refused the call)
+//	any other                           failed
+//	none in time                        no_answer
+//
+// In time is within the transfer's ring timeout and referGrace of the
+// REFER.
 //
 // On every outcome but transferred the callee is still on our call, with
 // the agent: a script goes on at once, a conversation gets the result.
@@ -95,9 +98,16 @@ func (lc *liveCall) refer(ctx context.Context, t Transfer, out telephony.Transfe
 		default: // a far end repeating 1xx NOTIFYs; the final one is what counts
 		}
 	}
-	status, err := lc.sendRefer(ctx, referTo, diago.ReferClientOptions{Headers: lc.referHeaders(referTo.Host),
-		OnNotify: onNotify})
+	// One bound for the REFER's answer and the final NOTIFY: the callee
+	// waits no longer than the person's phone would ring.
+	wait := t.RingTimeout + referGrace
+	deadline := time.Now().Add(wait)
+	status, reason, err := lc.sendRefer(ctx, deadline, referTo,
+		diago.ReferClientOptions{Headers: lc.referHeaders(referTo.Host), OnNotify: onNotify})
 	switch {
+	case err != nil && ctx.Err() == nil && time.Now().After(deadline):
+		out.Result, out.Detail = switchboardv1.TransferFailed, "the REFER drew no answer within "+wait.String()
+		return out
 	case err != nil:
 		out.Result, out.Detail = switchboardv1.TransferFailed, "REFER: "+err.Error()
 		return out
@@ -107,26 +117,27 @@ func (lc *liveCall) refer(ctx context.Context, t Transfer, out telephony.Transfe
 		return lc.bridge(ctx, t, out)
 	case status >= 300:
 		out.Result, out.SIPStatus = switchboardv1.TransferRefused, status
-		out.Detail = "the far end refused the REFER"
+		out.Detail = fmt.Sprintf("the far end refused the REFER: %d %s", status, reason)
 		return out
 	}
-	return lc.awaitNotify(ctx, t, notify, out)
+	return awaitNotify(ctx, deadline, wait, notify, out)
 }
 
-// sendRefer sends the REFER and returns the status of its final response,
-// or an error when none came.
-func (lc *liveCall) sendRefer(ctx context.Context, referTo sipmsg.Uri, opts diago.ReferClientOptions) (int, error) {
-	rctx, cancel := context.WithTimeout(ctx, 64*sipmsg.T1)
+// sendRefer sends the REFER and returns the status and reason phrase of
+// its final response, or an error when none came.
+func (lc *liveCall) sendRefer(ctx context.Context, deadline time.Time, referTo sipmsg.Uri,
+	opts diago.ReferClientOptions) (int, string, error) {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	err := lc.d.ReferOptions(rctx, referTo, opts)
 	var refused sipgo.ErrDialogResponse
 	switch {
 	case err == nil:
-		return sipmsg.StatusAccepted, nil
+		return sipmsg.StatusAccepted, "Accepted", nil
 	case errors.As(err, &refused) && refused.Res != nil:
-		return refused.Res.StatusCode, nil // a 200 is as good as a 202
+		return refused.Res.StatusCode, refused.Res.Reason, nil // a 200 is as good as a 202
 	}
-	return 0, err
+	return 0, "", err
 }
 
 // referHeaders are the REFER's headers besides Refer-To: Referred-By (our
@@ -140,13 +151,13 @@ func (lc *liveCall) referHeaders(host string) []sipmsg.Header {
 	return hs
 }
 
-// awaitNotify waits for the REFER's final NOTIFY, at most the ring
-// timeout and referGrace: the far end's call to the person gives up at
-// about its own ring timeout, and its NOTIFY needs a moment to come back.
-func (lc *liveCall) awaitNotify(ctx context.Context, t Transfer, notify <-chan int,
+// awaitNotify waits for the REFER's final NOTIFY until deadline, wait
+// after the REFER (the ring timeout and referGrace: the far end's call to
+// the person gives up at about its own ring timeout, and its NOTIFY needs
+// a moment to come back).
+func awaitNotify(ctx context.Context, deadline time.Time, wait time.Duration, notify <-chan int,
 	out telephony.TransferOutcome) telephony.TransferOutcome {
-	wait := t.RingTimeout + referGrace
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
 		select {

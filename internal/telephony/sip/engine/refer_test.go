@@ -87,6 +87,17 @@ func TestTransferByRefer(t *testing.T) {
 		}
 		assertNotes(t, res, "Connecting you now.", connect, "(transferred to "+person+")")
 	})
+	t.Run("NOTIFYs before the 202", func(t *testing.T) {
+		callee := startSipp(t, "udp", scenario(t, "refer_notify_first.xml", "final", "200 OK", "ring_ms", "100")...)
+		pbx := startPBX(t, callee.addr, "")
+		res := place(t, e, Trunk{Address: "sip:" + pbx.Addr}, transferCall(5*time.Second))
+		callee.wait(t)
+		assertTransfer(t, res, switchboardv1.TransferTransferred, switchboardv1.TransferByRefer, 200)
+		if res.DisconnectionReason() != switchboardv1.ReasonCallTransfer {
+			t.Errorf("reason %q, want call_transfer", res.DisconnectionReason())
+		}
+		assertNotes(t, res, "Connecting you now.", connect, "(transferred to "+person+")")
+	})
 	t.Run("busy", func(t *testing.T) {
 		callee := startSipp(t, "udp", scenario(t, "refer_notify.xml", "final", "486 Busy Here", "ring_ms", "200")...)
 		pbx := startPBX(t, callee.addr, "")
@@ -121,6 +132,17 @@ func TestTransferByRefer(t *testing.T) {
 		assertTransfer(t, res, switchboardv1.TransferNotAllowed, switchboardv1.TransferByRefer, 0)
 		assertWentOn(t, res)
 		assertNotes(t, res, "Connecting you now.", "(transfer to "+person+" refused: not_allowed, "+errNoTransfers.Error()+")",
+			"Sorry, nobody could take your call.")
+	})
+	t.Run("REFER forbidden", func(t *testing.T) {
+		// A refusal of this transfer, not of transfers: no bridge.
+		callee := startSipp(t, "udp", scenario(t, "refer_refused.xml", "status", "403 Forbidden")...)
+		pbx := startPBX(t, callee.addr, "")
+		res := place(t, e, Trunk{Address: "sip:" + pbx.Addr}, transferCall(5*time.Second))
+		callee.wait(t)
+		assertTransfer(t, res, switchboardv1.TransferRefused, switchboardv1.TransferByRefer, 403)
+		assertWentOn(t, res)
+		assertNotes(t, res, "Connecting you now.", connect, "(transfer to "+person+" failed: refused, 403)",
 			"Sorry, nobody could take your call.")
 	})
 	t.Run("REFER refused", func(t *testing.T) {
