@@ -279,3 +279,14 @@ func TestTransferDisconnectionReason(t *testing.T) {
 		}
 	}
 }
+
+// A transfer whose failure goes to a step the script does not have is
+// refused before dialing (it would restart the script).
+func TestPlaceRejectsUnknownTransferNext(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	_, err := e.Place(t.Context(), Trunk{Address: "sip:127.0.0.1:5060"}, CallSpec{To: "+14155550123",
+		Script: []Step{{Transfer: &Transfer{To: person, Next: "nowhere"}}}})
+	if err == nil || !strings.Contains(err.Error(), `"nowhere"`) {
+		t.Errorf("Place: %v, want the unknown step refused", err)
+	}
+}
