@@ -75,11 +75,17 @@ func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *c
 	lineCtx, cancel := context.WithCancel(callCtx)
 	line := newSIPLine(lineCtx, m, c.Voice, transfer)
 	line.options = c.Transfer
+	before := len(res.Events)
 	out := conversation.Run(callCtx, c.Config, s, line)
 	cancel()
 	line.wait()
+	// A transfer's notes went in as it ran: they take their place among
+	// the conversation's turns, which come in only now.
+	transfers := slices.Clone(res.Events[before:])
+	res.Events = res.Events[:before]
 	res.addConversation(out, m.answeredAt)
 	res.placeNotes(line.notes)
+	res.placeNotes(transfers)
 	if out.Reason != "" && out.Reason != conversation.ReasonAgentHangup && out.Reason != conversation.ReasonInactivity &&
 		out.Reason != conversation.ReasonMaxTurns {
 		res.Failure = out.Reason + ": " + out.Detail

@@ -178,12 +178,34 @@ func (r Result) Disposition() telephony.Disposition {
 }
 
 // DisconnectionReason is the REST API's disconnection_reason of the call:
-// who hung up an answered call, else what the INVITE's outcome says.
+// the transfer's (call_transfer, transfer_bridged) when the call ended
+// through a successful transfer, else who hung up an answered call, else
+// what the INVITE's outcome says.
 func (r Result) DisconnectionReason() string {
+	if r.endedByTransfer() {
+		return r.Transfer.DisconnectionReason()
+	}
 	if r.Answered {
 		return hangupReasons[r.HangupBy]
 	}
 	return DisconnectionReason(r.Outcome)
+}
+
+// endedByTransfer reports whether the call ended through a successful
+// transfer: we left it (HangupByTransfer), or, once it succeeded, the
+// callee hung up (after the final NOTIFY, before our BYE; or a bridged
+// call's callee) or the agent did (a conversation ending after its
+// transfer). A call cut by its limits, the API or the address guard ended
+// for those reasons instead.
+func (r Result) endedByTransfer() bool {
+	if !r.Answered || r.Transfer == nil || !r.Transfer.Result.Succeeded() {
+		return false
+	}
+	switch r.HangupBy {
+	case HangupByTransfer, HangupByCallee, HangupByAgent:
+		return true
+	}
+	return false
 }
 
 // ParseReasonCause returns the first Q.850 cause found in Reason header

@@ -38,6 +38,10 @@ func (c CallSpec) validate() error {
 		ids[s.ID] = true
 	}
 	for i, s := range c.Script {
+		if s.Transfer != nil && s.Transfer.Next != "" && !ids[s.Transfer.Next] {
+			errs = append(errs, fmt.Errorf("script step %d: a failed transfer goes to step %q, which the script does not have",
+				i, s.Transfer.Next))
+		}
 		if s.Gather == nil {
 			continue
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/emiago/diago"
@@ -91,6 +92,7 @@ func (lc *liveCall) transfer(ctx context.Context, t Transfer) telephony.Transfer
 	if err := lc.allowed(ctx, t.To); err != nil {
 		out.Result, out.Detail = switchboardv1.TransferNotAllowed, err.Error()
 	} else {
+		lc.res.note(SpeakerAgent, transferringNote(t))
 		switch {
 		case t.Mode == switchboardv1.TransferWarm:
 			out = lc.warm(ctx, t, out)
@@ -101,7 +103,42 @@ func (lc *liveCall) transfer(ctx context.Context, t Transfer) telephony.Transfer
 		}
 	}
 	lc.res.Transfer = &out
+	lc.res.note(SpeakerAgent, outcomeNote(out))
 	return out
+}
+
+// transferringNote is the transcript's note of a transfer's start.
+func transferringNote(t Transfer) string {
+	how := "by REFER"
+	switch {
+	case t.Mode == switchboardv1.TransferWarm:
+		how = "warm"
+	case t.Method == switchboardv1.TransferByBridge:
+		how = "by bridge"
+	}
+	return "(transferring to " + t.To + " " + how + ")"
+}
+
+// outcomeNote is the transcript's note of how a transfer ended:
+// "(transferred to +1...)", "(transfer to +1... failed: busy, 486)".
+func outcomeNote(o telephony.TransferOutcome) string {
+	switch o.Result {
+	case switchboardv1.TransferTransferred:
+		return "(transferred to " + o.To + ")"
+	case switchboardv1.TransferBridged:
+		return "(bridged to " + o.To + ")"
+	}
+	why := string(o.Result)
+	switch {
+	case o.SIPStatus != 0:
+		why += ", " + strconv.Itoa(o.SIPStatus)
+	case o.Detail != "":
+		why += ", " + o.Detail
+	}
+	if o.Result == switchboardv1.TransferNotAllowed {
+		return "(transfer to " + o.To + " refused: " + why + ")"
+	}
+	return "(transfer to " + o.To + " failed: " + why + ")"
 }
 
 // allowed asks the call's guard; no guard allows nothing.

@@ -13,13 +13,16 @@ import (
 )
 
 // KamailioConfig is what a kamailio configuration template is filled with:
-// its [port], [user], [pass] and [relay].
+// its [port], [user], [pass], [relay] and [target].
 type KamailioConfig struct {
 	// User and Password are the only credentials the proxy accepts.
 	User, Password string
 	// Relay is the host:port authorized INVITEs are relayed to (a callee);
 	// optional when only OPTIONS are sent.
 	Relay string
+	// Target is the host:port a template that routes by number relays a
+	// transfer target's INVITEs to (a second callee); optional.
+	Target string
 }
 
 // Kamailio is one running kamailio proxy (Debian package kamailio).
@@ -37,6 +40,9 @@ func StartKamailio(t testing.TB, path string, cfg KamailioConfig) *Kamailio {
 	t.Helper()
 	if cfg.Relay == "" {
 		cfg.Relay = "127.0.0.1:9" // discard: nothing answers
+	}
+	if cfg.Target == "" {
+		cfg.Target = "127.0.0.1:9"
 	}
 	for attempt := 1; ; attempt++ {
 		k, err := launchKamailio(t, path, FreePort(t, "udp"), cfg)
@@ -65,8 +71,8 @@ func launchKamailio(t testing.TB, path string, port int, cfg KamailioConfig) (*K
 	return k, k.waitListening(port)
 }
 
-// writeKamailioConfig fills the template's [port], [user], [pass] and
-// [relay] into conf.
+// writeKamailioConfig fills the template's [port], [user], [pass],
+// [relay] and [target] into conf.
 func writeKamailioConfig(t testing.TB, template, conf string, port int, cfg KamailioConfig) {
 	t.Helper()
 	b, err := os.ReadFile(template)
@@ -74,7 +80,7 @@ func writeKamailioConfig(t testing.TB, template, conf string, port int, cfg Kama
 		t.Fatal(err)
 	}
 	s := strings.NewReplacer("[port]", strconv.Itoa(port), "[user]", cfg.User, "[pass]", cfg.Password,
-		"[relay]", cfg.Relay).Replace(string(b))
+		"[relay]", cfg.Relay, "[target]", cfg.Target).Replace(string(b))
 	if err := os.WriteFile(conf, []byte(s), 0o600); err != nil { //nolint:gosec // a test temp dir
 		t.Fatal(err)
 	}
