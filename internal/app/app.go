@@ -316,6 +316,10 @@ func newDialer(ctx context.Context, mgr manager.Manager, dir *directory.Director
 		carrier.EnableStreams(streams.Config)
 		carrier.EnableConversations(conversations.For)
 		carrier.LimitRecordings(opts.RecordingMaxBytes)
+		if opts.SIP.Transfers != nil {
+			// The number lists decide the simulated carrier's transfers too.
+			carrier.GuardTransfers(opts.SIP.Transfers)
+		}
 		dialer.Sim = carrier
 	}
 	if opts.SIP.Disabled {
