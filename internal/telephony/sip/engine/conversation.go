@@ -13,6 +13,7 @@ import (
 
 	"github.com/emiago/diago"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
@@ -86,9 +87,15 @@ func (e *Engine) converseWithModel(callCtx context.Context, c Conversation, m *c
 	res.addConversation(out, m.answeredAt)
 	res.placeNotes(line.notes)
 	res.placeNotes(transfers)
+	transferred := out.Reason == switchboardv1.ReasonCallTransfer || out.Reason == switchboardv1.ReasonTransferBridged
 	if out.Reason != "" && out.Reason != conversation.ReasonAgentHangup && out.Reason != conversation.ReasonInactivity &&
-		out.Reason != conversation.ReasonMaxTurns {
+		out.Reason != conversation.ReasonMaxTurns && !transferred {
 		res.Failure = out.Reason + ": " + out.Detail
+	}
+	if transferred {
+		// The callee is with the person (or the far end took them): our
+		// part of the call is over.
+		return HangupByTransfer
 	}
 	switch out.Reason {
 	case "":
