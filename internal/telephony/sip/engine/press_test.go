@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/telephony"
+)
+
+// The custom headers reach the callee on the INVITE: sipp fails the call
+// unless both are there with their values.
+func TestCustomHeadersOnInvite(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "headers.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{CallID: "call-h", Script: sayTone(200 * time.Millisecond),
+		Headers: []Header{{Name: "X-Account", Value: "acme-42"}, {Name: "X-Campaign-Id", Value: "spring sale"}}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+}
+
+// Headers that break the rules (a line break would forge a header of its
+// own) fail the call before it is dialed.
+func TestCustomHeadersRefusedBeforeDialing(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	for _, h := range []Header{
+		{Name: "X-Account", Value: "a\r\nVia: forged"},
+		{Name: "Route", Value: "<sip:elsewhere>"},
+		{Name: "X-Switchboard-Call-ID", Value: "spoofed"},
+		{Name: "X-Long", Value: strings.Repeat("v", 257)},
+	} {
+		// Nothing listens there: a call that went out would be
+		// unreachable, not refused.
+		_, err := e.Place(t.Context(), Trunk{Address: "sip:127.0.0.1:" + strconv.Itoa(freePort(t, "udp"))},
+			CallSpec{From: "+14155550100", To: "+14155550123", Headers: []Header{h}})
+		if err == nil || !strings.Contains(err.Error(), "custom SIP header") {
+			t.Errorf("header %+v: error %v, want the header refused", h, err)
+		}
+	}
+}
+
+// A pressDigits step on a trunk whose DTMF is info sends each key as a SIP
+// INFO (application/dtmf-relay) in the dialog, in order: the sipp callee
+// fails the call on anything else.
+func TestPressDigitsBySIPInfo(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "info_digits.xml")...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, DTMF: "info"}, CallSpec{Script: []Step{
+		{Text: "a tone", Audio: tone(200 * time.Millisecond)},
+		{Press: &PressDigits{Digits: "1w2#", Delay: 100 * time.Millisecond}},
+	}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "a tone"}},
+		{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "pressed 1w2#"}}})
+	if !res.Events[1].Note {
+		t.Errorf("event %+v: want the engine's note", res.Events[1])
+	}
+}
+
+// A pressDigits step on an RFC 4733 trunk sends telephone events the far
+// end decodes to the keys, in order, after the step's audio.
+func TestPressDigitsByTelephoneEvents(t *testing.T) {
+	rtp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rtp.Close() })
+	keys := make(chan string, 1)
+	go func() { keys <- readTelephoneEvents(rtp) }()
+
+	e := newEngine(t, EngineConfig{})
+	port := rtp.LocalAddr().(*net.UDPAddr).Port
+	s := startSipp(t, "udp", scenario(t, "rtp_digits.xml", "rtp_port", strconv.Itoa(port))...)
+	res := place(t, e, Trunk{Address: "sip:" + s.addr}, CallSpec{Script: []Step{
+		{Text: "a tone", Audio: tone(200 * time.Millisecond), Press: &PressDigits{Digits: "9*w0#"}},
+	}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+	assertTranscript(t, res, []Event{{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "a tone"}},
+		{Turn: telephony.Turn{Speaker: SpeakerAgent, Text: "pressed 9*w0#"}}})
+	_ = rtp.SetReadDeadline(time.Now().Add(time.Second)) // the call is over
+	if got := <-keys; got != "9*0#" {
+		t.Errorf("the far end decoded %q, want 9*0#", got)
+	}
+}
+
+// readTelephoneEvents decodes the RFC 4733 events (payload type 101) of
+// the RTP arriving on conn until it is closed or times out, as a phone
+// menu would.
+func readTelephoneEvents(conn net.PacketConn) string {
+	var d dtmfDecoder
+	var keys strings.Builder
+	buf := make([]byte, 1500)
+	for {
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			return keys.String()
+		}
+		p := buf[:n]
+		if n < 12 || p[1]&0x7f != 101 {
+			continue
+		}
+		if k, ok := d.decode(binary.BigEndian.Uint32(p[8:]), binary.BigEndian.Uint32(p[4:]), p[12:]); ok {
+			keys.WriteByte(k)
+		}
+	}
+}
+
+// A key that is not one fails the press before any key is sent; w pauses.
+func TestPressChecksDigitsFirst(t *testing.T) {
+	var k recordingKeypad
+	if err := press(t.Context(), &k, "12x3"); err == nil || len(k.keys) != 0 {
+		t.Errorf("press 12x3: error %v, keys %q: want an error and no key sent", err, k.keys)
+	}
+	if err := press(t.Context(), &k, "1w#"); err != nil || string(k.keys) != "1#" {
+		t.Errorf("press 1w#: error %v, keys %q: want 1#", err, k.keys)
+	}
+	if err := press(t.Context(), nil, "1"); err == nil {
+		t.Error("press without a keypad: want an error")
+	}
+}
+
+type recordingKeypad struct{ keys []rune }
+
+func (k *recordingKeypad) key(_ context.Context, d rune) error {
+	k.keys = append(k.keys, d)
+	return nil
+}
