@@ -28,8 +28,9 @@ func customHeaders(hs []Header) []sipmsg.Header {
 // a line break, which would forge headers of its own, off the wire.
 func validateHeaders(hs []Header) []error {
 	var errs []error
-	if len(hs) > switchboardv1.SIPHeadersMaxCount {
-		errs = append(errs, fmt.Errorf("%d custom SIP headers: at most %d", len(hs), switchboardv1.SIPHeadersMaxCount))
+	// The agent's and the call's, each bounded.
+	if maxCount := 2 * switchboardv1.SIPHeadersMaxCount; len(hs) > maxCount {
+		errs = append(errs, fmt.Errorf("%d custom SIP headers: at most %d", len(hs), maxCount))
 	}
 	for _, h := range hs {
 		switch {
