@@ -221,9 +221,9 @@ func (l *sipLine) Cut() {
 }
 
 // Press keys digits, one after the other: RFC 4733 telephone events, or
-// SIP INFO where the trunk says so (press).
+// SIP INFO where the trunk says so (press), after the menu's pause.
 func (l *sipLine) Press(ctx context.Context, digits string) error {
-	return press(ctx, l.m.keypad, digits)
+	return press(ctx, l.m.keypad, digits, conversationPressDelay)
 }
 
 // emit hands ev to the loop; false when the line is closing.

@@ -13,6 +13,11 @@ import (
 )
 
 const (
+	// conversationPressDelay is what a conversation's press_digit waits
+	// before its keys, once the response is spoken: the default of the
+	// hosted service's press_digit delay_ms, since phone menus speak
+	// slowly and drop keys pressed over their prompt.
+	conversationPressDelay = time.Second
 	// dtmfGap is the pause between keys pressed one after the other.
 	dtmfGap = 100 * time.Millisecond
 	// pressPause is what a w in the digits waits (Twilio's sendDigits
@@ -97,9 +102,24 @@ func (k infoKeypad) key(ctx context.Context, digit rune) error {
 	return nil
 }
 
-// press keys digits one after the other (w pauses half a second); it
-// checks them all before keying any, so a typo keys nothing.
-func press(ctx context.Context, k keypad, digits string) error {
+// validatePresses reports the pressDigits steps that cannot be keyed.
+func validatePresses(script []Step) []error {
+	var errs []error
+	for i, s := range script {
+		if s.Press == nil {
+			continue
+		}
+		if s.Press.Delay < 0 || strings.Trim(s.Press.Digits, dtmfKeys+"w") != "" {
+			errs = append(errs, fmt.Errorf("script step %d: press %q after %s: want 0-9, *, #, A-D and w, after no negative delay",
+				i, s.Press.Digits, s.Press.Delay))
+		}
+	}
+	return errs
+}
+
+// press waits delay, then keys digits one after the other (w pauses half
+// a second); it checks them all before waiting, so a typo keys nothing.
+func press(ctx context.Context, k keypad, digits string, delay time.Duration) error {
 	if k == nil {
 		return errors.New("the call negotiated no telephone-event")
 	}
@@ -107,6 +127,9 @@ func press(ctx context.Context, k keypad, digits string) error {
 		if d != 'w' && !strings.ContainsRune(dtmfKeys, d) {
 			return fmt.Errorf("%q is not a key", d)
 		}
+	}
+	if !sleep(ctx, delay) {
+		return ctx.Err()
 	}
 	for _, d := range digits {
 		if d == 'w' {
@@ -128,10 +151,7 @@ func press(ctx context.Context, k keypad, digits string) error {
 // pressStep runs a script step's Press after its audio: the delay, the
 // keys, and the agent's note ("pressed 1w2") or why it could not.
 func pressStep(ctx context.Context, p PressDigits, m *callMedia, res *Result) bool {
-	if !sleep(ctx, p.Delay) {
-		return false
-	}
-	if err := press(ctx, m.keypad, p.Digits); err != nil {
+	if err := press(ctx, m.keypad, p.Digits, p.Delay); err != nil {
 		if ctx.Err() != nil {
 			return false
 		}

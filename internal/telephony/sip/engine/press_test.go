@@ -26,9 +26,14 @@ func TestCustomHeadersOnInvite(t *testing.T) {
 }
 
 // Headers that break the rules (a line break would forge a header of its
-// own) fail the call before it is dialed.
+// own), and keys that are not keys, fail the call before it is dialed.
 func TestCustomHeadersRefusedBeforeDialing(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
+	_, err := e.Place(t.Context(), Trunk{Address: "sip:127.0.0.1:" + strconv.Itoa(freePort(t, "udp"))},
+		CallSpec{From: "+14155550100", To: "+14155550123", Script: []Step{{Press: &PressDigits{Digits: "1x"}}}})
+	if err == nil || !strings.Contains(err.Error(), "press") {
+		t.Errorf("press 1x: error %v, want the step refused", err)
+	}
 	for _, h := range []Header{
 		{Name: "X-Account", Value: "a\r\nVia: forged"},
 		{Name: "Route", Value: "<sip:elsewhere>"},
@@ -120,13 +125,13 @@ func readTelephoneEvents(conn net.PacketConn) string {
 // A key that is not one fails the press before any key is sent; w pauses.
 func TestPressChecksDigitsFirst(t *testing.T) {
 	var k recordingKeypad
-	if err := press(t.Context(), &k, "12x3"); err == nil || len(k.keys) != 0 {
-		t.Errorf("press 12x3: error %v, keys %q: want an error and no key sent", err, k.keys)
+	if err := press(t.Context(), &k, "12x3", time.Hour); err == nil || len(k.keys) != 0 {
+		t.Errorf("press 12x3: error %v, keys %q: want an error at once and no key sent", err, k.keys)
 	}
-	if err := press(t.Context(), &k, "1w#"); err != nil || string(k.keys) != "1#" {
+	if err := press(t.Context(), &k, "1w#", 0); err != nil || string(k.keys) != "1#" {
 		t.Errorf("press 1w#: error %v, keys %q: want 1#", err, k.keys)
 	}
-	if err := press(t.Context(), nil, "1"); err == nil {
+	if err := press(t.Context(), nil, "1", time.Hour); err == nil {
 		t.Error("press without a keypad: want an error")
 	}
 }

@@ -45,6 +45,7 @@ func (c CallSpec) validate() error {
 			errs = append(errs, fmt.Errorf("script step %d: %w", i, err))
 		}
 	}
+	errs = append(errs, validatePresses(c.Script)...)
 	errs = append(errs, validateHeaders(c.Headers)...)
 	if c.AMD != nil {
 		if err := c.AMD.Validate(); err != nil {
