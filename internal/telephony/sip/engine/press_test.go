@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/conversation"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
 )
 
@@ -141,4 +143,46 @@ type recordingKeypad struct{ keys []rune }
 func (k *recordingKeypad) key(_ context.Context, d rune) error {
 	k.keys = append(k.keys, d)
 	return nil
+}
+
+// pressingModel greets, keys digits once the greeting is spoken
+// (press_digit) and ends the call.
+type pressingModel struct{ chunks chan conversation.Chunk }
+
+func (p *pressingModel) open(context.Context, conversation.CallDetails) (conversation.Session, error) {
+	p.chunks = make(chan conversation.Chunk, 1)
+	p.chunks <- conversation.Chunk{Content: "Billing, please.", Digits: "12#", EndCall: true, Complete: true}
+	return p, nil
+}
+
+func (p *pressingModel) Chunks() <-chan conversation.Chunk      { return p.chunks }
+func (p *pressingModel) Settings() <-chan conversation.Settings { return nil }
+func (p *pressingModel) Update([]conversation.Message, string)  {}
+func (p *pressingModel) Request(conversation.Request)           {}
+func (p *pressingModel) Err() error                             { return nil }
+func (p *pressingModel) Close() error                           { return nil }
+
+// toneSpeaker says every text as a short tone.
+type toneSpeaker struct{}
+
+func (toneSpeaker) Speak(context.Context, string) ([]int16, error) {
+	return tone(300 * time.Millisecond), nil
+}
+
+// A conversation's press_digit keys through the same keypad: by SIP INFO
+// on a trunk whose DTMF is info, seen by the sipp callee in order.
+func TestConversationPressesDigitsBySIPInfo(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	s := startSipp(t, "udp", scenario(t, "info_digits.xml")...)
+	m := &pressingModel{}
+	res := place(t, e, Trunk{Address: "sip:" + s.addr, DTMF: "info"}, CallSpec{
+		Conversation: &Conversation{Open: m.open, Config: quickConversation(), Voice: toneSpeaker{},
+			Call: conversation.CallDetails{CallID: "call_test"}}})
+	s.wait(t)
+	if !res.Answered || res.HangupBy != HangupByAgent {
+		t.Fatalf("result %+v: want answered, agent hangup", res)
+	}
+	if !slices.ContainsFunc(res.Events, func(ev Event) bool { return ev.Text == "pressed 12#" && ev.Note }) {
+		t.Errorf("transcript %+v: want the note pressed 12#", res.Events)
+	}
 }
