@@ -57,7 +57,7 @@ func TestCustomHeadersRefusedBeforeDialing(t *testing.T) {
 // fails the call on anything else.
 func TestPressDigitsBySIPInfo(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
-	s := startSipp(t, "udp", scenario(t, "info_digits.xml")...)
+	s := startSipp(t, "udp", scenario(t, "info_digits.xml", "invite_regexp", "INVITE")...)
 	res := place(t, e, Trunk{Address: "sip:" + s.addr, DTMF: "info"}, CallSpec{Script: []Step{
 		{Text: "a tone", Audio: tone(200 * time.Millisecond)},
 		{Press: &PressDigits{Digits: "1w2#", Delay: 100 * time.Millisecond}},
@@ -173,7 +173,7 @@ func (toneSpeaker) Speak(context.Context, string) ([]int16, error) {
 // on a trunk whose DTMF is info, seen by the sipp callee in order.
 func TestConversationPressesDigitsBySIPInfo(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
-	s := startSipp(t, "udp", scenario(t, "info_digits.xml")...)
+	s := startSipp(t, "udp", scenario(t, "info_digits.xml", "invite_regexp", "INVITE")...)
 	m := &pressingModel{}
 	res := place(t, e, Trunk{Address: "sip:" + s.addr, DTMF: "info"}, CallSpec{
 		Conversation: &Conversation{Open: m.open, Config: quickConversation(), Voice: toneSpeaker{},
