@@ -56,7 +56,7 @@ type decoder struct {
 // DecodeRequest decodes and validates a create-call body (POST /v1/calls,
 // the dashboard's form): agent_id or its alias a UUID, the numbers valid
 // and made E.164 (one without "+" read in region), variables and metadata
-// objects within the limits above. It returns the request or, if anything
+// objects within the limits above, custom_sip_headers as sipHeaders says. It returns the request or, if anything
 // is wrong, every problem and no request.
 func DecodeRequest(body []byte, region string) (*calls.Request, []validation.Item) {
 	obj, invalid := validation.ParseObject(body)
@@ -71,6 +71,7 @@ func DecodeRequest(body []byte, region string) (*calls.Request, []validation.Ite
 	}
 	req.RawVars, req.Variables = d.variables()
 	req.Metadata = d.metadata()
+	req.SIPHeaders = d.sipHeaders()
 	if len(d.Problems) > 0 {
 		return nil, d.Problems
 	}

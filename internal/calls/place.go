@@ -61,6 +61,9 @@ type Request struct {
 	Source     switchboardv1.CallSource
 	// Labels go on the Call (a campaign's name, so its calls can be found).
 	Labels map[string]string
+	// SIPHeaders are custom X- headers for the call's INVITE (already
+	// validated: callinput); nil when none.
+	SIPHeaders map[string]string
 }
 
 // Placed is a call that was queued.
@@ -277,5 +280,11 @@ func newCall(ns, id string, req Request) *switchboardv1.Call {
 	}
 	call.SetVariables(req.RawVars)
 	call.SetMetadata(req.Metadata)
+	for name, value := range req.SIPHeaders {
+		if call.Spec.SIPHeaders == nil {
+			call.Spec.SIPHeaders = make(map[string]switchboardv1.SIPHeaderValue, len(req.SIPHeaders))
+		}
+		call.Spec.SIPHeaders[name] = switchboardv1.SIPHeaderValue(value)
+	}
 	return call
 }

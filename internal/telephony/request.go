@@ -18,6 +18,12 @@ func BuildRequest(call *switchboardv1.Call, from string, vars map[string]any, ag
 		req.StopAt = &call.Status.StoppedAt.Time
 	}
 	req.Trunk = call.Status.Trunk
+	for name, value := range call.Spec.SIPHeaders {
+		if req.SIPHeaders == nil {
+			req.SIPHeaders = make(map[string]string, len(call.Spec.SIPHeaders))
+		}
+		req.SIPHeaders[name] = string(value)
+	}
 	if agent == nil {
 		return req
 	}

@@ -60,6 +60,9 @@ type Request struct {
 	// StopAt is when the call was asked to stop (POST .../stop): it ends
 	// then, as api_hangup, unless it ended before. Nil: not asked.
 	StopAt *time.Time
+	// SIPHeaders are the call's custom X- headers (Call spec.sipHeaders),
+	// which add to the agent's and win on a clash.
+	SIPHeaders map[string]string
 }
 
 // Phase is where a placed call is.

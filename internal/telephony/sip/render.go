@@ -120,6 +120,7 @@ func (r *ScriptRenderer) render(ctx context.Context, spec engine.CallSpec, req t
 	} else if spec.Script, err = r.steps(ctx, req, agent); err != nil {
 		return spec, err
 	}
+	spec.Headers = sipHeaders(agent.Spec.SIPHeaders, req.SIPHeaders)
 	if vm := agent.Spec.Voicemail; vm != nil {
 		l := r.lines(req)
 		params := amdParams(agent.Spec.AnsweringMachineDetection)
@@ -206,6 +207,8 @@ func (r *ScriptRenderer) action(ctx context.Context, ns string, st switchboardv1
 		return r.transferStep(ctx, st.Transfer, l)
 	case st.Hangup != nil:
 		return engine.Step{Hangup: true}, nil
+	case st.PressDigits != nil:
+		return pressDigits(st.PressDigits), nil
 	}
 	return engine.Step{}, fmt.Errorf("empty step")
 }

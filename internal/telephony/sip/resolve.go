@@ -39,6 +39,7 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 		Address:     t.Spec.Address,
 		Transport:   string(t.Spec.Transport),
 		RingTimeout: DefaultRingTimeout,
+		DTMF:        t.Spec.DTMF,
 	}
 	if t.Spec.RingTimeoutSeconds > 0 {
 		out.RingTimeout = time.Duration(t.Spec.RingTimeoutSeconds) * time.Second

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -234,28 +233,11 @@ func (l *sipLine) Cut() {
 	}
 }
 
-// Press keys digits in RFC 4733 telephone events, one after the other.
+// Press keys digits, one after the other: RFC 4733 telephone events, or
+// SIP INFO where the trunk says so (press), after the menu's pause.
 func (l *sipLine) Press(ctx context.Context, digits string) error {
-	w := l.m.dtmf
-	if w == nil {
-		return errors.New("the call negotiated no telephone-event")
-	}
-	for _, d := range digits {
-		if !strings.ContainsRune(dtmfKeys, d) {
-			return fmt.Errorf("%q is not a key", d)
-		}
-		if err := w.WriteDTMF(d); err != nil {
-			return err
-		}
-		if !sleep(ctx, dtmfGap) {
-			return ctx.Err()
-		}
-	}
-	return nil
+	return press(ctx, l.m.keypad, digits, conversationPressDelay)
 }
-
-// dtmfGap is the pause between keys pressed one after the other.
-const dtmfGap = 100 * time.Millisecond
 
 // emit hands ev to the loop; false when the line is closing.
 func (l *sipLine) emit(ev conversation.LineEvent) bool {

@@ -665,6 +665,7 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	if c.CallID != "" {
 		headers = append(headers, sipmsg.NewHeader("X-Switchboard-Call-ID", c.CallID))
 	}
+	headers = append(headers, customHeaders(c.Headers)...)
 	err := d.Invite(inviteCtx, diago.InviteClientOptions{
 		Username: t.Username,
 		Password: t.Password,

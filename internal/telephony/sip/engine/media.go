@@ -35,9 +35,9 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, tru
 	var wprops diago.MediaProps
 	opts := []diago.AudioWriterOption{diago.WithAudioWriterMediaProps(&wprops)}
 	var dtmf *diago.DTMFWriter
-	if c.Conversation != nil {
-		// The agent may key digits (press_digit): RFC 4733 events go out
-		// between the audio frames.
+	if mayPress(trunk, c) {
+		// The agent may key digits (press_digit, pressDigits steps): RFC
+		// 4733 events go out between the audio frames.
 		dtmf = &diago.DTMFWriter{}
 		opts = append(opts, diago.WithAudioWriterDTMF(dtmf))
 	}
@@ -55,9 +55,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, tru
 	}
 
 	m := newCallMedia(rec, telephoneEventPT(d.MediaSession().CommonCodecs()), res.AnsweredAt, c.AMD)
-	if dtmf != nil {
-		m.dtmf = dtmf
-	}
+	m.keypad = newKeypad(trunk, d, dtmf)
 	vad := e.cfg.VAD
 	if c.Conversation != nil && vad.Hangover == 0 {
 		// A conversation's turn ends at its endpointing delay, counted from
@@ -218,8 +216,8 @@ type callMedia struct {
 	// bot is the stream of a call bridged to the organization's bot: it
 	// gets the callee's audio and fills the frames nothing else plays.
 	bot atomic.Pointer[stream.Session]
-	// dtmf keys digits for a conversation's agent (nil: it cannot).
-	dtmf dtmfWriter
+	// keypad keys the agent's digits (nil: it cannot).
+	keypad keypad
 	// underruns counts the frames of silence streamed playbacks played
 	// because their audio came late.
 	underruns atomic.Int64

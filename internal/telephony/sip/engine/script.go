@@ -49,6 +49,8 @@ func (c CallSpec) validate() error {
 			errs = append(errs, fmt.Errorf("script step %d: %w", i, err))
 		}
 	}
+	errs = append(errs, validatePresses(c.Script)...)
+	errs = append(errs, validateHeaders(c.Headers)...)
 	if c.AMD != nil {
 		if err := c.AMD.Validate(); err != nil {
 			errs = append(errs, err)
@@ -144,21 +146,7 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 	index := stepIndex(script)
 	for i := 0; i < len(script); {
 		s := script[i]
-		if s.Text != "" {
-			res.event(SpeakerAgent, s.Text)
-		}
-		next, ok := "", false
-		if s.Gather != nil {
-			if s.Note != "" {
-				res.note(SpeakerAgent, s.Note)
-			}
-			next, ok = m.gather(callCtx, s, res)
-		} else if ok = m.playStep(callCtx, s); ok {
-			res.placeLine(m.lastPlay, m.answeredAt)
-			if s.Note != "" {
-				res.note(SpeakerAgent, s.Note) // after the line: its place is the line's end
-			}
-		}
+		next, ok := playScriptStep(callCtx, s, m, res)
 		if !ok {
 			return ""
 		}
@@ -184,6 +172,31 @@ func runScript(callCtx context.Context, script []Step, m *callMedia, res *Result
 		return ""
 	}
 	return HangupByAgent
+}
+
+// playScriptStep says a step's text, plays its audio or runs its gather,
+// then presses its digits; it returns the step a gather goes to, and
+// false when callCtx ended.
+func playScriptStep(callCtx context.Context, s Step, m *callMedia, res *Result) (string, bool) {
+	if s.Text != "" {
+		res.event(SpeakerAgent, s.Text)
+	}
+	next, ok := "", false
+	if s.Gather != nil {
+		if s.Note != "" {
+			res.note(SpeakerAgent, s.Note)
+		}
+		next, ok = m.gather(callCtx, s, res)
+	} else if ok = m.playStep(callCtx, s); ok {
+		res.placeLine(m.lastPlay, m.answeredAt)
+		if s.Note != "" {
+			res.note(SpeakerAgent, s.Note) // after the line: its place is the line's end
+		}
+	}
+	if ok && s.Press != nil {
+		ok = pressStep(callCtx, *s.Press, m, res)
+	}
+	return next, ok
 }
 
 // stepIndex maps step IDs to their place in the script.
