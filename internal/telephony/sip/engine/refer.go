@@ -144,11 +144,8 @@ func (lc *liveCall) sendRefer(ctx context.Context, deadline time.Time, referTo s
 // From; diago's default would name the callee) and the call's custom
 // headers.
 func (lc *liveCall) referHeaders(host string) []sipmsg.Header {
-	hs := []sipmsg.Header{sipmsg.NewHeader("Referred-By", "<sip:"+lc.spec.From+"@"+host+">")}
-	for _, h := range lc.spec.Headers {
-		hs = append(hs, sipmsg.NewHeader(h.Name, h.Value))
-	}
-	return hs
+	return append([]sipmsg.Header{sipmsg.NewHeader("Referred-By", "<sip:"+lc.spec.From+"@"+host+">")},
+		customHeaders(lc.spec.Headers)...)
 }
 
 // awaitNotify waits for the REFER's final NOTIFY until deadline, wait
