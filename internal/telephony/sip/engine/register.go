@@ -139,7 +139,7 @@ func (r *Registrant) newRegister(recipient sipmsg.Uri, transport, dest string, c
 	req.AppendHeader(&sipmsg.CSeqHeader{SeqNo: r.cseq, MethodName: sipmsg.REGISTER})
 	c := contact.Clone()
 	req.AppendHeader(c)
-	secs := sipmsg.ExpiresHeader(expires / time.Second)
+	secs := sipmsg.ExpiresHeader(expires / time.Second) //nolint:gosec // at most a day (the API's bound)
 	req.AppendHeader(&secs)
 	req.AppendHeader(sipmsg.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE"))
 	return req

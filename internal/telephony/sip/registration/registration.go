@@ -173,6 +173,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
+// NeedLeaderElection keeps the loops on the leader, like the trunk probe:
+// one registration per installation.
+func (m *Manager) NeedLeaderElection() bool { return true }
+
 // Shutdown stops every loop and waits until each removed its binding.
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
