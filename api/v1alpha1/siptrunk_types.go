@@ -210,7 +210,7 @@ type SIPTrunkStatus struct {
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
-// +kubebuilder:printcolumn:name="Registered",type=string,JSONPath=`.status.conditions[?(@.type=="Registered")].status`
+// +kubebuilder:printcolumn:name="Registered",type=string,JSONPath=`.status.conditions[?(@.type=="Registered")].status`,priority=1
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeCalls`
 // +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queuedCalls`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxConcurrentCalls`
