@@ -74,19 +74,22 @@ func (e *Engine) NewRegistrant(t Trunk, reg Registration) *Registrant {
 // Register sends REGISTER for the binding, answers a digest challenge once
 // with the trunk's credentials, and reports the final response.
 func (r *Registrant) Register(ctx context.Context) RegisterResult {
-	return r.send(ctx, r.reg.Expires)
+	return r.send(ctx, r.reg.Expires, false)
 }
 
 // Unregister removes our binding (Contact with expires 0). Only our own
 // Contact goes: a new leader's binding for the same address of record
 // stays.
 func (r *Registrant) Unregister(ctx context.Context) RegisterResult {
-	return r.send(ctx, 0)
+	return r.send(ctx, 0, false)
 }
 
-func (r *Registrant) send(ctx context.Context, expires time.Duration) RegisterResult {
-	ctx, cancel := context.WithTimeout(ctx, DefaultRegisterTimeout)
-	defer cancel()
+func (r *Registrant) send(ctx context.Context, expires time.Duration, retried bool) RegisterResult {
+	if !retried {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultRegisterTimeout)
+		defer cancel()
+	}
 	recipient, transport, err := r.trunk.target("registrar")
 	if err != nil {
 		return RegisterResult{Err: err}
@@ -103,11 +106,29 @@ func (r *Registrant) send(ctx context.Context, expires time.Duration) RegisterRe
 	if err != nil {
 		return RegisterResult{Err: err}
 	}
-	req := r.newRegister(recipient, transport, t.Destination.String(), contact, expires)
+	res, err := r.exchange(ctx, client, func() *sipmsg.Request {
+		return r.newRegister(recipient, transport, t.Destination.String(), contact, expires)
+	})
+	if err != nil {
+		return RegisterResult{Err: errNoRegistrar, Cause: err}
+	}
+	if longer := minExpires(res); expires > 0 && longer > expires && !retried {
+		// 423 Interval Too Brief: ask again for what the registrar
+		// allows, and keep asking for it at each refresh.
+		r.reg.Expires = longer
+		return r.send(ctx, longer, true)
+	}
+	return judgeRegister(res, r.trunk.Username != "", contact, expires)
+}
+
+// exchange sends the REGISTER build makes, again when the listener race
+// struck, and answers a digest challenge once.
+func (r *Registrant) exchange(ctx context.Context, client *sipgo.Client, build func() *sipmsg.Request) (*sipmsg.Response, error) {
+	req := build()
 	res, err := client.Do(ctx, req)
 	for try := 0; err != nil && isListenerRace(err) && try < 5 && ctx.Err() == nil; try++ {
 		time.Sleep(20 * time.Millisecond)
-		req = r.newRegister(recipient, transport, t.Destination.String(), contact, expires)
+		req = build()
 		res, err = client.Do(ctx, req)
 	}
 	if err == nil && isChallenge(res.StatusCode) && r.trunk.Username != "" {
@@ -115,10 +136,20 @@ func (r *Registrant) send(ctx context.Context, expires time.Duration) RegisterRe
 		res, err = client.DoDigestAuth(ctx, req, res, sipgo.DigestAuth{Username: r.trunk.Username, Password: r.trunk.Password})
 		r.cseq = req.CSeq().SeqNo
 	}
-	if err != nil {
-		return RegisterResult{Err: errNoRegistrar, Cause: err}
+	return res, err
+}
+
+// minExpires is the Min-Expires of a 423 Interval Too Brief, else zero.
+func minExpires(res *sipmsg.Response) time.Duration {
+	h := res.GetHeader("Min-Expires")
+	if res.StatusCode != sipmsg.StatusIntervalToBrief || h == nil {
+		return 0
 	}
-	return judgeRegister(res, r.trunk.Username != "", contact, expires)
+	n, err := strconv.Atoi(strings.TrimSpace(h.Value()))
+	if err != nil || n <= 0 || n > 86400 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // newRegister builds a REGISTER from the address of record to itself, with
