@@ -129,6 +129,31 @@ spec:
 			want: []string{"spec.transport", `"ws"`, "udp", "tcp", "tls"},
 		},
 		{
+			name: "trunk-registration-short-expiry", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-registration-short-expiry
+spec:
+  address: sip:carrier.example
+  registration: {user: office, expiresSeconds: 30, registrar: "registrar.example"}
+`,
+			want: []string{"spec.registration.expiresSeconds", "greater than or equal to 60",
+				"spec.registration.registrar", "should match"},
+		},
+		{
+			name: "trunk-registration-without-user", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-registration-without-user
+spec:
+  address: sip:carrier.example
+  registration: {}
+`,
+			want: []string{"spec.registration needs a user"},
+		},
+		{
 			name: "agent-step-two-kinds", obj: &switchboardv1.Agent{},
 			manifest: `apiVersion: switchboard.dev/v1alpha1
 kind: Agent

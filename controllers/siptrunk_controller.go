@@ -73,6 +73,12 @@ type SIPTrunkReconciler struct {
 	// UsageChanged, if set, names trunks whose usage changed, to copy it
 	// into their status (without probing them).
 	UsageChanged <-chan event.GenericEvent
+	// Registrations keeps the trunks with spec.registration registered;
+	// nil leaves the Registered condition unset.
+	Registrations TrunkRegistrations
+	// RegistrationChanged names trunks whose registration state changed,
+	// to copy it into their status.
+	RegistrationChanged <-chan event.GenericEvent
 
 	// probes remembers each trunk's last probe (types.NamespacedName ->
 	// lastProbe), so that only a changed trunk or Secret, or the interval,
@@ -107,6 +113,10 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		if apierrors.IsNotFound(err) {
 			r.probes.Delete(req.NamespacedName)
 			trunkReady.DeleteLabelValues(req.Namespace, req.Name)
+			if r.Registrations != nil {
+				// Deleted: its loop removes the binding.
+				r.Registrations.Stop(req.NamespacedName)
+			}
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -121,9 +131,13 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.reconcileRegistration(ctx, &trunk); err != nil {
+		return reconcile.Result{}, err
+	}
 	r.reportUsage(&trunk)
 	trunk.Status.ObservedGeneration = trunk.Generation
 	r.announce(&trunk, before)
+	r.announceRegistered(&trunk, before)
 	reportReady(&trunk)
 	_, err = status.patch(ctx, &trunk)
 	return result, err
@@ -285,6 +299,9 @@ func (r *SIPTrunkReconciler) SetupWithManager(ctx context.Context, mgr manager.M
 		Named("siptrunk")
 	if r.UsageChanged != nil {
 		b = b.WatchesRawSource(source.Channel(r.UsageChanged, &handler.EnqueueRequestForObject{}))
+	}
+	if r.RegistrationChanged != nil {
+		b = b.WatchesRawSource(source.Channel(r.RegistrationChanged, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
 }

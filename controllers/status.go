@@ -54,7 +54,7 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object) (bool, err
 		return false, err
 	}
 	if p.whole {
-		if diff, err = wholeStatus(obj); err != nil {
+		if diff, err = wholeStatus(obj, changed); err != nil {
 			return false, err
 		}
 	}
@@ -64,17 +64,32 @@ func (p *statusPatcher) patch(ctx context.Context, obj client.Object) (bool, err
 	return true, nil
 }
 
-// wholeStatus is a merge patch that sets obj's entire status.
-func wholeStatus(obj client.Object) (client.Patch, error) {
+// wholeStatus is a merge patch that sets obj's entire status. The fields
+// the diff changed removes (null in changed) are removed: a merge patch
+// leaves a field it does not mention as it was.
+func wholeStatus(obj client.Object, changed json.RawMessage) (client.Patch, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encoding status: %w", err)
 	}
-	status, err := field(data, "status")
-	if err != nil {
-		return nil, err
+	var status, removed map[string]json.RawMessage
+	if err := json.Unmarshal(data, &struct {
+		Status *map[string]json.RawMessage `json:"status"`
+	}{&status}); err != nil {
+		return nil, fmt.Errorf("decoding status: %w", err)
 	}
-	body, err := json.Marshal(map[string]json.RawMessage{"status": status})
+	if err := json.Unmarshal(changed, &removed); err != nil {
+		return nil, fmt.Errorf("decoding status diff: %w", err)
+	}
+	if status == nil {
+		status = map[string]json.RawMessage{}
+	}
+	for k, v := range removed {
+		if string(v) == "null" {
+			status[k] = v
+		}
+	}
+	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return nil, fmt.Errorf("encoding status: %w", err)
 	}

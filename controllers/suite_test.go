@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/recording"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sim"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/registration"
 	"github.com/switchboard-dev/switchboard/internal/testsupport"
 	"github.com/switchboard-dev/switchboard/internal/webhook"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
@@ -204,8 +205,13 @@ func addConfigReconcilers(ctx context.Context, mgr manager.Manager, secrets *org
 	if err := (&controllers.NumberListReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	regs := registration.New(registrar, nil)
+	if err := mgr.Add(regs); err != nil {
+		return err
+	}
 	return (&controllers.SIPTrunkReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), SecretChanges: secrets,
-		Prober: prober, Events: mgr.GetEventRecorder("switchboard"), ProbeInterval: time.Hour}).SetupWithManager(ctx, mgr)
+		Prober: prober, Events: mgr.GetEventRecorder("switchboard"), ProbeInterval: time.Hour,
+		Registrations: regs, RegistrationChanged: regs.Changes()}).SetupWithManager(ctx, mgr)
 }
 
 // addWebhookReconcilers registers the WebhookEndpoint reconciler and the

@@ -45,6 +45,55 @@ const (
 	ReasonAddressRefused = "AddressRefused"
 )
 
+// RegisteredCondition is a SIPTrunk's registration with its carrier's
+// registrar (spec.registration): True while the registrar holds our
+// binding. Ready says only whether the trunk answers OPTIONS; calls do not
+// wait for registration.
+const RegisteredCondition = "Registered"
+
+// Reasons of a SIPTrunk's Registered condition (besides the Ready reasons
+// of a configuration Switchboard cannot use, and Unreachable,
+// AuthenticationFailed and AddressRefused, which mean for REGISTER what
+// they mean for OPTIONS).
+const (
+	// ReasonRegistered: the registrar answered 200 to our REGISTER.
+	ReasonRegistered = "Registered"
+	// ReasonRegistering: the first REGISTER has not been answered yet.
+	ReasonRegistering = "Registering"
+	// ReasonRegistrarError: the registrar answered REGISTER with an error
+	// status (the message names it); Switchboard tries again with backoff.
+	ReasonRegistrarError = "RegistrarError"
+)
+
+// SIPRegistration is how a trunk registers with its carrier's registrar.
+type SIPRegistration struct {
+	// expiresSeconds is the binding's lifetime Switchboard asks for; the
+	// registrar may grant less, and the binding is refreshed at about 85%
+	// of what it granted. Defaults to 3600.
+	// +optional
+	// +kubebuilder:default=3600
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=86400
+	ExpiresSeconds int32 `json:"expiresSeconds,omitempty"`
+
+	// registrar is the SIP URI REGISTER is sent to, for example
+	// sip:registrar.carrier.example:5060. Defaults to spec.address. It
+	// passes the same address policy as spec.address.
+	// +optional
+	// +kubebuilder:validation:MinLength=5
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^sip:[^\s@]+$`
+	Registrar string `json:"registrar,omitempty"`
+
+	// user is the user part of the address of record registered,
+	// sip:<user>@<registrar host>. Defaults to the credentials' username.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[^\s@:;<>"]+$`
+	User string `json:"user,omitempty"`
+}
+
 // LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
 	// name of the object.
@@ -56,6 +105,7 @@ type LocalObjectReference struct {
 
 // SIPTrunkSpec is how Switchboard reaches a carrier (or an organization's
 // own PBX) to place calls.
+// +kubebuilder:validation:XValidation:rule="!has(self.registration) || has(self.credentialsSecretRef) || has(self.registration.user)",message="spec.registration needs a user: set spec.credentialsSecretRef (its username is the user) or spec.registration.user"
 type SIPTrunkSpec struct {
 	// address is the SIP URI of the carrier or proxy, for example
 	// sip:sip.carrier.example:5060. Calls go out as INVITE
@@ -107,6 +157,14 @@ type SIPTrunkSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=600
 	RingTimeoutSeconds int32 `json:"ringTimeoutSeconds,omitempty"`
+
+	// registration, when set, makes Switchboard REGISTER with the
+	// carrier's registrar (digest credentials from credentialsSecretRef),
+	// refresh the binding before it expires, register again after a
+	// failure, and remove the binding when the trunk is deleted or
+	// registration is turned off. Only the leader registers.
+	// +optional
+	Registration *SIPRegistration `json:"registration,omitempty"`
 }
 
 // SIPTrunkStatus is the observed state of a SIPTrunk.
@@ -123,11 +181,21 @@ type SIPTrunkStatus struct {
 	// +optional
 	LastProbeAt *metav1.Time `json:"lastProbeAt,omitempty"`
 
+	// lastRegisteredAt is when the registrar last accepted our REGISTER.
+	// +optional
+	LastRegisteredAt *metav1.Time `json:"lastRegisteredAt,omitempty"`
+
+	// registeredUntil is when the binding the registrar granted expires,
+	// unless refreshed (it is, before then).
+	// +optional
+	RegisteredUntil *metav1.Time `json:"registeredUntil,omitempty"`
+
 	// observedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready (the trunk answered OPTIONS with our credentials).
+	// conditions: Ready (the trunk answered OPTIONS with our credentials);
+	// Registered (with spec.registration: the registrar holds our binding).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -142,6 +210,7 @@ type SIPTrunkStatus struct {
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Registered",type=string,JSONPath=`.status.conditions[?(@.type=="Registered")].status`,priority=1
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeCalls`
 // +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queuedCalls`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxConcurrentCalls`

@@ -23,9 +23,6 @@ var absences = []absence{
 		return unless(t, "internal/telephony/sip/resolve.go", "switchboardv1.ReasonTransportUnsupported",
 			"the trunk resolver no longer refuses transport tls")
 	}},
-	{"Registration (REGISTER)", func(t *testing.T) string {
-		return absentFromCode(t, "internal", "sip.REGISTER", `"REGISTER"`)
-	}},
 	{"Inbound calls", func(t *testing.T) string {
 		return unless(t, "internal/telephony/sip/engine/engine.go", "d.Respond(sipmsg.StatusForbidden",
 			"the SIP engine no longer answers every INVITE 403")
@@ -115,21 +112,6 @@ func unless(t *testing.T, file, marker, gone string) string {
 		return ""
 	}
 	return gone + " (" + file + " has no " + marker + ")"
-}
-
-// absentFromCode is "" when no Go file under dir (tests aside) holds any of
-// needles, else the first file that does.
-func absentFromCode(t *testing.T, dir string, needles ...string) string {
-	t.Helper()
-	for _, f := range codeFiles(t, dir) {
-		text := read(t, f)
-		for _, n := range needles {
-			if strings.Contains(text, n) {
-				return rel(f) + " mentions " + n
-			}
-		}
-	}
-	return ""
 }
 
 // codeFiles are the Go files under dirs, tests aside.

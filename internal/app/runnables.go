@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/idempotency"
 	"github.com/switchboard-dev/switchboard/internal/quota"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/registration"
 	"github.com/switchboard-dev/switchboard/internal/webhook/deliveries"
 	"github.com/switchboard-dev/switchboard/internal/workers"
 )
@@ -123,12 +124,18 @@ func addNumberListController(p *process) error {
 
 // addTrunkController registers the SIPTrunk controller, which probes
 // trunks through the engine that places the calls (same socket, same Via)
-// and shows the dialer's usage.
+// and shows the dialer's usage, and keeps registered the trunks that ask
+// for it (the registration loops run with the controller, on the leader).
 func addTrunkController(p *process) error {
+	regs := registration.New(registration.EngineBinder{Engine: p.sip.engine}, nil)
+	if err := p.mgr.Add(regs); err != nil {
+		return fmt.Errorf("sip registrations: %w", err)
+	}
 	err := (&controllers.SIPTrunkReconciler{Client: p.mgr.GetClient(), Secrets: p.mgr.GetAPIReader(),
 		SecretChanges: p.secrets, Prober: p.sip.engine,
 		Usage: p.sip.dialer, UsageChanged: p.sip.trunkWake, Events: p.mgr.GetEventRecorder("switchboard"),
-		Clock: clock.RealClock{}, ProbeInterval: p.opts.SIP.ProbeInterval}).SetupWithManager(context.Background(), p.mgr)
+		Clock: clock.RealClock{}, ProbeInterval: p.opts.SIP.ProbeInterval,
+		Registrations: regs, RegistrationChanged: regs.Changes()}).SetupWithManager(context.Background(), p.mgr)
 	if err != nil {
 		return fmt.Errorf("siptrunk controller: %w", err)
 	}
