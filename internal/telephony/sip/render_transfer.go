@@ -99,17 +99,3 @@ func fillNumber(to string, vars map[string]any) string {
 	}
 	return tts.Fill(to, vars)
 }
-
-func seconds(s int32, def time.Duration) time.Duration {
-	if s <= 0 {
-		return def
-	}
-	return time.Duration(s) * time.Second
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
