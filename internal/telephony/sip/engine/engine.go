@@ -29,11 +29,18 @@ import (
 
 // Trunk is the SIP trunk a call goes out on.
 type Trunk struct {
-	// Address is the trunk's SIP URI, sip:host[:port][;transport=tcp].
+	// Address is the trunk's SIP URI, sip:host[:port][;transport=tcp], or
+	// sips:host[:port] (TLS).
 	Address string
-	// Transport is "udp" or "tcp"; when empty, the transport parameter of
-	// Address, else udp.
+	// Transport is "udp", "tcp" or "tls"; when empty, the transport
+	// parameter of Address, else tls for a sips: address, else udp.
 	Transport string
+	// TLS verifies and authenticates a tls trunk; nil verifies against the
+	// system's roots with the address's host.
+	TLS *TrunkTLS
+	// Media is MediaRTP (or empty), MediaSRTPPreferred or
+	// MediaSRTPRequired.
+	Media string
 	// Username and Password answer 401 and 407 digest challenges.
 	Username, Password string
 	// RingTimeout is how long the call may ring before we CANCEL it; zero
@@ -314,6 +321,10 @@ type EngineConfig struct {
 	// BindPort is the SIP port (UDP and TCP) on BindHost, also announced
 	// with ExternalHost; an ephemeral port when zero.
 	BindPort int
+	// TLSBindPort is the SIP over TLS port on BindHost; an ephemeral port
+	// when zero (calls go out on connections we open: peers answer on
+	// them).
+	TLSBindPort int
 	// RTPPorts is the UDP range calls' media (RTP on even ports, RTCP on
 	// the next) is bound in: two ports a call. Zero: ephemeral ports.
 	RTPPorts PortRange
@@ -366,6 +377,7 @@ type EngineConfig struct {
 // In-dialog re-INVITEs are handled by diago, UPDATEs by the engine.
 type Engine struct {
 	cfg    EngineConfig
+	tls    *tlsPolicies
 	ua     *sipgo.UserAgent
 	dg     *diago.Diago
 	cancel context.CancelFunc
@@ -395,7 +407,12 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if cfg.GreetingMaxWait == 0 {
 		cfg.GreetingMaxWait = 30 * time.Second
 	}
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent(cfg.UserAgent))
+	policies := &tlsPolicies{}
+	listenTLS, err := serverTLS(cfg.BindHost)
+	if err != nil {
+		return nil, fmt.Errorf("sip tls certificate: %w", err)
+	}
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent(cfg.UserAgent), sipgo.WithUserAgenTLSConfig(policies.config()))
 	if err != nil {
 		return nil, fmt.Errorf("sip user agent: %w", err)
 	}
@@ -414,6 +431,13 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 			ExternalHost: cfg.ExternalHost,
 		}))
 	}
+	opts = append(opts, diago.WithTransport(diago.Transport{
+		ID: "tls", Transport: "tls", BindHost: cfg.BindHost, BindPort: cfg.TLSBindPort,
+		ExternalHost: cfg.ExternalHost, TLSConf: listenTLS,
+		// sip: URIs with transport=tls, as RFC 5630 advises for hop-by-hop
+		// TLS.
+		TLSURINoSIPS: true,
+	}))
 	cfg.RTPPorts.apply()
 	dg := diago.NewDiago(ua, opts...)
 	srv.OnUpdate(func(req *sipmsg.Request, tx sipmsg.ServerTransaction) { answerUpdate(dg, req, tx) })
@@ -427,7 +451,7 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		_ = ua.Close()
 		return nil, fmt.Errorf("sip listen on %s: %w", cfg.BindHost, err)
 	}
-	return &Engine{cfg: cfg, ua: ua, dg: dg, cancel: cancel}, nil
+	return &Engine{cfg: cfg, tls: policies, ua: ua, dg: dg, cancel: cancel}, nil
 }
 
 // PortRange is an inclusive range of UDP ports, First even and an even
@@ -507,7 +531,7 @@ func (e *Engine) Close() error {
 func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 	var u sipmsg.Uri
 	addr := t.Address
-	if !strings.HasPrefix(addr, "sip:") {
+	if !strings.HasPrefix(addr, "sip:") && !strings.HasPrefix(addr, "sips:") {
 		addr = "sip:" + addr
 	}
 	if err := sipmsg.ParseUri(addr, &u); err != nil || u.Host == "" {
@@ -518,12 +542,17 @@ func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 		transport, _ = u.UriParams.Get("transport")
 		transport = strings.ToLower(transport)
 	}
-	switch transport {
-	case "":
+	switch {
+	case transport == "" && strings.HasPrefix(addr, "sips:"):
+		transport = "tls"
+	case transport == "":
 		transport = "udp"
-	case "udp", "tcp":
+	case transport == "udp", transport == "tcp", transport == "tls":
 	default:
-		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp or tcp", transport)
+		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp, tcp or tls", transport)
+	}
+	if transport != "tls" && strings.HasPrefix(addr, "sips:") {
+		return sipmsg.Uri{}, "", fmt.Errorf("trunk address %q is sips: but the transport is %s", t.Address, transport)
 	}
 	if number == "" {
 		return sipmsg.Uri{}, "", errors.New("no number to call")
@@ -551,11 +580,12 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	if err := c.validate(); err != nil {
 		return Result{}, err
 	}
-	t, err = e.cfg.Guard.Pin(ctx, t)
+	t, err = e.Pin(ctx, t)
 	if err != nil {
 		var refused *AddressError
-		if errors.As(err, &refused) {
-			return Result{}, err
+		var insecure *TLSError
+		if errors.As(err, &refused) || errors.As(err, &insecure) {
+			return Result{Outcome: Outcome{TransportError: insecure != nil}}, err
 		}
 		// As when sipgo's own lookup fails: the INVITE cannot be sent.
 		e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
@@ -582,6 +612,11 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	defer func() { _ = d.Close() }()
 	d.InviteRequest.SetDestination(t.Destination.String())
+	if t.srtpOffered() {
+		if err := e.offerSRTP(d); err != nil {
+			return Result{}, fmt.Errorf("srtp media: %w", err)
+		}
+	}
 
 	media := newMediaWatch(e.cfg.Guard)
 	res, up, err := e.invite(ctx, d, t, c, recipient, media)
@@ -601,6 +636,11 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
 		return res, errors.Join(refused, e.ackBye(ctx, d))
 	}
+	if t.Media == MediaSRTPRequired && !answeredSRTP(d.InviteResponse.Body()) {
+		// No clear audio on a trunk that requires SRTP, not even ours.
+		res.EndedAt, res.HangupBy = time.Now(), HangupBySRTPRequired
+		return res, e.ackBye(ctx, d)
+	}
 	if err := d.Ack(ctx); err != nil {
 		// The far end will retransmit its 200 and give up; tell it now.
 		res.EndedAt = time.Now()
@@ -614,9 +654,26 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 }
 
 // Pin resolves and checks the trunk's address with the engine's Guard
-// (AddressGuard.Pin).
+// (AddressGuard.Pin) and, for a tls trunk, opens and verifies its
+// connection (a *TLSError when that fails: nothing is sent then). A tls
+// trunk that cannot be connected to at all is left for the call to find
+// unreachable, as any dead trunk is.
 func (e *Engine) Pin(ctx context.Context, t Trunk) (Trunk, error) {
-	return e.cfg.Guard.Pin(ctx, t)
+	t, err := e.cfg.Guard.Pin(ctx, t)
+	if err != nil {
+		return t, err
+	}
+	recipient, transport, err := t.target("pin")
+	if err != nil || transport != "tls" {
+		return t, err
+	}
+	var insecure *TLSError
+	if err := e.secure(ctx, t, recipient); errors.As(err, &insecure) {
+		return t, err
+	} else if err != nil {
+		e.cfg.Logger.Debug("tls trunk connection failed", "error", err)
+	}
+	return t, nil
 }
 
 // ackBye acknowledges an answer and hangs it up at once, before any media
