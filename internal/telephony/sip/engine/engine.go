@@ -582,14 +582,7 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	t, err = e.Pin(ctx, t)
 	if err != nil {
-		var refused *AddressError
-		var insecure *TLSError
-		if errors.As(err, &refused) || errors.As(err, &insecure) {
-			return Result{Outcome: Outcome{TransportError: insecure != nil}}, err
-		}
-		// As when sipgo's own lookup fails: the INVITE cannot be sent.
-		e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
-		return Result{Outcome: Outcome{TransportError: true}}, nil
+		return e.unpinned(err)
 	}
 
 	// Create the recording before dialing: a call answered only to be hung
@@ -612,10 +605,8 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	}
 	defer func() { _ = d.Close() }()
 	d.InviteRequest.SetDestination(t.Destination.String())
-	if t.srtpOffered() {
-		if err := e.offerSRTP(d); err != nil {
-			return Result{}, fmt.Errorf("srtp media: %w", err)
-		}
+	if ctx, err = e.secureDialog(ctx, d, t, transport, recipient); err != nil {
+		return Result{}, err
 	}
 
 	media := newMediaWatch(e.cfg.Guard)
@@ -632,14 +623,9 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
 		return res, refused
 	}
-	if refused := e.cfg.Guard.media(&d.DialogMedia); refused != nil {
-		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
+	if hangup, refused := e.refuseMedia(d, t); hangup != "" {
+		res.EndedAt, res.HangupBy = time.Now(), hangup
 		return res, errors.Join(refused, e.ackBye(ctx, d))
-	}
-	if t.Media == MediaSRTPRequired && !answeredSRTP(d.InviteResponse.Body()) {
-		// No clear audio on a trunk that requires SRTP, not even ours.
-		res.EndedAt, res.HangupBy = time.Now(), HangupBySRTPRequired
-		return res, e.ackBye(ctx, d)
 	}
 	if err := d.Ack(ctx); err != nil {
 		// The far end will retransmit its 200 and give up; tell it now.
@@ -651,6 +637,32 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	rec.Begin(res.AnsweredAt)
 	cerr := e.converse(ctx, d, t, c, rec, &res, media)
 	return res, cerr
+}
+
+// unpinned is Place's result when Pin failed: a refused address or TLS
+// connection is the error, a host that does not resolve an unreachable
+// call, as when sipgo's own lookup fails.
+func (e *Engine) unpinned(err error) (Result, error) {
+	var refused *AddressError
+	var insecure *TLSError
+	if errors.As(err, &refused) || errors.As(err, &insecure) {
+		return Result{Outcome: Outcome{TransportError: insecure != nil}}, err
+	}
+	e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
+	return Result{Outcome: Outcome{TransportError: true}}, nil
+}
+
+// refuseMedia is why an answer's media must not be used (a HangupBy
+// value, and the guard's error), or "": an address the guard refuses, or
+// clear RTP on a trunk that requires SRTP (no clear audio, not even ours).
+func (e *Engine) refuseMedia(d *diago.DialogClientSession, t Trunk) (string, error) {
+	if refused := e.cfg.Guard.media(&d.DialogMedia); refused != nil {
+		return HangupByAddressRefused, refused
+	}
+	if t.Media == MediaSRTPRequired && !answeredSRTP(d.InviteResponse.Body()) {
+		return HangupBySRTPRequired, nil
+	}
+	return "", nil
 }
 
 // Pin resolves and checks the trunk's address with the engine's Guard

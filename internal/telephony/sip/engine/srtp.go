@@ -2,13 +2,16 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/emiago/diago"
 	diagomedia "github.com/emiago/diago/media"
-	"github.com/emiago/sipgo/sip"
 	"github.com/emiago/diago/media/sdp"
+	"github.com/emiago/sipgo/sip"
 )
 
 // Media modes of Trunk.Media.
@@ -30,6 +33,23 @@ const HangupBySRTPRequired = "srtp_required"
 // suite a call and reads 30-byte inline keys only, which of the suites it
 // names is AES_CM_128_HMAC_SHA1_80 (RFC 4568's mandatory one).
 const SRTPSuite = "AES_CM_128_HMAC_SHA1_80"
+
+// secureDialog prepares a dialog on a tls trunk: the returned context
+// carries the trunk's TLS settings (a connection sipgo dials again for the
+// INVITE presents its client certificate too), and a trunk offering SRTP
+// gets its SRTP media session.
+func (e *Engine) secureDialog(ctx context.Context, d *diago.DialogClientSession, t Trunk, transport string,
+	recipient sip.Uri) (context.Context, error) {
+	if transport == "tls" {
+		ctx = withTrunkTLS(ctx, t.withTLS(trimHost(recipient.Host)))
+	}
+	if t.srtpOffered() {
+		if err := e.offerSRTP(d); err != nil {
+			return ctx, fmt.Errorf("srtp media: %w", err)
+		}
+	}
+	return ctx, nil
+}
 
 // srtpOffered reports a trunk that offers SRTP.
 func (t Trunk) srtpOffered() bool {
@@ -87,4 +107,12 @@ func answeredSRTP(answer []byte) bool {
 		}
 	}
 	return false
+}
+
+// badSRTPPacket reports a read error about one packet of an SRTP call (it
+// failed authentication, was replayed, or came in clear): diago returns
+// it from the read like a closed socket, and the caller must skip the
+// packet, not stop listening, or one stray packet deafens the call.
+func badSRTPPacket(err error) bool {
+	return strings.Contains(err.Error(), "SRTP Decrypt error")
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -62,18 +63,18 @@ func (e *TLSError) Error() string {
 func (e *TLSError) Unwrap() error { return e.Err }
 
 // tlsPolicies is the engine's TLS client side. sipgo dials every TLS
-// connection with one tls.Config and reuses connections by remote address,
-// so the engine verifies per trunk itself: before a call or probe sends
-// anything, secure opens (or reuses) the connection to the trunk's pinned
-// address and verifies its certificate against that trunk's roots and
-// server name. The handshake's own VerifyConnection refuses a connection
-// no trunk expects at that address, so a connection sipgo opens by itself
-// (the verified one closed meanwhile) is never a clear fallback.
+// connection with one tls.Config, and reuses connections by remote
+// address; the handshake does not say which address it is for (no SNI for
+// the pinned IP address). So the engine verifies per trunk itself: before
+// a call or probe sends anything, secure opens (or reuses) the connection
+// to the trunk's pinned address and verifies its certificate against that
+// trunk's roots and server name. The handshake's VerifyConnection is a
+// safety net for a connection sipgo opens by itself (the verified one
+// closed meanwhile): it refuses a certificate that no trunk's settings
+// accept, so there is never a clear or unverified fallback.
 type tlsPolicies struct {
-	mu sync.Mutex
-	// byIP are the trunks' TLS settings, by the address dialed (sipgo
-	// sets the connection's ServerName to it).
-	byIP map[string][]*TrunkTLS
+	mu   sync.Mutex
+	list []*TrunkTLS // the trunks' settings seen, newest last
 }
 
 type trunkTLSKey struct{}
@@ -82,49 +83,55 @@ type trunkTLSKey struct{}
 func (p *tlsPolicies) config() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// Verification is VerifyConnection's, per trunk: the standard one
-		// would check the dialed IP address against the certificate.
-		InsecureSkipVerify:   true, //nolint:gosec // verified in VerifyConnection
+		// Verification is VerifyConnection's and secure's, per trunk: the
+		// standard one would check the dialed IP address.
+		InsecureSkipVerify:   true, //nolint:gosec // verified in VerifyConnection and secure
 		VerifyConnection:     p.verifyConnection,
 		GetClientCertificate: p.clientCertificate,
 	}
 }
 
-// remember records the trunk's TLS settings for its pinned address.
-func (p *tlsPolicies) remember(ip string, t *TrunkTLS) {
+// maxPolicies bounds the settings kept: they pile up only as trunks change.
+const maxPolicies = 1024
+
+// remember records a trunk's TLS settings.
+func (p *tlsPolicies) remember(t *TrunkTLS) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.byIP == nil {
-		p.byIP = map[string][]*TrunkTLS{}
-	}
-	list := p.byIP[ip]
-	if slices.ContainsFunc(list, func(o *TrunkTLS) bool { return sameTLS(o, t) }) {
+	if slices.ContainsFunc(p.list, func(o *TrunkTLS) bool { return sameTLS(o, t) }) {
 		return
 	}
-	// Bounded: settings pile up only as trunks change.
-	if len(list) >= 16 {
-		list = list[1:]
+	if len(p.list) >= maxPolicies {
+		p.list = p.list[1:]
 	}
-	p.byIP[ip] = append(list, t)
+	p.list = append(p.list, t)
 }
 
 func sameTLS(a, b *TrunkTLS) bool {
-	return a.ServerName == b.ServerName && a.ClientCert == b.ClientCert &&
+	return a.ServerName == b.ServerName && sameCert(a.ClientCert, b.ClientCert) &&
 		(a.Roots == b.Roots || (a.Roots != nil && b.Roots != nil && a.Roots.Equal(b.Roots)))
 }
 
-// verifyConnection accepts a handshake whose certificate one of the
-// trunks at that address accepts.
+// sameCert compares client certificates by their leaf.
+func sameCert(a, b *tls.Certificate) bool {
+	if a == nil || b == nil || len(a.Certificate) == 0 || len(b.Certificate) == 0 {
+		return a == b
+	}
+	return bytes.Equal(a.Certificate[0], b.Certificate[0])
+}
+
+// verifyConnection accepts a handshake whose certificate some trunk's
+// settings accept (secure then checks it against the trunk's own).
 func (p *tlsPolicies) verifyConnection(cs tls.ConnectionState) error {
 	p.mu.Lock()
-	list := slices.Clone(p.byIP[cs.ServerName])
+	list := slices.Clone(p.list)
 	p.mu.Unlock()
 	if len(list) == 0 {
-		return fmt.Errorf("no trunk expects a TLS connection to %s", cs.ServerName)
+		return errors.New("no trunk expects a TLS connection")
 	}
 	var first error
-	for _, t := range list {
-		err := verifyPeer(cs, t)
+	for i := len(list) - 1; i >= 0; i-- {
+		err := verifyPeer(cs, list[i])
 		if err == nil {
 			return nil
 		}
@@ -180,7 +187,7 @@ func (t Trunk) withTLS(host string) *TrunkTLS {
 // it. A failure is a *TLSError, and the connection is closed.
 func (e *Engine) secure(ctx context.Context, t Trunk, recipient sipmsg.Uri) error {
 	settings := t.withTLS(trimHost(recipient.Host))
-	e.tls.remember(t.Destination.Addr().String(), settings)
+	e.tls.remember(settings)
 	client, err := e.clientFor(recipient, "tls")
 	if err != nil {
 		return err
@@ -189,23 +196,25 @@ func (e *Engine) secure(ctx context.Context, t Trunk, recipient sipmsg.Uri) erro
 	if err := sipgo.ClientRequestBuild(client, req); err != nil {
 		return err
 	}
-	conn, err := e.ua.TransportLayer().ClientRequestConnection(context.WithValue(ctx, trunkTLSKey{}, settings), req)
+	conn, err := e.ua.TransportLayer().ClientRequestConnection(withTrunkTLS(ctx, settings), req)
 	if err != nil {
 		return classifyTLS(err)
 	}
-	defer func() { _, _ = conn.TryClose() }() // our reference; the pool keeps it
 	tc, ok := conn.(*sipmsg.TCPConnection)
+	var tlsConn *tls.Conn
+	if ok {
+		tlsConn, ok = tc.Conn.(*tls.Conn)
+	}
 	if !ok {
+		_, _ = conn.TryClose()
 		return &TLSError{Kind: TLSHandshakeFailed, Err: fmt.Errorf("not a TLS connection: %T", conn)}
 	}
-	tlsConn, ok := tc.Conn.(*tls.Conn)
-	if !ok {
-		return &TLSError{Kind: TLSHandshakeFailed, Err: fmt.Errorf("not a TLS connection: %T", tc.Conn)}
-	}
 	if err := verifyPeer(tlsConn.ConnectionState(), settings); err != nil {
+		// Verified for another trunk, not this one: nobody uses it.
 		_ = tc.Close()
 		return &TLSError{Kind: TLSCertificateInvalid, Err: err}
 	}
+	_, _ = conn.TryClose() // our reference; the pool keeps the connection
 	return nil
 }
 
@@ -296,4 +305,10 @@ func trimHost(h string) string {
 		return h[1 : len(h)-1]
 	}
 	return h
+}
+
+// withTrunkTLS carries the trunk's settings to the handshakes dialed with
+// ctx, which present its client certificate.
+func withTrunkTLS(ctx context.Context, t *TrunkTLS) context.Context {
+	return context.WithValue(ctx, trunkTLSKey{}, t)
 }
