@@ -40,6 +40,9 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 		Transport:   string(t.Spec.Transport),
 		RingTimeout: DefaultRingTimeout,
 	}
+	if out.Transport == "" && strings.HasPrefix(t.Spec.Address, "sips:") {
+		out.Transport = string(switchboardv1.SIPTransportTLS)
+	}
 	if t.Spec.RingTimeoutSeconds > 0 {
 		out.RingTimeout = time.Duration(t.Spec.RingTimeoutSeconds) * time.Second
 	}
