@@ -320,6 +320,7 @@ var endings = map[string]string{
 	"operator_restart": " The call was cut off when Switchboard restarted.",
 	"worker_lost":      " The call was cut off when the replica carrying it was lost.",
 	"address_refused":  " Switchboard hung up: the carrier asked for audio at an address the operator does not allow.",
+	"srtp_required":    " Switchboard hung up: the trunk requires encrypted audio (SRTP) and the callee answered without it.",
 }
 
 func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {

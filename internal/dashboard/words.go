@@ -52,6 +52,8 @@ var reasonWords = map[string]string{
 	"inactivity":                          "the callee stayed silent through every reminder",
 	// SIP answers whose media the outbound address policy refuses (issue 36).
 	"address_refused": "the carrier asked for audio at an address the operator does not allow",
+	// A trunk with media srtp-required whose callee answered in clear.
+	"srtp_required": "the callee answered without the encrypted audio (SRTP) the trunk requires",
 }
 
 // outcomeWords name a campaign contact's last outcome: a disposition, or
