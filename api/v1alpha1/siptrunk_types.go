@@ -23,7 +23,7 @@ const (
 	SIPMediaRTP SIPMedia = "rtp"
 	// SIPMediaSRTPPreferred offers SRTP (SDES keys, RFC 4568, in the SDP
 	// of the TLS-protected INVITE) and accepts a callee that answers with
-	// plain RTP.
+	// plain RTP, or offers plain RTP again to one that refused SRTP (488).
 	SIPMediaSRTPPreferred SIPMedia = "srtp-preferred"
 	// SIPMediaSRTPRequired offers only SRTP (RTP/SAVP): an answer without
 	// keys is hung up at once (disconnection_reason srtp_required).

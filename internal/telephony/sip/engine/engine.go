@@ -599,18 +599,12 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		}
 	}()
 
-	d, err := e.dg.NewDialog(recipient, diago.NewDialogOptions{TransportID: transport})
-	if err != nil {
-		return Result{}, fmt.Errorf("new dialog: %w", err)
+	media := newMediaWatch(e.cfg.Guard)
+	d, ctx, res, up, err := e.dialTrunk(ctx, t, c, recipient, transport, media)
+	if d == nil {
+		return res, err
 	}
 	defer func() { _ = d.Close() }()
-	d.InviteRequest.SetDestination(t.Destination.String())
-	if ctx, err = e.secureDialog(ctx, d, t, transport, recipient); err != nil {
-		return Result{}, err
-	}
-
-	media := newMediaWatch(e.cfg.Guard)
-	res, up, err := e.invite(ctx, d, t, c, recipient, media)
 	if res.Answered && c.OnAnswer != nil {
 		c.OnAnswer(res.AnsweredAt)
 	}
@@ -637,6 +631,37 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	rec.Begin(res.AnsweredAt)
 	cerr := e.converse(ctx, d, t, c, rec, &res, media)
 	return res, cerr
+}
+
+// dialTrunk dials as the trunk's media says: with SRTP when it offers
+// it, and once more in clear when it prefers SRTP and the callee refused
+// the SRTP offer (RTP/SAVP) outright with 488.
+func (e *Engine) dialTrunk(ctx context.Context, t Trunk, c CallSpec, recipient sipmsg.Uri, transport string,
+	media *mediaWatch) (*diago.DialogClientSession, context.Context, Result, bool, error) {
+	d, ctx, res, up, err := e.dial(ctx, t, c, recipient, transport, media, t.srtpOffered())
+	if d != nil && !up && t.Media == MediaSRTPPreferred && res.Outcome.StatusCode == sipmsg.StatusNotAcceptableHere {
+		_ = d.Close()
+		return e.dial(ctx, t, c, recipient, transport, media, false)
+	}
+	return d, ctx, res, up, err
+}
+
+// dial sends one INVITE on a new dialog, offering SRTP when srtp, and
+// returns the dialog (nil when none could be made), the context of the
+// call (secureDialog's) and invite's answer.
+func (e *Engine) dial(ctx context.Context, t Trunk, c CallSpec, recipient sipmsg.Uri, transport string, media *mediaWatch,
+	srtp bool) (*diago.DialogClientSession, context.Context, Result, bool, error) {
+	d, err := e.dg.NewDialog(recipient, diago.NewDialogOptions{TransportID: transport})
+	if err != nil {
+		return nil, ctx, Result{}, false, fmt.Errorf("new dialog: %w", err)
+	}
+	d.InviteRequest.SetDestination(t.Destination.String())
+	if ctx, err = e.secureDialog(ctx, d, t, transport, recipient, srtp); err != nil {
+		_ = d.Close()
+		return nil, ctx, Result{}, false, err
+	}
+	res, up, err := e.invite(ctx, d, t, c, recipient, media)
+	return d, ctx, res, up, err
 }
 
 // unpinned is Place's result when Pin failed: a refused address or TLS

@@ -18,7 +18,8 @@ import (
 const (
 	// MediaRTP sends clear RTP (the zero value too).
 	MediaRTP = "rtp"
-	// MediaSRTPPreferred offers SRTP and accepts a clear answer.
+	// MediaSRTPPreferred offers SRTP and accepts a clear answer, or
+	// offers clear RTP again to a callee that refused SRTP with 488.
 	MediaSRTPPreferred = "srtp-preferred"
 	// MediaSRTPRequired offers SRTP and hangs up a clear answer
 	// (HangupBySRTPRequired).
@@ -36,14 +37,14 @@ const SRTPSuite = "AES_CM_128_HMAC_SHA1_80"
 
 // secureDialog prepares a dialog on a tls trunk: the returned context
 // carries the trunk's TLS settings (a connection sipgo dials again for the
-// INVITE presents its client certificate too), and a trunk offering SRTP
-// gets its SRTP media session.
+// INVITE presents its client certificate too), and with srtp the dialog
+// gets a media session offering SRTP.
 func (e *Engine) secureDialog(ctx context.Context, d *diago.DialogClientSession, t Trunk, transport string,
-	recipient sip.Uri) (context.Context, error) {
+	recipient sip.Uri, srtp bool) (context.Context, error) {
 	if transport == "tls" {
 		ctx = withTrunkTLS(ctx, t.withTLS(trimHost(recipient.Host)))
 	}
-	if t.srtpOffered() {
+	if srtp {
 		if err := e.offerSRTP(d); err != nil {
 			return ctx, fmt.Errorf("srtp media: %w", err)
 		}

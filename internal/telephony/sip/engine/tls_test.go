@@ -10,15 +10,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"math/big"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	diagomedia "github.com/emiago/diago/media"
 	"github.com/pion/rtp"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
@@ -143,7 +145,8 @@ func TestTLSCallWithSRTP(t *testing.T) {
 	cert, key := ca.server(t)
 	callee := siptest.StartBaresip(t, "+14155550123", tone(3*time.Second), siptest.WithMediaEnc("srtp-mand"))
 	k := startKamailioTLS(t, cert, key, ca, callee.Addr)
-	e := newEngine(t, EngineConfig{})
+	var logs syncBuffer
+	e := newEngine(t, EngineConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	trunk := tlsTrunk(k, &TrunkTLS{Roots: ca.pool(), ClientCert: ca.client(t)}, MediaSRTPRequired)
 
 	if r := e.Probe(t.Context(), trunk); !r.Healthy() {
@@ -159,6 +162,28 @@ func TestTLSCallWithSRTP(t *testing.T) {
 	if loud := meanAbs(right); loud < 1000 {
 		t.Errorf("callee channel mean amplitude %.0f: want the callee's tone (about 5100)", loud)
 	}
+	// The SRTP master keys travel as a=crypto:... inline:<key>.
+	if out := logs.String(); out == "" || strings.Contains(out, "inline:") || strings.Contains(out, "PRIVATE KEY") {
+		t.Errorf("the engine's debug log is empty or has key material:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // A trunk whose certificate does not verify is refused before anything is
@@ -260,13 +285,12 @@ func TestSRTPIgnoresInjectedClearRTP(t *testing.T) {
 	cert, key := ca.server(t)
 	callee := siptest.StartBaresip(t, "+14155550123", tone(3*time.Second), siptest.WithMediaEnc("srtp-mand"))
 	k := startKamailioTLS(t, cert, key, nil, callee.Addr)
-	ports := freePortPair(t)
-	t.Cleanup(func() { diagomedia.RTPPortStart, diagomedia.RTPPortEnd = 0, 0 })
-	e := newEngine(t, EngineConfig{RTPPorts: ports})
+	e := newEngine(t, EngineConfig{})
 	rec := filepath.Join(t.TempDir(), "call.wav")
+	before := ourUDPPorts(t)
 	injected := make(chan int, 1)
 	res := place(t, e, tlsTrunk(k, &TrunkTLS{Roots: ca.pool()}, MediaSRTPRequired), CallSpec{RecordPath: rec,
-		OnAnswer: func(time.Time) { go func() { injected <- injectClearRTP(t, ports.First, 50) }() }})
+		OnAnswer: func(time.Time) { go func() { injected <- injectClearRTP(t, rtpPortOfCall(t, before), 50) }() }})
 	callee.WaitCallEnded(t)
 	if n := <-injected; n != 50 || !res.Answered || res.HangupBy != HangupByCallee {
 		t.Fatalf("result %+v, %d packets injected: want the callee's whole tone, 50 packets", res, n)
@@ -282,17 +306,52 @@ func TestSRTPIgnoresInjectedClearRTP(t *testing.T) {
 	}
 }
 
-// freePortPair finds an even UDP port whose next port is free too.
-func freePortPair(t *testing.T) PortRange {
+// ourUDPPorts are the local ports of this process's UDP sockets, read
+// from /proc: the call's RTP port is the one that appears with its RTCP
+// port (the next one) once the call is up.
+func ourUDPPorts(t *testing.T) map[int]bool {
 	t.Helper()
-	for range 50 {
-		p := siptest.FreePort(t, "udp") &^ 1
-		if p >= 1024 && !siptest.UDPBound(p) && !siptest.UDPBound(p+1) {
-			return PortRange{First: p, Last: p + 1}
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
 		}
 	}
-	t.Fatal("no free pair of UDP ports")
-	return PortRange{}
+	ports := map[int]bool{}
+	for _, table := range []string{"/proc/self/net/udp", "/proc/self/net/udp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || !inodes[f[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+				ports[int(p)] = true
+			}
+		}
+	}
+	return ports
+}
+
+// rtpPortOfCall is the even port of the RTP and RTCP pair opened since
+// before.
+func rtpPortOfCall(t *testing.T, before map[int]bool) int {
+	now := ourUDPPorts(t)
+	for p := range now {
+		if !before[p] && now[p+1] && !before[p+1] {
+			return p
+		}
+	}
+	t.Error("no new RTP and RTCP pair of ports")
+	return 9 // discard
 }
 
 // injectClearRTP sends n clear RTP packets of the loudest PCMU samples to
@@ -319,4 +378,46 @@ func injectClearRTP(t *testing.T, port, n int) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return sent
+}
+
+// A carrier that requires a client certificate refuses a trunk without
+// one: with TLS 1.3 it says so only after the handshake, so the probe
+// finds the trunk unreachable, and no call gets through.
+func TestTLSClientCertificateRequired(t *testing.T) {
+	ca := newTestCA(t, "carrier CA")
+	cert, key := ca.server(t)
+	k := startKamailioTLS(t, cert, key, ca, "")
+	e := newEngine(t, EngineConfig{})
+	r := e.Probe(t.Context(), tlsTrunk(k, &TrunkTLS{Roots: ca.pool()}, MediaRTP))
+	t.Logf("probe without a client certificate: %+v", r)
+	if r.Healthy() || r.Reachable {
+		t.Errorf("probe %+v: want refused", r)
+	}
+	other := newTestCA(t, "someone else's CA")
+	r = e.Probe(t.Context(), tlsTrunk(k, &TrunkTLS{Roots: ca.pool(), ClientCert: other.client(t)}, MediaRTP))
+	t.Logf("probe with a client certificate of another CA: %+v", r)
+	if r.Healthy() || r.Reachable {
+		t.Errorf("probe %+v: want refused", r)
+	}
+}
+
+// A callee without SRTP refuses the SRTP offer (488): a trunk that
+// prefers SRTP offers clear RTP again, and the call goes through with the
+// callee's audio in the recording.
+func TestSRTPPreferredFallsBackOn488(t *testing.T) {
+	ca := newTestCA(t, "carrier CA")
+	cert, key := ca.server(t)
+	callee := siptest.StartBaresip(t, "+14155550123", tone(3*time.Second))
+	k := startKamailioTLS(t, cert, key, nil, callee.Addr)
+	e := newEngine(t, EngineConfig{})
+	rec := filepath.Join(t.TempDir(), "call.wav")
+	res := place(t, e, tlsTrunk(k, &TrunkTLS{Roots: ca.pool()}, MediaSRTPPreferred), CallSpec{RecordPath: rec})
+	callee.WaitCallEnded(t)
+	if !res.Answered || res.HangupBy != HangupByCallee {
+		t.Fatalf("result %+v: want answered in clear, the callee hanging up when its tone ends", res)
+	}
+	_, right := readRecording(t, rec)
+	if loud := meanAbs(right); loud < 1000 {
+		t.Errorf("callee channel mean amplitude %.0f: want the callee's tone (about 5100)", loud)
+	}
 }
