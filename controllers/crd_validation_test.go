@@ -154,6 +154,55 @@ spec:
 			want: []string{"spec.registration needs a user"},
 		},
 		{
+			name: "trunk-tls-block-over-udp", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-tls-block-over-udp
+spec:
+  address: sip:carrier.example
+  transport: udp
+  tls: {serverName: carrier.example}
+`,
+			want: []string{"spec.tls needs transport tls"},
+		},
+		{
+			name: "trunk-sips-over-tcp", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-sips-over-tcp
+spec:
+  address: sips:carrier.example
+  transport: tcp
+`,
+			want: []string{"a sips: address needs transport tls"},
+		},
+		{
+			name: "trunk-srtp-in-clear", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-srtp-in-clear
+spec:
+  address: sip:carrier.example
+  media: srtp-required
+`,
+			want: []string{"srtp media needs transport tls", "only TLS keeps secret"},
+		},
+		{
+			name: "trunk-unknown-media", obj: &switchboardv1.SIPTrunk{},
+			manifest: `apiVersion: switchboard.dev/v1alpha1
+kind: SIPTrunk
+metadata:
+  name: trunk-unknown-media
+spec:
+  address: sips:carrier.example
+  media: zrtp
+`,
+			want: []string{"spec.media", "rtp", "srtp-preferred", "srtp-required"},
+		},
+		{
 			name: "agent-step-two-kinds", obj: &switchboardv1.Agent{},
 			manifest: `apiVersion: switchboard.dev/v1alpha1
 kind: Agent

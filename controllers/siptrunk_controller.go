@@ -202,6 +202,10 @@ func probeCondition(res engine.ProbeResult) (metav1.ConditionStatus, string, str
 			return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, sip.TrunkAddressRefused(refused)
 		}
 		return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, errMessage(res)
+	case res.TLS != nil && res.TLS.Kind == engine.TLSCertificateInvalid:
+		return metav1.ConditionFalse, switchboardv1.ReasonCertificateInvalid, errMessage(res)
+	case res.TLS != nil:
+		return metav1.ConditionFalse, switchboardv1.ReasonTLSHandshakeFailed, errMessage(res)
 	case !res.Reachable:
 		return metav1.ConditionFalse, switchboardv1.ReasonUnreachable, errMessage(res)
 	case res.AuthFailed:
@@ -322,10 +326,27 @@ func (r *SIPTrunkReconciler) watchSecrets(ctx context.Context, q workqueue.Typed
 
 func secretOfTrunk(o client.Object) []string {
 	t, ok := o.(*switchboardv1.SIPTrunk)
-	if !ok || t.Spec.CredentialsSecretRef == nil {
+	if !ok {
 		return nil
 	}
-	return []string{t.Spec.CredentialsSecretRef.Name}
+	var names []string
+	for _, ref := range []*switchboardv1.SecretReference{t.Spec.CredentialsSecretRef, tlsRef(t, true), tlsRef(t, false)} {
+		if ref != nil {
+			names = append(names, ref.Name)
+		}
+	}
+	return names
+}
+
+// tlsRef is spec.tls's CA Secret (ca) or client certificate Secret.
+func tlsRef(t *switchboardv1.SIPTrunk, ca bool) *switchboardv1.SecretReference {
+	switch {
+	case t.Spec.TLS == nil:
+		return nil
+	case ca:
+		return t.Spec.TLS.CASecretRef
+	}
+	return t.Spec.TLS.ClientCertSecretRef
 }
 
 // trunksOfSecret maps a Secret to the trunks of its namespace naming it.

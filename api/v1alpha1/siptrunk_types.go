@@ -14,10 +14,29 @@ const (
 	SIPTransportTLS SIPTransport = "tls"
 )
 
+// SIPMedia is how a trunk's calls carry their audio.
+// +kubebuilder:validation:Enum=rtp;srtp-preferred;srtp-required
+type SIPMedia string
+
+const (
+	// SIPMediaRTP sends audio in clear RTP (RTP/AVP).
+	SIPMediaRTP SIPMedia = "rtp"
+	// SIPMediaSRTPPreferred offers SRTP (SDES keys, RFC 4568, in the SDP
+	// of the TLS-protected INVITE) and accepts a callee that answers with
+	// plain RTP, or offers plain RTP again to one that refused SRTP (488).
+	SIPMediaSRTPPreferred SIPMedia = "srtp-preferred"
+	// SIPMediaSRTPRequired offers only SRTP (RTP/SAVP): an answer without
+	// keys is hung up at once (disconnection_reason srtp_required).
+	SIPMediaSRTPRequired SIPMedia = "srtp-required"
+)
+
 // Secret keys of a SIPTrunk's credentials.
 const (
 	SIPUsernameKey = "username"
 	SIPPasswordKey = "password"
+	// SIPCAKey is the key of spec.tls.caSecretRef's Secret: PEM CA
+	// certificates the carrier's certificate must chain to.
+	SIPCAKey = "ca.crt"
 )
 
 // Reasons of a SIPTrunk's Ready condition.
@@ -33,9 +52,17 @@ const (
 	ReasonCredentialsMissing = "CredentialsMissing"
 	// ReasonInvalidAddress: spec.address is not a usable SIP URI.
 	ReasonInvalidAddress = "InvalidAddress"
-	// ReasonTransportUnsupported: spec.transport is tls, which this release
-	// does not speak yet.
-	ReasonTransportUnsupported = "TransportUnsupported"
+	// ReasonTLSHandshakeFailed: the TLS handshake with the trunk failed
+	// for another reason than its certificate (no common version or
+	// cipher, our client certificate refused, the connection closed).
+	ReasonTLSHandshakeFailed = "TLSHandshakeFailed"
+	// ReasonCertificateInvalid: the trunk's certificate failed
+	// verification (unknown authority, expired, not valid for the server
+	// name); the message has the verification's words.
+	ReasonCertificateInvalid = "CertificateInvalid"
+	// ReasonTLSSecretMissing: a Secret of spec.tls, or one of its keys, is
+	// missing or does not hold a usable PEM certificate (and key).
+	ReasonTLSSecretMissing = "TLSSecretMissing"
 	// ReasonTrunkError: the trunk answered OPTIONS with an error status.
 	ReasonTrunkError = "TrunkError"
 	// ReasonAddressRefused: spec.address's host is (or resolves to) an
@@ -103,12 +130,39 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
+// SIPTrunkTLS is how a trunk's TLS connections are verified and
+// authenticated.
+type SIPTrunkTLS struct {
+	// caSecretRef names a Secret whose key ca.crt holds the PEM CA
+	// certificates the carrier's certificate must chain to. Unset: the
+	// system's roots.
+	// +optional
+	CASecretRef *SecretReference `json:"caSecretRef,omitempty"`
+
+	// clientCertSecretRef names a kubernetes.io/tls Secret (tls.crt,
+	// tls.key) whose certificate Switchboard presents when the carrier asks
+	// for one (mutual TLS).
+	// +optional
+	ClientCertSecretRef *SecretReference `json:"clientCertSecretRef,omitempty"`
+
+	// serverName is the name the carrier's certificate must be valid for.
+	// Defaults to the host of spec.address.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ServerName string `json:"serverName,omitempty"`
+}
+
 // SIPTrunkSpec is how Switchboard reaches a carrier (or an organization's
 // own PBX) to place calls.
 // +kubebuilder:validation:XValidation:rule="!has(self.registration) || has(self.credentialsSecretRef) || has(self.registration.user)",message="spec.registration needs a user: set spec.credentialsSecretRef (its username is the user) or spec.registration.user"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.transport) && self.transport == 'tls') || (!has(self.transport) && self.address.startsWith('sips:'))",message="spec.tls needs transport tls (or a sips: address)"
+// +kubebuilder:validation:XValidation:rule="!self.address.startsWith('sips:') || !has(self.transport) || self.transport == 'tls'",message="a sips: address needs transport tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.media) || self.media == 'rtp' || (has(self.transport) && self.transport == 'tls') || (!has(self.transport) && self.address.startsWith('sips:'))",message="srtp media needs transport tls: its keys travel in the SDP, which only TLS keeps secret"
 type SIPTrunkSpec struct {
 	// address is the SIP URI of the carrier or proxy, for example
-	// sip:sip.carrier.example:5060. Calls go out as INVITE
+	// sip:sip.carrier.example:5060, or sips:sip.carrier.example (TLS,
+	// port 5061 by default). Calls go out as INVITE
 	// sip:<E.164 number>@<host:port>.
 	// +required
 	// +kubebuilder:validation:MinLength=5
@@ -116,11 +170,23 @@ type SIPTrunkSpec struct {
 	// +kubebuilder:validation:Pattern=`^sips?:[^\s@]+$`
 	Address string `json:"address"`
 
-	// transport is udp, tcp or tls. Defaults to udp. tls is not supported
-	// yet: such a trunk is Ready=False (TransportUnsupported).
+	// transport is udp, tcp or tls (TLS 1.2 or newer; port 5061 when the
+	// address has none). Unset: tls for a sips: address, else udp.
 	// +optional
-	// +kubebuilder:default=udp
 	Transport SIPTransport `json:"transport,omitempty"`
+
+	// tls verifies the carrier's certificate against a CA of one's own
+	// and presents a client certificate; only with transport tls.
+	// +optional
+	TLS *SIPTrunkTLS `json:"tls,omitempty"`
+
+	// media is rtp (clear audio), srtp-preferred (SRTP offered, clear
+	// audio accepted) or srtp-required (a callee without SRTP is hung up:
+	// disconnection_reason srtp_required). SRTP only with transport tls.
+	// Defaults to rtp.
+	// +optional
+	// +kubebuilder:default=rtp
+	Media SIPMedia `json:"media,omitempty"`
 
 	// dtmf is how the agent keys digits on this trunk (pressDigits steps,
 	// the press_digit tool): rfc4733 telephone events in the audio stream,
@@ -208,6 +274,7 @@ type SIPTrunkStatus struct {
 // +kubebuilder:resource:categories=switchboard,shortName=trunk
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
+// +kubebuilder:printcolumn:name="Media",type=string,JSONPath=`.spec.media`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Registered",type=string,JSONPath=`.status.conditions[?(@.type=="Registered")].status`,priority=1

@@ -19,10 +19,6 @@ type absence struct {
 // item names, its check fails until the item leaves the list; an item
 // without a check fails too, so the list cannot grow unchecked.
 var absences = []absence{
-	{"SIP over TLS", func(t *testing.T) string {
-		return unless(t, "internal/telephony/sip/resolve.go", "switchboardv1.ReasonTransportUnsupported",
-			"the trunk resolver no longer refuses transport tls")
-	}},
 	{"Inbound calls", func(t *testing.T) string {
 		return unless(t, "internal/telephony/sip/engine/engine.go", "d.Respond(sipmsg.StatusForbidden",
 			"the SIP engine no longer answers every INVITE 403")

@@ -322,6 +322,7 @@ var endings = map[string]string{
 	"address_refused":  " Switchboard hung up: the carrier asked for audio at an address the operator does not allow.",
 	"call_transfer":    " The agent transferred the callee to a person, and the carrier connected them.",
 	"transfer_bridged": " The agent transferred the callee to a person, who answered and was connected until the call ended.",
+	"srtp_required":    " Switchboard hung up: the trunk requires encrypted audio (SRTP) and the callee answered without it.",
 }
 
 func summary(p telephony.Progress, data map[string]any, transcript []telephony.Turn) string {

@@ -446,6 +446,8 @@ type SIPOptions struct {
 	BindHost, ExternalHost string
 	// BindPort is the SIP port (UDP and TCP); ephemeral when zero.
 	BindPort int
+	// TLSPort is the SIP over TLS port; ephemeral when zero.
+	TLSPort int
 	// RTPPorts is the UDP range of calls' media, two ports a call;
 	// ephemeral ports when zero.
 	RTPPorts engine.PortRange
@@ -507,6 +509,7 @@ func (o *SIPOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.BindHost, "sip-bind-host", o.BindHost, "IP address SIP and RTP bind to (default 127.0.0.1 with --dev, else env POD_IP, else the first non-loopback IPv4 address).")
 	fs.StringVar(&o.ExternalHost, "sip-external-host", o.ExternalHost, "Address announced in SIP headers and SDP when it differs from --sip-bind-host (behind NAT).")
 	fs.IntVar(&o.BindPort, "sip-port", o.BindPort, "SIP port (UDP and TCP) on --sip-bind-host, also announced with --sip-external-host; 0: an ephemeral port.")
+	fs.IntVar(&o.TLSPort, "sip-tls-port", o.TLSPort, "SIP over TLS port on --sip-bind-host, for carriers that open connections to us (calls go out on connections we open); 0: an ephemeral port.")
 	fs.Func("rtp-ports", "UDP ports of calls' media, FIRST-LAST (e.g. 20000-20399): an even first port and two ports a call; default: ephemeral ports.",
 		func(s string) (err error) { o.RTPPorts, err = engine.ParsePortRange(s); return err })
 	fs.StringVar(&o.ExternalService, "sip-external-service", o.ExternalService,
@@ -559,6 +562,9 @@ func (o SIPOptions) Validate() error {
 	}
 	if o.BindPort < 0 || o.BindPort > 65535 {
 		return fmt.Errorf("--sip-port must be 0 to 65535, got %d", o.BindPort)
+	}
+	if o.TLSPort < 0 || o.TLSPort > 65535 {
+		return fmt.Errorf("--sip-tls-port must be 0 to 65535, got %d", o.TLSPort)
 	}
 	announced := 0
 	for _, source := range []string{o.ExternalHost, o.ExternalService, o.ExternalNode} {

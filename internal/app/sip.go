@@ -45,7 +45,7 @@ func newSIPStack(ctx context.Context, mgr manager.Manager, dir *directory.Direct
 		return nil, err
 	}
 	eng, err := engine.NewEngine(context.WithoutCancel(ctx), engine.EngineConfig{BindHost: opts.BindHost, ExternalHost: external,
-		BindPort: opts.BindPort, RTPPorts: opts.RTPPorts, Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1))),
+		BindPort: opts.BindPort, TLSBindPort: opts.TLSPort, RTPPorts: opts.RTPPorts, Logger: slog.New(logr.ToSlogHandler(log.WithName("sip").V(1))),
 		Guard: engine.AddressGuard{Allow: opts.AddressPolicy.AllowedAddr}})
 	if err != nil {
 		return nil, err

@@ -55,6 +55,8 @@ var reasonWords = map[string]string{
 	// Transfers to a person (issue 41).
 	"call_transfer":    "the agent transferred the callee to a person",
 	"transfer_bridged": "the agent transferred the callee to a person, and they talked until the call ended",
+	// A trunk with media srtp-required whose callee answered in clear.
+	"srtp_required": "the callee answered without the encrypted audio (SRTP) the trunk requires",
 }
 
 // transferWords say how a call's transfer to a person went, by result.

@@ -311,6 +311,12 @@ func (d *Dialer) pin(trunk engine.Trunk, name string) (engine.Trunk, error) {
 		return trunk, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
 			Reason: fmt.Sprintf("SIP trunk %q: %s", name, TrunkAddressRefused(refused))}
 	}
+	var insecure *engine.TLSError
+	if errors.As(err, &insecure) {
+		// Never a clear fallback: the call fails, with the TLS error's words.
+		return trunk, &telephony.DispatchError{Code: telephony.CodeDispatchFailed,
+			Reason: fmt.Sprintf("SIP trunk %q: %s", name, insecure.Error())}
+	}
 	if err != nil {
 		return trunk, nil
 	}

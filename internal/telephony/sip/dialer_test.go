@@ -42,10 +42,13 @@ func (t oneTrunk) Trunk(context.Context, string, string) (engine.Trunk, gate.Lim
 }
 
 // placer records the calls placed; each ends at once, unanswered.
-type placer struct{ placed atomic.Int32 }
+type placer struct {
+	placed atomic.Int32
+	pinErr error // what Pin answers
+}
 
-// Pin allows every trunk address.
-func (p *placer) Pin(_ context.Context, t engine.Trunk) (engine.Trunk, error) { return t, nil }
+// Pin allows every trunk address, unless pinErr says otherwise.
+func (p *placer) Pin(_ context.Context, t engine.Trunk) (engine.Trunk, error) { return t, p.pinErr }
 
 func (p *placer) Place(context.Context, engine.Trunk, engine.CallSpec) (engine.Result, error) {
 	p.placed.Add(1)
@@ -162,5 +165,28 @@ func TestHangupWhilePreparingFreesTheTrunk(t *testing.T) {
 	}
 	if p.placed.Load() != 0 {
 		t.Error("a call stopped before it was dialed was placed")
+	}
+}
+
+// A tls trunk whose certificate fails verification fails the call with
+// dispatch_failed and the verification's words: never a call in clear.
+func TestDialFailsOnAnInvalidCertificate(t *testing.T) {
+	speaker := &slowSpeaker{release: make(chan struct{})}
+	close(speaker.release)
+	d, p, wk := newTestDialer(t, speaker, gate.Limits{})
+	p.pinErr = &engine.TLSError{Kind: engine.TLSCertificateInvalid, Err: errors.New("x509: certificate has expired or is not yet valid")}
+	req := scriptedCall("a")
+	err := d.Dial(t.Context(), req, time.Now())
+	if err == nil {
+		eventually(t, "the call is woken", func() bool { return wk.n.Load() > 0 })
+		err = d.Dial(t.Context(), req, time.Now())
+	}
+	de, ok := telephony.AsDispatchError(err)
+	if !ok || de.Code != telephony.CodeDispatchFailed || de.Reason !=
+		`SIP trunk "carrier": the trunk's TLS certificate is not valid: x509: certificate has expired or is not yet valid` {
+		t.Fatalf("Dial on a trunk whose certificate expired = %v", err)
+	}
+	if p.placed.Load() != 0 {
+		t.Error("a call on a trunk that failed TLS verification was placed")
 	}
 }

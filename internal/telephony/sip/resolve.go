@@ -22,8 +22,8 @@ const DefaultRingTimeout = 60 * time.Second
 // ConfigError is a SIPTrunk whose spec or credentials cannot work as they
 // are: it will not fix itself until someone edits the trunk or its Secret.
 type ConfigError struct {
-	// Reason is ReasonCredentialsMissing, ReasonInvalidAddress or
-	// ReasonTransportUnsupported.
+	// Reason is ReasonCredentialsMissing, ReasonInvalidAddress,
+	// ReasonTLSSecretMissing or ReasonSecretAccessDenied.
 	Reason string
 	// Message says what to fix, for the Ready condition.
 	Message string
@@ -41,15 +41,16 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 		RingTimeout: DefaultRingTimeout,
 		DTMF:        t.Spec.DTMF,
 	}
+	if out.Transport == "" && strings.HasPrefix(t.Spec.Address, "sips:") {
+		out.Transport = string(switchboardv1.SIPTransportTLS)
+	}
 	if t.Spec.RingTimeoutSeconds > 0 {
 		out.RingTimeout = time.Duration(t.Spec.RingTimeoutSeconds) * time.Second
 	}
-	if t.Spec.Transport == switchboardv1.SIPTransportTLS {
-		// The engine speaks SIP over UDP and TCP; TLS (and SRTP) come later.
-		return engine.Trunk{}, &ConfigError{Reason: switchboardv1.ReasonTransportUnsupported,
-			Message: "spec.transport tls is not supported yet: use udp or tcp"}
-	}
 	if err := checkAddress(t.Spec.Address, out.Transport); err != nil {
+		return engine.Trunk{}, err
+	}
+	if err := resolveSecurity(ctx, secrets, t, &out); err != nil {
 		return engine.Trunk{}, err
 	}
 	if t.Spec.CredentialsSecretRef == nil {
@@ -64,12 +65,17 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 }
 
 // checkAddress rejects what the engine cannot dial, with the engine's own
-// parser. The CRD's pattern lets sips: through (TLS is spec.transport's
-// job), and anything without spaces or @ after the scheme.
+// parser. The CRD's pattern lets anything without spaces or @ after the
+// scheme through.
 func checkAddress(addr, transport string) error {
-	if !strings.HasPrefix(addr, "sip:") {
+	sips := strings.HasPrefix(addr, "sips:")
+	if !strings.HasPrefix(addr, "sip:") && !sips {
 		return &ConfigError{Reason: switchboardv1.ReasonInvalidAddress,
-			Message: fmt.Sprintf("spec.address %q must start with sip: (for TLS, set spec.transport to tls)", addr)}
+			Message: fmt.Sprintf("spec.address %q must start with sip: or sips:", addr)}
+	}
+	if sips && transport != "" && transport != string(switchboardv1.SIPTransportTLS) {
+		return &ConfigError{Reason: switchboardv1.ReasonInvalidAddress,
+			Message: fmt.Sprintf("spec.address %q is sips: but spec.transport is %s: set it to tls", addr, transport)}
 	}
 	var u sipmsg.Uri
 	if err := sipmsg.ParseUri(addr, &u); err != nil || u.Host == "" || u.Port < 0 || u.Port > 65535 {

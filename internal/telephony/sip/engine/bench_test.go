@@ -111,10 +111,13 @@ func (s *benchSipp) errors() string {
 }
 
 // cpu is the CPU time sipp used so far (user + system).
-func (s *benchSipp) cpu(b *testing.B) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
+func (s *benchSipp) cpu(b *testing.B) time.Duration { return pidCPU(b, s.Pid()) }
+
+// pidCPU is the CPU time process pid used so far (user + system).
+func pidCPU(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatalf("sipp's CPU time: %v", err)
+		b.Fatalf("the CPU time of process %d: %v", pid, err)
 	}
 	// The fields after the command name, which is in parentheses: utime
 	// and stime are fields 14 and 15 of the line, 12 and 13 after ")".

@@ -162,6 +162,8 @@ var hangupReasons = map[string]string{
 	conversation.ReasonInactivity:       conversation.ReasonInactivity,
 	// The far end asked for media where the operator's policy sends none.
 	HangupByAddressRefused: HangupByAddressRefused,
+	// The trunk requires SRTP and the callee answered without it.
+	HangupBySRTPRequired: HangupBySRTPRequired,
 }
 
 // Disposition is the REST API's disposition of the call: AnsweringMachine

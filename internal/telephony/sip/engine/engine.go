@@ -29,11 +29,18 @@ import (
 
 // Trunk is the SIP trunk a call goes out on.
 type Trunk struct {
-	// Address is the trunk's SIP URI, sip:host[:port][;transport=tcp].
+	// Address is the trunk's SIP URI, sip:host[:port][;transport=tcp], or
+	// sips:host[:port] (TLS).
 	Address string
-	// Transport is "udp" or "tcp"; when empty, the transport parameter of
-	// Address, else udp.
+	// Transport is "udp", "tcp" or "tls"; when empty, the transport
+	// parameter of Address, else tls for a sips: address, else udp.
 	Transport string
+	// TLS verifies and authenticates a tls trunk; nil verifies against the
+	// system's roots with the address's host.
+	TLS *TrunkTLS
+	// Media is MediaRTP (or empty), MediaSRTPPreferred or
+	// MediaSRTPRequired.
+	Media string
 	// Username and Password answer 401 and 407 digest challenges.
 	Username, Password string
 	// RingTimeout is how long the call may ring before we CANCEL it; zero
@@ -314,6 +321,10 @@ type EngineConfig struct {
 	// BindPort is the SIP port (UDP and TCP) on BindHost, also announced
 	// with ExternalHost; an ephemeral port when zero.
 	BindPort int
+	// TLSBindPort is the SIP over TLS port on BindHost; an ephemeral port
+	// when zero (calls go out on connections we open: peers answer on
+	// them).
+	TLSBindPort int
 	// RTPPorts is the UDP range calls' media (RTP on even ports, RTCP on
 	// the next) is bound in: two ports a call. Zero: ephemeral ports.
 	RTPPorts PortRange
@@ -366,6 +377,7 @@ type EngineConfig struct {
 // In-dialog re-INVITEs are handled by diago, UPDATEs by the engine.
 type Engine struct {
 	cfg    EngineConfig
+	tls    *tlsPolicies
 	ua     *sipgo.UserAgent
 	dg     *diago.Diago
 	cancel context.CancelFunc
@@ -395,7 +407,12 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if cfg.GreetingMaxWait == 0 {
 		cfg.GreetingMaxWait = 30 * time.Second
 	}
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent(cfg.UserAgent))
+	policies := &tlsPolicies{}
+	listenTLS, err := serverTLS(cfg.BindHost)
+	if err != nil {
+		return nil, fmt.Errorf("sip tls certificate: %w", err)
+	}
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent(cfg.UserAgent), sipgo.WithUserAgenTLSConfig(policies.config()))
 	if err != nil {
 		return nil, fmt.Errorf("sip user agent: %w", err)
 	}
@@ -414,6 +431,13 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 			ExternalHost: cfg.ExternalHost,
 		}))
 	}
+	opts = append(opts, diago.WithTransport(diago.Transport{
+		ID: "tls", Transport: "tls", BindHost: cfg.BindHost, BindPort: cfg.TLSBindPort,
+		ExternalHost: cfg.ExternalHost, TLSConf: listenTLS,
+		// sip: URIs with transport=tls, as RFC 5630 advises for hop-by-hop
+		// TLS.
+		TLSURINoSIPS: true,
+	}))
 	cfg.RTPPorts.apply()
 	dg := diago.NewDiago(ua, opts...)
 	srv.OnUpdate(func(req *sipmsg.Request, tx sipmsg.ServerTransaction) { answerUpdate(dg, req, tx) })
@@ -427,7 +451,7 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		_ = ua.Close()
 		return nil, fmt.Errorf("sip listen on %s: %w", cfg.BindHost, err)
 	}
-	return &Engine{cfg: cfg, ua: ua, dg: dg, cancel: cancel}, nil
+	return &Engine{cfg: cfg, tls: policies, ua: ua, dg: dg, cancel: cancel}, nil
 }
 
 // PortRange is an inclusive range of UDP ports, First even and an even
@@ -507,7 +531,7 @@ func (e *Engine) Close() error {
 func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 	var u sipmsg.Uri
 	addr := t.Address
-	if !strings.HasPrefix(addr, "sip:") {
+	if !strings.HasPrefix(addr, "sip:") && !strings.HasPrefix(addr, "sips:") {
 		addr = "sip:" + addr
 	}
 	if err := sipmsg.ParseUri(addr, &u); err != nil || u.Host == "" {
@@ -518,12 +542,17 @@ func (t Trunk) target(number string) (sipmsg.Uri, string, error) {
 		transport, _ = u.UriParams.Get("transport")
 		transport = strings.ToLower(transport)
 	}
-	switch transport {
-	case "":
+	switch {
+	case transport == "" && strings.HasPrefix(addr, "sips:"):
+		transport = "tls"
+	case transport == "":
 		transport = "udp"
-	case "udp", "tcp":
+	case transport == "udp", transport == "tcp", transport == "tls":
 	default:
-		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp or tcp", transport)
+		return sipmsg.Uri{}, "", fmt.Errorf("trunk transport %q: want udp, tcp or tls", transport)
+	}
+	if transport != "tls" && strings.HasPrefix(addr, "sips:") {
+		return sipmsg.Uri{}, "", fmt.Errorf("trunk address %q is sips: but the transport is %s", t.Address, transport)
 	}
 	if number == "" {
 		return sipmsg.Uri{}, "", errors.New("no number to call")
@@ -551,15 +580,9 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	if err := c.validate(); err != nil {
 		return Result{}, err
 	}
-	t, err = e.cfg.Guard.Pin(ctx, t)
+	t, err = e.Pin(ctx, t)
 	if err != nil {
-		var refused *AddressError
-		if errors.As(err, &refused) {
-			return Result{}, err
-		}
-		// As when sipgo's own lookup fails: the INVITE cannot be sent.
-		e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
-		return Result{Outcome: Outcome{TransportError: true}}, nil
+		return e.unpinned(err)
 	}
 
 	// Create the recording before dialing: a call answered only to be hung
@@ -576,15 +599,12 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		}
 	}()
 
-	d, err := e.dg.NewDialog(recipient, diago.NewDialogOptions{TransportID: transport})
-	if err != nil {
-		return Result{}, fmt.Errorf("new dialog: %w", err)
+	media := newMediaWatch(e.cfg.Guard)
+	d, ctx, res, up, err := e.dialTrunk(ctx, t, c, recipient, transport, media)
+	if d == nil {
+		return res, err
 	}
 	defer func() { _ = d.Close() }()
-	d.InviteRequest.SetDestination(t.Destination.String())
-
-	media := newMediaWatch(e.cfg.Guard)
-	res, up, err := e.invite(ctx, d, t, c, recipient, media)
 	if res.Answered && c.OnAnswer != nil {
 		c.OnAnswer(res.AnsweredAt)
 	}
@@ -597,8 +617,8 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
 		return res, refused
 	}
-	if refused := e.cfg.Guard.media(&d.DialogMedia); refused != nil {
-		res.EndedAt, res.HangupBy = time.Now(), HangupByAddressRefused
+	if hangup, refused := e.refuseMedia(d, t); hangup != "" {
+		res.EndedAt, res.HangupBy = time.Now(), hangup
 		return res, errors.Join(refused, e.ackBye(ctx, d))
 	}
 	if err := d.Ack(ctx); err != nil {
@@ -613,10 +633,84 @@ func (e *Engine) Place(ctx context.Context, t Trunk, c CallSpec) (Result, error)
 	return res, cerr
 }
 
+// dialTrunk dials as the trunk's media says: with SRTP when it offers
+// it, and once more in clear when it prefers SRTP and the callee refused
+// the SRTP offer (RTP/SAVP) outright with 488.
+func (e *Engine) dialTrunk(ctx context.Context, t Trunk, c CallSpec, recipient sipmsg.Uri, transport string,
+	media *mediaWatch) (*diago.DialogClientSession, context.Context, Result, bool, error) {
+	d, ctx, res, up, err := e.dial(ctx, t, c, recipient, transport, media, t.srtpOffered())
+	if d != nil && !up && t.Media == MediaSRTPPreferred && res.Outcome.StatusCode == sipmsg.StatusNotAcceptableHere {
+		_ = d.Close()
+		return e.dial(ctx, t, c, recipient, transport, media, false)
+	}
+	return d, ctx, res, up, err
+}
+
+// dial sends one INVITE on a new dialog, offering SRTP when srtp, and
+// returns the dialog (nil when none could be made), the context of the
+// call (secureDialog's) and invite's answer.
+func (e *Engine) dial(ctx context.Context, t Trunk, c CallSpec, recipient sipmsg.Uri, transport string, media *mediaWatch,
+	srtp bool) (*diago.DialogClientSession, context.Context, Result, bool, error) {
+	d, err := e.dg.NewDialog(recipient, diago.NewDialogOptions{TransportID: transport})
+	if err != nil {
+		return nil, ctx, Result{}, false, fmt.Errorf("new dialog: %w", err)
+	}
+	d.InviteRequest.SetDestination(t.Destination.String())
+	if ctx, err = e.secureDialog(ctx, d, t, transport, recipient, srtp); err != nil {
+		_ = d.Close()
+		return nil, ctx, Result{}, false, err
+	}
+	res, up, err := e.invite(ctx, d, t, c, recipient, media)
+	return d, ctx, res, up, err
+}
+
+// unpinned is Place's result when Pin failed: a refused address or TLS
+// connection is the error, a host that does not resolve an unreachable
+// call, as when sipgo's own lookup fails.
+func (e *Engine) unpinned(err error) (Result, error) {
+	var refused *AddressError
+	var insecure *TLSError
+	if errors.As(err, &refused) || errors.As(err, &insecure) {
+		return Result{Outcome: Outcome{TransportError: insecure != nil}}, err
+	}
+	e.cfg.Logger.Debug("trunk host lookup failed", "error", err)
+	return Result{Outcome: Outcome{TransportError: true}}, nil
+}
+
+// refuseMedia is why an answer's media must not be used (a HangupBy
+// value, and the guard's error), or "": an address the guard refuses, or
+// clear RTP on a trunk that requires SRTP (no clear audio, not even ours).
+func (e *Engine) refuseMedia(d *diago.DialogClientSession, t Trunk) (string, error) {
+	if refused := e.cfg.Guard.media(&d.DialogMedia); refused != nil {
+		return HangupByAddressRefused, refused
+	}
+	if t.Media == MediaSRTPRequired && !answeredSRTP(d.InviteResponse.Body()) {
+		return HangupBySRTPRequired, nil
+	}
+	return "", nil
+}
+
 // Pin resolves and checks the trunk's address with the engine's Guard
-// (AddressGuard.Pin).
+// (AddressGuard.Pin) and, for a tls trunk, opens and verifies its
+// connection (a *TLSError when that fails: nothing is sent then). A tls
+// trunk that cannot be connected to at all is left for the call to find
+// unreachable, as any dead trunk is.
 func (e *Engine) Pin(ctx context.Context, t Trunk) (Trunk, error) {
-	return e.cfg.Guard.Pin(ctx, t)
+	t, err := e.cfg.Guard.Pin(ctx, t)
+	if err != nil {
+		return t, err
+	}
+	recipient, transport, err := t.target("pin")
+	if err != nil || transport != "tls" {
+		return t, err
+	}
+	var insecure *TLSError
+	if err := e.secure(ctx, t, recipient); errors.As(err, &insecure) {
+		return t, err
+	} else if err != nil {
+		e.cfg.Logger.Debug("tls trunk connection failed", "error", err)
+	}
+	return t, nil
 }
 
 // ackBye acknowledges an answer and hangs it up at once, before any media

@@ -106,7 +106,11 @@ func (g AddressGuard) lookup(ctx context.Context, host string, p int, transport 
 		return addrs, port(p, transport), nil
 	}
 	if p == 0 {
-		if _, srv, serr := r.LookupSRV(ctx, "sip", transport, host); serr == nil && len(srv) > 0 {
+		service, proto := "sip", transport
+		if transport == "tls" { // RFC 3263: _sips._tcp
+			service, proto = "sips", "tcp"
+		}
+		if _, srv, serr := r.LookupSRV(ctx, service, proto, host); serr == nil && len(srv) > 0 {
 			target := strings.TrimSuffix(srv[0].Target, ".")
 			if addrs, err = r.LookupNetIP(ctx, "ip", target); err == nil && len(addrs) > 0 {
 				return addrs, srv[0].Port, nil

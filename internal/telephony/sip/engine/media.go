@@ -452,6 +452,9 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 	var clock rtpClock
 	for {
 		n, err := r.Read(buf)
+		if err != nil && badSRTPPacket(err) {
+			continue // one forged, replayed or clear packet: the call goes on
+		}
 		if err != nil {
 			return
 		}

@@ -41,6 +41,9 @@ type ProbeResult struct {
 	// Refused is set when the guard refused the trunk's address: no
 	// OPTIONS was sent. Err says why.
 	Refused bool
+	// TLS is set when the trunk's TLS connection failed verification or
+	// its handshake: no OPTIONS was sent. Err says why.
+	TLS *TLSError
 	// RTT is the time from sending OPTIONS (the last one, when challenged)
 	// to its final response.
 	RTT time.Duration
@@ -78,10 +81,14 @@ func (e *Engine) Probe(ctx context.Context, t Trunk) ProbeResult {
 		return ProbeResult{Err: err}
 	}
 	recipient.User = ""
-	t, err = e.cfg.Guard.Pin(ctx, t)
+	t, err = e.Pin(ctx, t)
 	var refused *AddressError
+	var insecure *TLSError
 	if errors.As(err, &refused) {
 		return ProbeResult{Err: err, Refused: true}
+	} else if errors.As(err, &insecure) {
+		// Nothing was sent: the trunk is not the one it claims to be.
+		return ProbeResult{Err: err, TLS: insecure}
 	} else if err != nil {
 		return ProbeResult{Err: errUnreachable, Cause: err}
 	}

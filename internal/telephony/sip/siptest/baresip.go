@@ -30,11 +30,15 @@ type Baresip struct {
 // playing voice (8 kHz mono 16-bit) as its audio, and stops it when the
 // test ends. Its SIP port is found free for UDP, but baresip binds TCP on
 // it too, where another process may be: then it tries other ports.
-func StartBaresip(t testing.TB, user string, voice []int16) *Baresip {
+func StartBaresip(t testing.TB, user string, voice []int16, opts ...BaresipOption) *Baresip {
 	t.Helper()
 	wav := writeMonoWAV(t, voice)
+	var o baresipOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	for attempt := 1; ; attempt++ {
-		b, err := launchBaresip(t, user, wav)
+		b, err := launchBaresip(t, user, wav, o)
 		if err == nil {
 			return b
 		}
@@ -45,7 +49,18 @@ func StartBaresip(t testing.TB, user string, voice []int16) *Baresip {
 	}
 }
 
-func launchBaresip(t testing.TB, user, wav string) (*Baresip, error) {
+// BaresipOption changes how StartBaresip configures baresip.
+type BaresipOption func(*baresipOptions)
+
+type baresipOptions struct{ mediaenc string }
+
+// WithMediaEnc sets the account's media encryption (its srtp module):
+// "srtp" (offered and accepted, clear RTP too) or "srtp-mand" (SRTP only).
+func WithMediaEnc(mediaenc string) BaresipOption {
+	return func(o *baresipOptions) { o.mediaenc = mediaenc }
+}
+
+func launchBaresip(t testing.TB, user, wav string, o baresipOptions) (*Baresip, error) {
 	t.Helper()
 	dir := t.TempDir()
 	sipPort, ctrlPort := FreePort(t, "udp"), FreePort(t, "tcp")
@@ -68,9 +83,14 @@ module_app menu.so
 module_app ctrl_tcp.so
 ctrl_tcp_listen %s
 `, b.Addr, wav, baresipModules(t), b.ctrlAddr)
+	account := "<sip:" + user + "@127.0.0.1>;regint=0;answermode=auto"
+	if o.mediaenc != "" {
+		config += "module srtp.so\n"
+		account += ";mediaenc=" + o.mediaenc
+	}
 	for name, content := range map[string]string{
 		"config":   config,
-		"accounts": "<sip:" + user + "@127.0.0.1>;regint=0;answermode=auto\n",
+		"accounts": account + "\n",
 		"contacts": "",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {

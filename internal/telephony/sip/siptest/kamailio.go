@@ -66,7 +66,7 @@ func launchKamailio(t testing.TB, path string, port int, cfg KamailioConfig) (*K
 	// with it: it runs in its own process group); -E: log to stderr; small
 	// memory pools, as for a test.
 	k := &Kamailio{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Process: Start(t, "apt-get install -y kamailio", "kamailio", "-DD", "-E", "-f", conf,
+		Process: Start(t, kamailioTLSInstall, "kamailio", "-DD", "-E", "-f", conf,
 			"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")}
 	return k, k.waitListening(port)
 }
