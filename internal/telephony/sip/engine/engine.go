@@ -665,6 +665,9 @@ func (e *Engine) invite(ctx context.Context, d *diago.DialogClientSession, t Tru
 	if c.CallID != "" {
 		headers = append(headers, sipmsg.NewHeader("X-Switchboard-Call-ID", c.CallID))
 	}
+	for _, h := range c.Headers {
+		headers = append(headers, sipmsg.NewHeader(h.Name, h.Value))
+	}
 	err := d.Invite(inviteCtx, diago.InviteClientOptions{
 		Username: t.Username,
 		Password: t.Password,
