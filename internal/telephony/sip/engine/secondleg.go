@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	voice "github.com/switchboard-dev/switchboard/internal/telephony/media"
 )
 
 // secondLeg is a bridged or warm transfer's call to the person, on the
@@ -35,8 +37,13 @@ type secondLeg struct {
 	whisper atomic.Pointer[playback]
 	// keys are the person's keys; when full, keys are dropped.
 	keys chan byte
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// ear, when a warm transfer's person may accept by speech, cuts what
+	// they say before the bridge into utterances for utters (dropped when
+	// it is full); nil otherwise.
+	ear    *voice.Segmenter
+	utters chan []int16
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // dial calls the person on the callee's trunk: the trunk's limits count
@@ -62,6 +69,9 @@ func (lc *liveCall) dial(ctx context.Context, t Transfer, out *telephony.Transfe
 		return nil
 	}
 	leg.release = release
+	if t.Mode == switchboardv1.TransferWarm && lc.spec.Recognizer != nil {
+		leg.ear = voice.NewSegmenter(lc.e.cfg.VAD, leg.onSpeech)
+	}
 	if err := leg.start(); err != nil {
 		leg.close()
 		out.Result, out.Detail = switchboardv1.TransferFailed, err.Error()
@@ -111,7 +121,7 @@ func (lc *liveCall) invitePerson(ctx context.Context, t Transfer, out *telephony
 	}
 	out.SIPStatus = res.Outcome.StatusCode
 	return &secondLeg{e: e, d: d, answeredAt: res.AnsweredAt, toPerson: newPCMRing(), fromPerson: newPCMRing(),
-		keys: make(chan byte, 16), stop: make(chan struct{})}, nil
+		keys: make(chan byte, 16), utters: make(chan []int16, 2), stop: make(chan struct{})}, nil
 }
 
 // notAnswered says why the person's phone did not answer: busy (486,
@@ -216,12 +226,26 @@ func (l *secondLeg) listen(r io.Reader, packets *media.RTPPacketReader) {
 			}
 			continue
 		}
-		if !l.joined.Load() {
-			continue
-		}
-		if pcm = decode(pcm[:0], h.PayloadType, buf[:n]); len(pcm) > 0 {
+		pcm = decode(pcm[:0], h.PayloadType, buf[:n])
+		switch {
+		case len(pcm) == 0:
+		case l.joined.Load():
 			l.fromPerson.write(pcm)
+		case l.ear != nil:
+			l.ear.Write(pcm)
 		}
+	}
+}
+
+// onSpeech hands what the person said before the bridge to the accept's
+// recognition.
+func (l *secondLeg) onSpeech(ev voice.Event) {
+	if ev != voice.UtteranceEnded {
+		return
+	}
+	select {
+	case l.utters <- slices.Clone(l.ear.Utterance().PCM):
+	default:
 	}
 }
 

@@ -3,7 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
@@ -69,6 +73,14 @@ func (lc *liveCall) awaitAccept(ctx context.Context, leg *secondLeg, t Transfer,
 	if timeout <= 0 {
 		timeout = defaultAcceptTimeout
 	}
+	spoken := make(chan struct{}, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if leg.ear != nil {
+		wg.Go(func() { lc.hearAccept(rctx, leg, spoken) })
+	}
 	said := leg.say(t.Whisper)
 	// The whisper's end starts the wait; should the person's media stop
 	// before it ended, the whole wait still has an end.
@@ -88,6 +100,8 @@ func (lc *liveCall) awaitAccept(ctx context.Context, leg *secondLeg, t Transfer,
 			if string(k) == digit {
 				return true
 			}
+		case <-spoken:
+			return true
 		case <-after:
 			out.Result, out.Detail = switchboardv1.TransferDeclined, fmt.Sprintf("the person did not accept within %s", timeout)
 			return false
@@ -102,6 +116,32 @@ func (lc *liveCall) awaitAccept(ctx context.Context, leg *secondLeg, t Transfer,
 			return false
 		}
 	}
+}
+
+// acceptWords are what a person says to accept a warm transfer.
+var acceptWords = []string{"yes", "accept"}
+
+// hearAccept recognizes what the person says until they say an accept
+// word (then spoken gets a value) or ctx ends.
+func (lc *liveCall) hearAccept(ctx context.Context, leg *secondLeg, spoken chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case pcm := <-leg.utters:
+			r, err := lc.spec.Recognizer.Recognize(ctx, pcm, acceptWords)
+			if err == nil && saysAccept(r.Text) {
+				spoken <- struct{}{}
+				return
+			}
+		}
+	}
+}
+
+// saysAccept reports whether text has an accept word.
+func saysAccept(text string) bool {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) })
+	return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(acceptWords, w) })
 }
 
 // connect joins the callee and the person until either hangs up (or the

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+	"github.com/switchboard-dev/switchboard/internal/conversation"
+	"github.com/switchboard-dev/switchboard/internal/telephony"
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
 
@@ -237,4 +239,65 @@ func ringBehindProxy(t *testing.T) []string {
     </action>
   </recv>`,
 		"SIP/2.0 487 Request Terminated\n      [last_Via:]", "SIP/2.0 487 Request Terminated\n      Via: [$via1]\n      Via: [$via2]")
+}
+
+// What a person says accepts a warm transfer when it has "yes" or
+// "accept" as a word.
+func TestSaysAccept(t *testing.T) {
+	for text, want := range map[string]bool{
+		"Yes.":                  true,
+		"yes, put them through": true,
+		"I accept":              true,
+		"no":                    false,
+		"yesterday":             false,
+		"":                      false,
+	} {
+		if got := saysAccept(text); got != want {
+			t.Errorf("saysAccept(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// fixedVoice says every line as the same audio, and notes the lines.
+type fixedVoice struct{ said []string }
+
+func (v *fixedVoice) Speak(_ context.Context, text string) ([]int16, error) {
+	v.said = append(v.said, text)
+	return tone(100 * time.Millisecond), nil
+}
+
+// A conversation's warm transfer whose whisper holds {{summary}}: the
+// model's summary fills it and the line's voice says it, before the
+// transfer is made; a whisper without it is left as the policy rendered
+// it.
+func TestConversationWhisperSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name, whisper, want string
+		spoken              bool
+	}{
+		{"summary", "Transferred call: {{summary}} Press 1 to accept.",
+			"Transferred call: Wants a refund for order 12. Press 1 to accept.", true},
+		{"no summary", "Press 1 to accept.", "Press 1 to accept.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &fixedVoice{}
+			var got Transfer
+			l := &sipLine{voice: v, options: &Transfer{Mode: switchboardv1.TransferWarm, WhisperText: tc.whisper},
+				transfer: func(_ context.Context, tr Transfer) telephony.TransferOutcome {
+					got = tr
+					return telephony.TransferOutcome{Result: switchboardv1.TransferDeclined}
+				}}
+			res := l.Transfer(t.Context(), conversation.TransferRequest{Number: personNumber,
+				Summary: "Wants a refund for order 12."})
+			if res.Connected || res.Result != string(switchboardv1.TransferDeclined) {
+				t.Errorf("result %+v: want the transfer's declined", res)
+			}
+			if got.To != personNumber || got.WhisperText != tc.want {
+				t.Errorf("transfer to %q whispering %q: want %q", got.To, got.WhisperText, tc.want)
+			}
+			if spoken := len(got.Whisper) > 0; spoken != tc.spoken || (tc.spoken && v.said[0] != tc.want) {
+				t.Errorf("whisper spoken %v (%q): want %v", spoken, v.said, tc.spoken)
+			}
+		})
+	}
 }
