@@ -301,3 +301,25 @@ func TestConversationWhisperSummary(t *testing.T) {
 		})
 	}
 }
+
+// A callee who hangs up while bridged to the person (cold, by bridge):
+// the person is hung up too, and the call's end is the transfer's.
+func TestBridgeTransferCalleeHangsUp(t *testing.T) {
+	e := newEngine(t, EngineConfig{})
+	callee := startSipp(t, "udp", editedScenario(t, "callee_bye.xml",
+		"[last_CSeq:]\n      Contact:", "[last_CSeq:]\n      [last_Record-Route:]\n      Contact:",
+		"CSeq: 1 BYE\n", "CSeq: 1 BYE\n      [routes]\n", "[talk_ms]", "2000")...)
+	person := siptest.StartBaresip(t, personNumber, tone(20*time.Second))
+	k := startBridgePBX(t, callee.addr, person.Addr)
+	res := place(t, e, pbxTrunk(k), CallSpec{AllowTransfer: allowAll, MaxDuration: 20 * time.Second,
+		Script: transferScript(Transfer{Method: switchboardv1.TransferByBridge, Hold: tone(300 * time.Millisecond),
+			HoldText: "Please hold."})})
+	callee.wait(t)
+	person.WaitCallEnded(t)
+	if res.Transfer == nil || res.Transfer.Result != switchboardv1.TransferBridged || res.Transfer.SecondLeg <= 0 {
+		t.Fatalf("transfer %+v: want bridged, with the second leg's length", res.Transfer)
+	}
+	if res.HangupBy != HangupByTransfer {
+		t.Errorf("hung up by %q, want the transfer", res.HangupBy)
+	}
+}
