@@ -97,7 +97,8 @@ func assertBackWithAgent(t *testing.T, res Result, want switchboardv1.TransferRe
 // A bridged transfer to a busy person, and to one whose phone rings past
 // the ring timeout (CANCEL): the callee hears the hold line, then the
 // agent again at the script's next step, with the outcome in the result;
-// the second call's place in the trunk's limits is given back.
+// the second call's place in the trunk's limits is given back, and its
+// INVITE carries the call's headers (checked by the busy person).
 func TestBridgeTransferFails(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	for _, tc := range []struct {
@@ -106,7 +107,7 @@ func TestBridgeTransferFails(t *testing.T) {
 		want   switchboardv1.TransferResult
 		status int
 	}{
-		{"busy", scenario(t, "reject.xml", "status", "486", "reason", "Busy Here"), switchboardv1.TransferBusy, 486},
+		{"busy", busyCheckingHeaders(t), switchboardv1.TransferBusy, 486},
 		{"no answer", ringBehindProxy(t), switchboardv1.TransferNoAnswer, 487},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,8 +115,8 @@ func TestBridgeTransferFails(t *testing.T) {
 			person := startSipp(t, "udp", tc.person...)
 			k := startBridgePBX(t, callee.addr, person.addr)
 			var limits legLimits
-			res := place(t, e, pbxTrunk(k), CallSpec{AllowTransfer: allowAll, SecondLeg: limits.take,
-				Script: transferScript(Transfer{Method: switchboardv1.TransferByBridge, RingTimeout: time.Second,
+			res := place(t, e, pbxTrunk(k), CallSpec{CallID: "call-42", Headers: []Header{{Name: "X-Ticket", Value: "T-7"}},
+				AllowTransfer: allowAll, SecondLeg: limits.take, Script: transferScript(Transfer{Method: switchboardv1.TransferByBridge, RingTimeout: time.Second,
 					Hold: tone(300 * time.Millisecond), HoldText: "Please hold."})})
 			person.wait(t)
 			callee.wait(t)
@@ -322,4 +323,18 @@ func TestBridgeTransferCalleeHangsUp(t *testing.T) {
 	if res.HangupBy != HangupByTransfer {
 		t.Errorf("hung up by %q, want the transfer", res.HangupBy)
 	}
+}
+
+// busyCheckingHeaders is reject.xml answering 486 to an INVITE that
+// carries the call's headers (sipp fails the call when one is missing).
+func busyCheckingHeaders(t *testing.T) []string {
+	t.Helper()
+	args := scenario(t, "reject.xml", "status", "486", "reason", "Busy Here")
+	return siptest.EditedScenario(t, args[1], `<recv request="INVITE"/>`, `<recv request="INVITE">
+    <action>
+      <ereg regexp="^ *T-7$" search_in="hdr" header="X-Ticket:" check_it="true" assign_to="ticket"/>
+      <ereg regexp="^ *call-42$" search_in="hdr" header="X-Switchboard-Call-ID:" check_it="true" assign_to="call"/>
+    </action>
+  </recv>
+  <Reference variables="ticket,call"/>`)
 }
