@@ -40,8 +40,9 @@ func (r *pcmRing) write(pcm []int16) {
 }
 
 // read fills frame with the next audio, silence when there is not a full
-// frame (or not yet the prebuffer again, after it ran dry).
-func (r *pcmRing) read(frame []int16) {
+// frame (or not yet the prebuffer again, after it ran dry); it reports
+// whether frame holds audio.
+func (r *pcmRing) read(frame []int16) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.primed && r.size >= bridgePrebuffer {
@@ -50,13 +51,14 @@ func (r *pcmRing) read(frame []int16) {
 	if !r.primed || r.size < len(frame) {
 		r.primed = false
 		clear(frame)
-		return
+		return false
 	}
 	for i := range frame {
 		frame[i] = r.buf[r.head]
 		r.head = (r.head + 1) % len(r.buf)
 	}
 	r.size -= len(frame)
+	return true
 }
 
 // reset forgets what is held (the start of a bridge: what came before is

@@ -444,7 +444,7 @@ func (m *callMedia) fill(cur *playback, frame []int16) (*playback, bool) {
 		cur = nil
 	}
 	if leg := m.peer.Load(); leg != nil {
-		leg.fromPerson.read(frame)
+		leg.toCallee(frame)
 	} else if bot := m.bot.Load(); bot != nil {
 		bot.NextFrame(frame)
 	}

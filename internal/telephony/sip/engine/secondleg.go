@@ -32,6 +32,9 @@ type secondLeg struct {
 	// person's to the callee, while joined.
 	toPerson, fromPerson *pcmRing
 	joined               atomic.Bool
+	// heardAt is when the callee was first sent the person's audio
+	// (UnixNano; 0: not yet).
+	heardAt atomic.Int64
 	// whisper is being said to the person (nil: nothing is); its done is
 	// closed once it was.
 	whisper atomic.Pointer[playback]
@@ -266,6 +269,14 @@ func (l *secondLeg) join(m *callMedia) {
 	l.fromPerson.reset()
 	l.joined.Store(true)
 	m.peer.Store(l)
+}
+
+// toCallee fills a frame for the callee with the person's audio, and
+// notes when the first one went out.
+func (l *secondLeg) toCallee(frame []int16) {
+	if l.fromPerson.read(frame) && l.heardAt.Load() == 0 {
+		l.heardAt.Store(time.Now().UnixNano())
+	}
 }
 
 // hungUp is done once the person hung up.

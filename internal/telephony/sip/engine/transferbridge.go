@@ -149,6 +149,8 @@ func saysAccept(text string) bool {
 // bridged, and the callee's call ends with it.
 func (lc *liveCall) connect(ctx context.Context, leg *secondLeg, out telephony.TransferOutcome) telephony.TransferOutcome {
 	leg.join(lc.m)
+	// The callee reached the person when they were first sent the
+	// person's audio; a person who never sent any, at the join.
 	out.ConnectedAt = time.Now()
 	select {
 	case <-leg.hungUp():
@@ -156,6 +158,9 @@ func (lc *liveCall) connect(ctx context.Context, leg *secondLeg, out telephony.T
 	}
 	lc.m.peer.Store(nil)
 	leg.close()
+	if at := leg.heardAt.Load(); at != 0 {
+		out.ConnectedAt = time.Unix(0, at)
+	}
 	out.SecondLeg = time.Since(leg.answeredAt)
 	out.Result, out.Detail = switchboardv1.TransferBridged, ""
 	return out
