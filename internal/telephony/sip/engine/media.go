@@ -15,6 +15,8 @@ import (
 	"github.com/emiago/diago/media"
 	"github.com/zaf/g711"
 
+	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
+
 	"github.com/switchboard-dev/switchboard/internal/telephony/amd"
 	"github.com/switchboard-dev/switchboard/internal/telephony/audio"
 	voice "github.com/switchboard-dev/switchboard/internal/telephony/media"
@@ -80,7 +82,7 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, tru
 	close(m.stop)
 	var byeErr error
 	if hangupBy == HangupByCallee {
-		res.EndedAt, res.HangupBy = time.Now(), HangupByCallee
+		res.EndedAt, res.HangupBy = time.Now(), calleeHangup(res)
 	} else if byeErr = e.hangup(d, res, hangupBy); byeErr != nil {
 		byeErr = fmt.Errorf("bye: %w", byeErr)
 	}
@@ -96,6 +98,16 @@ func (e *Engine) converse(ctx context.Context, d *diago.DialogClientSession, tru
 	t.finish(res, m.recognizeTimeout, cancelTranscripts)
 	res.placeEvents()
 	return errors.Join(ctxErr, byeErr, recErr, closeErr)
+}
+
+// calleeHangup is who ended a call the callee hung up: the transfer, when
+// the callee had been bridged to a person (the call's end is the
+// transfer's), else the callee.
+func calleeHangup(res *Result) string {
+	if res.Transfer != nil && res.Transfer.Result == switchboardv1.TransferBridged {
+		return HangupByTransfer
+	}
+	return HangupByCallee
 }
 
 // endedBy says who ends the call, given who the script says (hangupBy, ""
@@ -216,6 +228,9 @@ type callMedia struct {
 	// bot is the stream of a call bridged to the organization's bot: it
 	// gets the callee's audio and fills the frames nothing else plays.
 	bot atomic.Pointer[stream.Session]
+	// peer is the person a transfer bridged the callee to (nil: none):
+	// they get the callee's audio and fill the frames nothing else plays.
+	peer atomic.Pointer[secondLeg]
 	// keypad keys the agent's digits (nil: it cannot).
 	keypad keypad
 	// underruns counts the frames of silence streamed playbacks played
@@ -426,7 +441,9 @@ func (m *callMedia) fill(cur *playback, frame []int16) (*playback, bool) {
 		m.finish(cur) // nothing was left of it: this frame is not its own
 		cur = nil
 	}
-	if bot := m.bot.Load(); bot != nil {
+	if leg := m.peer.Load(); leg != nil {
+		leg.toCallee(frame)
+	} else if bot := m.bot.Load(); bot != nil {
 		bot.NextFrame(frame)
 	}
 	return cur, cur != nil
@@ -487,6 +504,9 @@ func (m *callMedia) listen(r io.Reader, packets *media.RTPPacketReader) {
 		m.hear(pcm, started)
 		if bot := m.bot.Load(); bot != nil {
 			bot.Inbound(pcm, started)
+		}
+		if leg := m.peer.Load(); leg != nil {
+			leg.toPerson.write(pcm)
 		}
 	}
 }

@@ -236,7 +236,7 @@ func (e *Engine) voicemail(callCtx context.Context, v Voicemail, m *callMedia, r
 }
 
 // event appends a transcript event happening now.
-func (r *Result) event(speaker, text string) {
+func (r *Result) event(speaker, text string) { //nolint:unparam // the transcript has the callee's lines too
 	r.Events = append(r.Events, Event{At: time.Now(), Turn: telephony.Turn{Speaker: speaker, Text: text}})
 }
 

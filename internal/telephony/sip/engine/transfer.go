@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/emiago/diago"
@@ -11,6 +12,7 @@ import (
 
 	switchboardv1 "github.com/switchboard-dev/switchboard/api/v1alpha1"
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/tts"
 )
 
 // Transfer asks for the callee to be handed to a person: a script's
@@ -159,7 +161,29 @@ func (l *sipLine) Transfer(ctx context.Context, req conversation.TransferRequest
 	}
 	t := *l.options
 	t.To = req.Number
+	l.whisperSummary(ctx, &t, req.Summary)
 	out := l.transfer(ctx, t)
 	return conversation.TransferResult{Connected: out.Result.Succeeded(), Reason: out.DisconnectionReason(),
 		Result: string(out.Result), Detail: out.Detail}
+}
+
+// summaryPlaceholder in a conversation's whisper is the model's summary
+// of the call so far.
+const summaryPlaceholder = "{{summary}}"
+
+// whisperSummary fills a warm transfer's whisper that holds {{summary}}
+// with the model's summary and speaks it in the line's voice (before the
+// person is dialed, so that they do not wait for it). A voice that fails
+// leaves the whisper the policy rendered, if any.
+func (l *sipLine) whisperSummary(ctx context.Context, t *Transfer, summary string) {
+	if t.Mode != switchboardv1.TransferWarm || !strings.Contains(t.WhisperText, summaryPlaceholder) {
+		return
+	}
+	t.WhisperText = strings.TrimSpace(strings.ReplaceAll(t.WhisperText, summaryPlaceholder, summary))
+	if l.voice == nil {
+		return
+	}
+	if pcm, _, err := tts.SpeakNoting(ctx, l.voice, t.WhisperText); err == nil {
+		t.Whisper = pcm
+	}
 }
