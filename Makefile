@@ -154,6 +154,16 @@ bench-voice: ## Benchmark a line's time from its text to its first audio frame (
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'FirstAudio' -benchtime 60x -count 1
 	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentSpeakingCalls' -benchtime 1x -count 1 -timeout 30m
 
+.PHONY: bench-transfer
+bench-transfer: ## Benchmark the time from a transfer request to the callee hearing the person (REFER, bridge, warm) on loopback, then 50 concurrent bridged calls with both legs recorded (audio gaps, CPU).
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'Transfer(Refer|Bridge|Warm)' -benchtime 50x -count 1 -timeout 20m
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'ConcurrentBridges' -benchtime 1x -count 1 -timeout 20m
+
+.PHONY: bench-secure
+bench-secure: ## Benchmark CPU per call-second with SRTP against plain RTP on 100 concurrent recorded calls over TLS, and TLS call set-up p50/p95 with connection reuse.
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'SRTPCallSeconds' -benchtime 1x -count 1 -timeout 20m
+	go test ./internal/telephony/sip/engine/ -run '^$$' -bench 'TLSSetup' -benchtime 100x -count 1 -timeout 20m
+
 .PHONY: bench-speech
 bench-speech: ## Benchmark the recognizers over the held-out speech set: accuracy per category, WER, latency, CPU.
 	go test -tags pocketsphinx ./internal/telephony/speech/ -run '^$$' -bench 'HeldOut' -benchtime 1x -count 1 -timeout 30m
