@@ -17,13 +17,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pion/rtp"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
+	"github.com/switchboard-dev/switchboard/internal/testsupport"
 )
 
 // testCA is a certificate authority made by the test: nothing is
@@ -145,7 +145,7 @@ func TestTLSCallWithSRTP(t *testing.T) {
 	cert, key := ca.server(t)
 	callee := siptest.StartBaresip(t, "+14155550123", tone(3*time.Second), siptest.WithMediaEnc("srtp-mand"))
 	k := startKamailioTLS(t, cert, key, ca, callee.Addr)
-	var logs syncBuffer
+	var logs testsupport.Buffer
 	e := newEngine(t, EngineConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	trunk := tlsTrunk(k, &TrunkTLS{Roots: ca.pool(), ClientCert: ca.client(t)}, MediaSRTPRequired)
 
@@ -166,24 +166,6 @@ func TestTLSCallWithSRTP(t *testing.T) {
 	if out := logs.String(); out == "" || strings.Contains(out, "inline:") || strings.Contains(out, "PRIVATE KEY") {
 		t.Errorf("the engine's debug log is empty or has key material:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A trunk whose certificate does not verify is refused before anything is
