@@ -94,6 +94,10 @@ func registeredCondition(s registration.State) (metav1.ConditionStatus, string, 
 			return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, sip.TrunkAddressRefused(refused)
 		}
 		return metav1.ConditionFalse, switchboardv1.ReasonAddressRefused, res.Err.Error()
+	case res.TLS != nil && res.TLS.Kind == engine.TLSCertificateInvalid:
+		return metav1.ConditionFalse, switchboardv1.ReasonCertificateInvalid, res.Err.Error()
+	case res.TLS != nil:
+		return metav1.ConditionFalse, switchboardv1.ReasonTLSHandshakeFailed, res.Err.Error()
 	case !res.Reachable:
 		return metav1.ConditionFalse, switchboardv1.ReasonUnreachable, res.Err.Error()
 	case res.AuthFailed:

@@ -80,8 +80,8 @@ const RegisteredCondition = "Registered"
 
 // Reasons of a SIPTrunk's Registered condition (besides the Ready reasons
 // of a configuration Switchboard cannot use, and Unreachable,
-// AuthenticationFailed and AddressRefused, which mean for REGISTER what
-// they mean for OPTIONS).
+// AuthenticationFailed, AddressRefused, CertificateInvalid and
+// TLSHandshakeFailed, which mean for REGISTER what they mean for OPTIONS).
 const (
 	// ReasonRegistered: the registrar answered 200 to our REGISTER.
 	ReasonRegistered = "Registered"

@@ -43,6 +43,10 @@ type RegisterResult struct {
 	AuthFailed bool
 	// Refused: the guard refused the registrar's address; nothing was sent.
 	Refused bool
+	// TLS is set when the registrar's TLS connection failed verification
+	// or its handshake (as a call's or a probe's would): nothing was sent,
+	// never in clear text either. Err says why.
+	TLS *TLSError
 	// Err says why the REGISTER failed, in words for the trunk's
 	// condition; nil on a 200. Cause has the system's error, for the log.
 	Err, Cause error
@@ -95,10 +99,15 @@ func (r *Registrant) send(ctx context.Context, expires time.Duration, retried bo
 		return RegisterResult{Err: err}
 	}
 	recipient.User = ""
-	t, err := r.e.cfg.Guard.Pin(ctx, r.trunk)
+	// Engine.Pin, not the guard's: over TLS it also verifies the
+	// registrar's certificate before REGISTER (and our credentials) go out.
+	t, err := r.e.Pin(ctx, r.trunk)
 	var refused *AddressError
+	var insecure *TLSError
 	if errors.As(err, &refused) {
 		return RegisterResult{Err: err, Refused: true}
+	} else if errors.As(err, &insecure) {
+		return RegisterResult{Err: err, TLS: insecure}
 	} else if err != nil {
 		return RegisterResult{Err: errNoRegistrar, Cause: err}
 	}

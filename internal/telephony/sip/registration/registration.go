@@ -282,6 +282,8 @@ func result(r engine.RegisterResult) string {
 		return "registered"
 	case r.Refused:
 		return "address_refused"
+	case r.TLS != nil:
+		return "tls_failed"
 	case !r.Reachable:
 		return "unreachable"
 	case r.AuthFailed:
@@ -305,7 +307,7 @@ var (
 	}, []string{"namespace", "trunk"})
 	attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_siptrunk_register_attempts_total",
-		Help: "REGISTER requests sent by the leader, by result: registered, auth_failed, unreachable, registrar_error, address_refused; unregistered and unregister_failed for the removal of a binding.",
+		Help: "REGISTER requests sent by the leader, by result: registered, auth_failed, unreachable, registrar_error, address_refused, tls_failed (the registrar's certificate or TLS handshake failed); unregistered and unregister_failed for the removal of a binding.",
 	}, []string{"result"})
 )
 
