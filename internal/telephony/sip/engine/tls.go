@@ -107,6 +107,16 @@ func (p *tlsPolicies) remember(t *TrunkTLS) {
 	p.list = append(p.list, t)
 }
 
+// Equal reports settings that verify and authenticate alike (the same
+// roots, server name and client certificate), however they were built:
+// each resolution of a trunk builds new ones. Nil equals only nil.
+func (t *TrunkTLS) Equal(o *TrunkTLS) bool {
+	if t == nil || o == nil {
+		return t == o
+	}
+	return sameTLS(t, o)
+}
+
 func sameTLS(a, b *TrunkTLS) bool {
 	return a.ServerName == b.ServerName && sameCert(a.ClientCert, b.ClientCert) &&
 		(a.Roots == b.Roots || (a.Roots != nil && b.Roots != nil && a.Roots.Equal(b.Roots)))

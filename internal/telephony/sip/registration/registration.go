@@ -96,6 +96,16 @@ type Config struct {
 	Registration engine.Registration
 }
 
+// equal reports configs that register alike. The trunk's TLS settings
+// compare by value: every reconcile resolves new ones, and restarting the
+// loop for them would send a REGISTER per reconcile, each of which
+// triggers the next.
+func (c Config) equal(o Config) bool {
+	ct, ot := c.Trunk, o.Trunk
+	ct.TLS, ot.TLS = nil, nil
+	return ct == ot && c.Registration == o.Registration && c.Trunk.TLS.Equal(o.Trunk.TLS)
+}
+
 // sameBinding reports configs whose binding is the same at the registrar.
 func (c Config) sameBinding(o Config) bool {
 	return c.Registration.Registrar == o.Registration.Registrar && c.Registration.User == o.Registration.User &&
@@ -125,7 +135,7 @@ func (m *Manager) Ensure(key types.NamespacedName, cfg Config) {
 		return
 	}
 	if l, ok := m.loops[key]; ok {
-		if l.config == cfg {
+		if l.config.equal(cfg) {
 			return
 		}
 		l.keep = l.config.sameBinding(cfg)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,5 +223,51 @@ func TestBackoffAndRefresh(t *testing.T) {
 	}
 	if lo, hi := RefreshAfter(time.Hour, 0), RefreshAfter(time.Hour, 0.999); lo != 48*time.Minute || hi >= 54*time.Minute || hi < 53*time.Minute {
 		t.Errorf("refresh of an hour between %s and %s, want 48m to 54m", lo, hi)
+	}
+}
+
+// countingBinder counts the bindings made (one per loop started) and
+// answers every REGISTER 200.
+type countingBinder struct{ binds atomic.Int32 }
+
+func (c *countingBinder) Bind(engine.Trunk, engine.Registration) Binding {
+	c.binds.Add(1)
+	return okBinding{}
+}
+
+type okBinding struct{}
+
+func (okBinding) Register(context.Context) engine.RegisterResult {
+	return engine.RegisterResult{Reachable: true, StatusCode: 200, Granted: time.Hour}
+}
+
+func (okBinding) Unregister(context.Context) engine.RegisterResult {
+	return engine.RegisterResult{Reachable: true, StatusCode: 200}
+}
+
+// Each reconcile resolves a TLS trunk's settings anew: the same settings
+// keep the loop (no REGISTER per reconcile), other ones restart it.
+func TestEnsureComparesTLSSettingsByValue(t *testing.T) {
+	b := &countingBinder{}
+	m := New(b, nil)
+	go func() {
+		for range m.Changes() {
+		}
+	}()
+	t.Cleanup(m.Shutdown)
+	resolved := func(serverName string) Config {
+		c := config("127.0.0.1:5061", "tls", "alice", "secret")
+		c.Trunk.TLS = &engine.TrunkTLS{ServerName: serverName}
+		return c
+	}
+	for range 3 {
+		m.Ensure(trunkKey, resolved("carrier.test"))
+	}
+	if n := b.binds.Load(); n != 1 {
+		t.Fatalf("%d loops started for the same settings resolved three times, want 1", n)
+	}
+	m.Ensure(trunkKey, resolved("sip.carrier.test"))
+	if n := b.binds.Load(); n != 2 {
+		t.Errorf("%d loops started after the server name changed, want 2", n)
 	}
 }
