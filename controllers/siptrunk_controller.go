@@ -135,6 +135,7 @@ func (r *SIPTrunkReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	r.reportUsage(&trunk)
+	trunk.Status.Transport = sip.EffectiveTransport(&trunk)
 	trunk.Status.ObservedGeneration = trunk.Generation
 	r.announce(&trunk, before)
 	r.announceRegistered(&trunk, before)

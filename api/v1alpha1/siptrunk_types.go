@@ -235,6 +235,10 @@ type SIPTrunkSpec struct {
 
 // SIPTrunkStatus is the observed state of a SIPTrunk.
 type SIPTrunkStatus struct {
+	// transport is the transport calls use: spec.transport, else tls for a
+	// sips: address, else the address's transport parameter, else udp.
+	// +optional
+	Transport SIPTransport `json:"transport,omitempty"`
 	// activeCalls is how many calls ring or talk on the trunk now.
 	// +optional
 	ActiveCalls int32 `json:"activeCalls"`
@@ -273,7 +277,7 @@ type SIPTrunkStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=switchboard,shortName=trunk
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
-// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.transport`
 // +kubebuilder:printcolumn:name="Media",type=string,JSONPath=`.spec.media`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`

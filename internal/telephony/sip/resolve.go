@@ -64,6 +64,25 @@ func Resolve(ctx context.Context, secrets client.Reader, t *switchboardv1.SIPTru
 	return out, nil
 }
 
+// EffectiveTransport is the transport t's calls use: spec.transport, else
+// tls for a sips: address, else the address's transport parameter, else
+// udp. It is the trunk's status.transport, which kubectl get shows.
+func EffectiveTransport(t *switchboardv1.SIPTrunk) switchboardv1.SIPTransport {
+	switch {
+	case t.Spec.Transport != "":
+		return t.Spec.Transport
+	case strings.HasPrefix(t.Spec.Address, "sips:"):
+		return switchboardv1.SIPTransportTLS
+	}
+	var u sipmsg.Uri
+	if err := sipmsg.ParseUri(t.Spec.Address, &u); err == nil && u.UriParams != nil {
+		if p, ok := u.UriParams.Get("transport"); ok && p != "" {
+			return switchboardv1.SIPTransport(strings.ToLower(p))
+		}
+	}
+	return switchboardv1.SIPTransportUDP
+}
+
 // checkAddress rejects what the engine cannot dial, with the engine's own
 // parser. The CRD's pattern lets anything without spaces or @ after the
 // scheme through.

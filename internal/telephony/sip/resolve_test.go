@@ -101,3 +101,24 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// A trunk's status.transport is what its calls use, whichever way the spec
+// says it.
+func TestEffectiveTransport(t *testing.T) {
+	for _, tc := range []struct {
+		address   string
+		transport switchboardv1.SIPTransport
+		want      switchboardv1.SIPTransport
+	}{
+		{"sip:carrier.example", "", "udp"},
+		{"sip:carrier.example", "tcp", "tcp"},
+		{"sips:carrier.example", "", "tls"},
+		{"sip:carrier.example;transport=TCP", "", "tcp"},
+		{"sip:carrier.example;transport=tls", "", "tls"},
+	} {
+		tr := &switchboardv1.SIPTrunk{Spec: switchboardv1.SIPTrunkSpec{Address: tc.address, Transport: tc.transport}}
+		if got := EffectiveTransport(tr); got != tc.want {
+			t.Errorf("%s transport %q: %q, want %q", tc.address, tc.transport, got, tc.want)
+		}
+	}
+}
