@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony"
+	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 	"github.com/switchboard-dev/switchboard/internal/telephony/speech"
 )
 
@@ -17,28 +18,7 @@ import (
 func TestGatherDigitsFromBaresip(t *testing.T) {
 	e := newEngine(t, EngineConfig{})
 	b := startBaresip(t, make([]int16, 20*sampleRate)) // 20 s of silence
-	typed := make(chan error, 1)
-	res := place(t, e, Trunk{Address: "sip:" + b.addr}, CallSpec{
-		Script: []Step{
-			{Text: "Enter your PIN, then hash.", Audio: tone(4 * time.Second),
-				Gather: &Gather{Field: "pin", FinishOnKey: "#", Timeout: 3 * time.Second}},
-			{Text: "Thank you.", Audio: tone(300 * time.Millisecond)},
-		},
-		OnAnswer: func(time.Time) {
-			go func() {
-				time.Sleep(time.Second) // baresip got our ACK
-				typed <- b.command("sndcode", "1234#")
-			}()
-		},
-	})
-	select {
-	case err := <-typed:
-		if err != nil {
-			t.Fatalf("baresip sndcode: %v", err)
-		}
-	default:
-		t.Fatalf("result %+v: the call ended before we typed", res)
-	}
+	res := placeTypingPIN(t, e, Trunk{Address: "sip:" + b.addr}, b.Baresip, "1234#")
 	b.waitCallEnded(t)
 	if !res.Answered || res.HangupBy != HangupByAgent {
 		t.Fatalf("result %+v: want answered, agent hangup after the script", res)
@@ -279,4 +259,34 @@ func TestFallbackNamedInTranscript(t *testing.T) {
 	if len(res.Events) != 1 || res.Events[0].Recognizer != "embedded (server failed: timeout)" {
 		t.Errorf("transcribed %+v, want the fallback's name", res.Events)
 	}
+}
+
+// placeTypingPIN places a call whose script asks for a PIN (a 4 s prompt,
+// a gather finished by #) and thanks the callee, who types keys through
+// baresip's sndcode a second after the answer, during the prompt.
+func placeTypingPIN(t *testing.T, e *Engine, trunk Trunk, callee *siptest.Baresip, keys string) Result {
+	t.Helper()
+	typed := make(chan error, 1)
+	res := place(t, e, trunk, CallSpec{
+		Script: []Step{
+			{Text: "Enter your PIN, then hash.", Audio: tone(4 * time.Second),
+				Gather: &Gather{Field: "pin", FinishOnKey: "#", Timeout: 3 * time.Second}},
+			{Text: "Thank you.", Audio: tone(300 * time.Millisecond)},
+		},
+		OnAnswer: func(time.Time) {
+			go func() {
+				time.Sleep(time.Second) // baresip got our ACK
+				typed <- callee.Command("sndcode", keys)
+			}()
+		},
+	})
+	select {
+	case err := <-typed:
+		if err != nil {
+			t.Fatalf("baresip sndcode: %v", err)
+		}
+	default:
+		t.Fatalf("result %+v: the call ended before the callee typed", res)
+	}
+	return res
 }

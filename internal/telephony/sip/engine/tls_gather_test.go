@@ -2,7 +2,6 @@ package engine
 
 import (
 	"testing"
-	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/telephony/sip/siptest"
 )
@@ -17,28 +16,7 @@ func TestTLSGatherDigitsWithSRTP(t *testing.T) {
 	callee := siptest.StartBaresip(t, "+14155550123", make([]int16, 20*sampleRate), siptest.WithMediaEnc("srtp-mand"))
 	k := startKamailioTLS(t, cert, key, nil, callee.Addr)
 	e := newEngine(t, EngineConfig{})
-	typed := make(chan error, 1)
-	res := place(t, e, tlsTrunk(k, &TrunkTLS{Roots: ca.pool()}, MediaSRTPRequired), CallSpec{
-		Script: []Step{
-			{Text: "Enter your PIN, then hash.", Audio: tone(4 * time.Second),
-				Gather: &Gather{Field: "pin", FinishOnKey: "#", Timeout: 3 * time.Second}},
-			{Text: "Thank you.", Audio: tone(300 * time.Millisecond)},
-		},
-		OnAnswer: func(time.Time) {
-			go func() {
-				time.Sleep(time.Second) // baresip got our ACK
-				typed <- callee.Command("sndcode", "42#")
-			}()
-		},
-	})
-	select {
-	case err := <-typed:
-		if err != nil {
-			t.Fatalf("baresip sndcode: %v", err)
-		}
-	default:
-		t.Fatalf("result %+v: the call ended before the callee typed", res)
-	}
+	res := placeTypingPIN(t, e, tlsTrunk(k, &TrunkTLS{Roots: ca.pool()}, MediaSRTPRequired), callee, "42#")
 	callee.WaitCallEnded(t)
 	if !res.Answered || res.HangupBy != HangupByAgent {
 		t.Fatalf("result %+v: want answered (SRTP, the callee accepts nothing else), agent hangup after the script", res)
