@@ -120,21 +120,28 @@ func (e *Engine) Probe(ctx context.Context, t Trunk) ProbeResult {
 // judge turns the final response to OPTIONS into a ProbeResult.
 func judge(res *sipmsg.Response, haveCredentials bool, rtt time.Duration) ProbeResult {
 	r := ProbeResult{StatusCode: res.StatusCode, Reason: res.Reason, Reachable: true, RTT: rtt}
-	switch {
-	case isChallenge(res.StatusCode) && !haveCredentials:
+	// Trunks that authenticate by source address answer 403 too.
+	if r.Err = authRefusal(res, haveCredentials, "the trunk"); r.Err != nil {
 		r.AuthFailed = true
-		r.Err = fmt.Errorf("the trunk asks for credentials (%d %s) and none are configured", res.StatusCode, res.Reason)
-	case isChallenge(res.StatusCode):
-		r.AuthFailed = true
-		r.Err = fmt.Errorf("the trunk refused the credentials (%d %s)", res.StatusCode, res.Reason)
-	case res.StatusCode == sipmsg.StatusForbidden:
-		// Trunks that authenticate by source address answer 403 too.
-		r.AuthFailed = true
-		r.Err = fmt.Errorf("the trunk refused us (%d %s)", res.StatusCode, res.Reason)
-	case !healthyStatus(res.StatusCode):
+	} else if !healthyStatus(res.StatusCode) {
 		r.Err = fmt.Errorf("the trunk answered OPTIONS with %d %s", res.StatusCode, res.Reason)
 	}
 	return r
+}
+
+// authRefusal says why who (the trunk, the registrar) refused us, when
+// res is a refusal of our credentials or of us: a challenge we could not
+// answer, one that came again after our answer, or a 403; nil otherwise.
+func authRefusal(res *sipmsg.Response, haveCredentials bool, who string) error {
+	switch {
+	case isChallenge(res.StatusCode) && !haveCredentials:
+		return fmt.Errorf("%s asks for credentials (%d %s) and none are configured", who, res.StatusCode, res.Reason)
+	case isChallenge(res.StatusCode):
+		return fmt.Errorf("%s refused the credentials (%d %s)", who, res.StatusCode, res.Reason)
+	case res.StatusCode == sipmsg.StatusForbidden:
+		return fmt.Errorf("%s refused us (%d %s)", who, res.StatusCode, res.Reason)
+	}
+	return nil
 }
 
 func isChallenge(code int) bool {

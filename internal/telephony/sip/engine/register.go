@@ -188,16 +188,9 @@ func (r *Registrant) newRegister(recipient sipmsg.Uri, transport, dest string, c
 // judgeRegister turns the final response to REGISTER into a result.
 func judgeRegister(res *sipmsg.Response, haveCredentials bool, contact sipmsg.ContactHeader, asked time.Duration) RegisterResult {
 	r := RegisterResult{StatusCode: res.StatusCode, Reason: res.Reason, Reachable: true}
-	switch {
-	case isChallenge(res.StatusCode) && !haveCredentials:
+	switch r.Err = authRefusal(res, haveCredentials, "the registrar"); {
+	case r.Err != nil:
 		r.AuthFailed = true
-		r.Err = fmt.Errorf("the registrar asks for credentials (%d %s) and none are configured", res.StatusCode, res.Reason)
-	case isChallenge(res.StatusCode):
-		r.AuthFailed = true
-		r.Err = fmt.Errorf("the registrar refused the credentials (%d %s)", res.StatusCode, res.Reason)
-	case res.StatusCode == sipmsg.StatusForbidden:
-		r.AuthFailed = true
-		r.Err = fmt.Errorf("the registrar refused us (%d %s)", res.StatusCode, res.Reason)
 	case res.StatusCode < 200 || res.StatusCode >= 300:
 		r.Err = fmt.Errorf("the registrar answered REGISTER with %d %s", res.StatusCode, res.Reason)
 	case asked > 0:
